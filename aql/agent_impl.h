@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal: the interface every agent implements. Queues, signals and
+ * packets are agent-neutral memory; an agent only attaches a processor to
+ * a queue's ring and detaches it again.
+ */
+#ifndef AQL_INTERNAL_AGENT_IMPL_H
+#define AQL_INTERNAL_AGENT_IMPL_H
+
+#include <aql/agent.h>
+
+struct aql_queue_impl;
+
+struct aql_agent_ops {
+	void (*get_info)(aql_agent *agent, aql_agent_info *info);
+	/* Start processing the queue's ring; the queue is fully initialised. */
+	aql_status (*queue_attach)(aql_agent *agent, struct aql_queue_impl *queue);
+	/* Stop processing; returns once nothing of the agent touches the queue. */
+	void (*queue_detach)(aql_agent *agent, struct aql_queue_impl *queue);
+	aql_status (*register_function)(aql_agent *agent, uint16_t id,
+					aql_agent_fn fn, void *user);
+	void (*destroy)(aql_agent *agent);
+};
+
+struct aql_agent {
+	const struct aql_agent_ops *ops;
+	uint32_t queues;	/* attached queues, for aql_agent_destroy() */
+	int is_default;
+};
+
+#endif

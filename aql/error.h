@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+/* Internal: record why a call failed, in the thread's message buffer. */
+#ifndef AQL_INTERNAL_ERROR_H
+#define AQL_INTERNAL_ERROR_H
+
+#include <aql/status.h>
+
+/* Set this thread's message from printf-style arguments; returns status. */
+aql_status aql_fail(aql_status status, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* As aql_fail(), appending ": strerror(err)". */
+aql_status aql_fail_errno(aql_status status, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#endif

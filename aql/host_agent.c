@@ -1,0 +1,523 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The CPU agent: an HSA packet processor per queue, on its own thread.
+ *
+ * The processor polls the header of the slot at the read index, stalling
+ * while it is INVALID: it polls for idle_spin_ns, then parks on the
+ * doorbell signal until the doorbell value changes. Packets run one after
+ * another in queue order, so a packet starts only after every earlier one
+ * completed: the barrier bit always holds. Kernel dispatches of one
+ * work-group (or a handful of work-items) run on the processor thread
+ * itself; larger grids are spread over the agent's worker pool, with the
+ * processor taking part.
+ *
+ * After a packet: release fence (if its header asks for one), profiling
+ * stamps, completion signal decrement, header reset to INVALID, read index
+ * advance. A malformed packet stops the queue: error state, completion
+ * signal -1, error callback.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "aql/agent_impl.h"
+#include "aql/clock.h"
+#include "aql/error.h"
+#include "aql/queue_impl.h"
+#include "aql/wait.h"
+#include "aql/workers.h"
+#include "aql/workgroup.h"
+
+#define MAX_WORKGROUP 1024u
+#define MAX_PRIVATE (64u << 10)
+#define MAX_QUEUE_SIZE (1u << 20)
+#define DEFAULT_GROUP_SEGMENT (64u << 10)
+#define DEFAULT_IDLE_SPIN_NS 50000u
+/* Grids up to this many work-items run on the processor thread: waking a
+ * worker costs more than running them. */
+#define INLINE_WORKITEMS 64u
+
+struct agent_function {
+	uint16_t id;
+	aql_agent_fn fn;
+	void *user;
+};
+
+struct host_agent {
+	struct aql_agent base;
+	aql_host_agent_config config;
+	struct aql_pool *pool;
+	pthread_mutex_t functions_lock;
+	struct agent_function *functions;
+	uint32_t nfunctions;
+};
+
+struct processor {
+	aql_signal stop;		/* 0 running, 1 stop requested */
+	struct aql_queue_impl *q;
+	struct host_agent *agent;
+	struct aql_wg_exec *exec;
+	pthread_t thread;
+	uint64_t profiling;
+};
+
+enum outcome { DONE, STOPPED, FAILED };
+
+static struct host_agent *host(aql_agent *agent)
+{
+	return (struct host_agent *)agent;
+}
+
+static int stopping(struct processor *p)
+{
+	return aql_signal_load(&p->stop, AQL_ACQUIRE) != 0;
+}
+
+/* Stop the queue on packet id, naming the reason; fail its signal. */
+static enum outcome fail_packet(struct processor *p, aql_packet *slot, uint64_t id,
+				const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static enum outcome fail_packet(struct processor *p, aql_packet *slot, uint64_t id,
+				const char *fmt, ...)
+{
+	char reason[200];
+	va_list ap;
+	uint64_t signal = slot->dispatch.completion_signal;
+
+	va_start(ap, fmt);
+	vsnprintf(reason, sizeof(reason), fmt, ap);
+	va_end(ap);
+	aql_queue_fail(p->q, AQL_ERR_QUEUE_ERROR, "packet %llu (slot %llu): %s",
+		       (unsigned long long)id,
+		       (unsigned long long)(id & p->q->pub.mask), reason);
+	if (signal)
+		aql_signal_store(aql_signal_from_handle(signal), -1, AQL_RELEASE);
+	return FAILED;
+}
+
+/*
+ * Wait until any condition holds, the queue stops, or deadline_ns passes.
+ * The stop signal is one more condition, so a destroy wakes a processor
+ * blocked on a barrier.
+ */
+static enum outcome wait_or_stop(struct processor *p, struct aql_wait_cond *conds,
+				 uint32_t n, uint64_t spin_ns, uint64_t deadline_ns)
+{
+	uint32_t index = 0;
+
+	conds[n] = (struct aql_wait_cond){ &p->stop, -1, 1, AQL_COND_EQ };
+	if (aql_wait_conds(n + 1, conds, deadline_ns, spin_ns, &index, NULL) != AQL_OK)
+		return DONE;
+	return index == n ? STOPPED : DONE;
+}
+
+static const char *validate_dispatch(struct processor *p, const aql_dispatch_packet *d,
+				     char *buf, size_t len)
+{
+	const struct host_agent *a = p->agent;
+	const aql_host_kernel_descriptor *kd =
+		(const aql_host_kernel_descriptor *)(uintptr_t)d->kernel_object;
+	const uint32_t *grid = &d->grid_size_x;
+	const uint16_t *wg = &d->workgroup_size_x;
+	uint32_t dims = d->setup & AQL_DISPATCH_DIMS_MASK;
+	uint64_t items = 1;
+
+	if (d->setup > 3 || dims == 0) {
+		snprintf(buf, len, "setup 0x%x: grid dimensions must be 1, 2 or 3", d->setup);
+		return buf;
+	}
+	for (uint32_t i = 0; i < 3; i++) {
+		if (i < dims && (grid[i] == 0 || wg[i] == 0)) {
+			snprintf(buf, len, "zero %s size in dimension %u",
+				 grid[i] == 0 ? "grid" : "work-group", i);
+			return buf;
+		}
+		if (i >= dims && (grid[i] != 1 || wg[i] != 1)) {
+			snprintf(buf, len, "dimension %u is unused (grid has %u) but its grid size is %u and work-group size %u; both must be 1",
+				 i, dims, grid[i], wg[i]);
+			return buf;
+		}
+		items *= wg[i];
+	}
+	if (items > MAX_WORKGROUP) {
+		snprintf(buf, len, "work-group of %llu work-items exceeds the agent maximum of %u",
+			 (unsigned long long)items, MAX_WORKGROUP);
+		return buf;
+	}
+	if (!kd)
+		return "kernel_object is null";
+	if (kd->magic != AQL_HOST_KD_MAGIC || !kd->entry) {
+		snprintf(buf, len, "kernel_object %p is not a host kernel descriptor (magic 0x%x)",
+			 (const void *)kd, kd->magic);
+		return buf;
+	}
+	if (kd->max_flat_workgroup_size && items > kd->max_flat_workgroup_size) {
+		snprintf(buf, len, "work-group of %llu work-items exceeds the kernel's maximum of %u",
+			 (unsigned long long)items, kd->max_flat_workgroup_size);
+		return buf;
+	}
+	if (d->kernarg_address % 16) {
+		snprintf(buf, len, "kernarg_address 0x%llx is not 16-byte aligned",
+			 (unsigned long long)d->kernarg_address);
+		return buf;
+	}
+	if (!d->kernarg_address && kd->kernarg_size)
+		return "kernarg_address is null but the kernel takes arguments";
+	if (d->group_segment_size > a->config.max_group_segment_size ||
+	    d->group_segment_size < kd->group_segment_fixed_size) {
+		snprintf(buf, len, "group_segment_size %u is outside [%u, %u] (kernel's static size, agent limit)",
+			 d->group_segment_size, kd->group_segment_fixed_size,
+			 a->config.max_group_segment_size);
+		return buf;
+	}
+	if (d->private_segment_size > MAX_PRIVATE ||
+	    d->private_segment_size < kd->private_segment_fixed_size) {
+		snprintf(buf, len, "private_segment_size %u is outside [%u, %u]",
+			 d->private_segment_size, kd->private_segment_fixed_size, MAX_PRIVATE);
+		return buf;
+	}
+	return NULL;
+}
+
+static enum outcome run_dispatch(struct processor *p, aql_packet *slot, uint64_t id)
+{
+	const aql_dispatch_packet *d = &slot->dispatch;
+	const aql_host_kernel_descriptor *kd =
+		(const aql_host_kernel_descriptor *)(uintptr_t)d->kernel_object;
+	struct aql_job job;
+	const char *bad;
+	char buf[160];
+	uint64_t groups;
+	int fault = 0;
+
+	bad = validate_dispatch(p, d, buf, sizeof(buf));
+	if (bad)
+		return fail_packet(p, slot, id, "%s", bad);
+	groups = (uint64_t)aql_wg_count(d->grid_size_x, d->workgroup_size_x) *
+		 aql_wg_count(d->grid_size_y, d->workgroup_size_y) *
+		 aql_wg_count(d->grid_size_z, d->workgroup_size_z);
+	if (groups == 1 || (uint64_t)d->grid_size_x * d->grid_size_y * d->grid_size_z <=
+				   INLINE_WORKITEMS) {
+		for (uint64_t g = 0; g < groups; g++)
+			fault |= aql_wg_run(p->exec, d, kd, g, id);
+	} else {
+		job = (struct aql_job){ .packet = d, .kd = kd, .dispatch_id = id,
+					.total = groups };
+		fault = aql_pool_run(p->agent->pool, p->exec, &job);
+	}
+	if (fault)
+		return fail_packet(p, slot, id, "kernel at %p called aql_host_barrier() although its descriptor has AQL_HOST_KD_NO_BARRIER, or a work-item stack could not be mapped",
+				   (void *)(uintptr_t)kd->entry_address);
+	return DONE;
+}
+
+static enum outcome run_barrier(struct processor *p, aql_packet *slot)
+{
+	const aql_barrier_packet *b = &slot->barrier;
+	struct aql_wait_cond conds[6];
+	uint32_t n = 0;
+
+	for (int i = 0; i < 5; i++)
+		if (b->dep_signal[i])
+			conds[n++] = (struct aql_wait_cond){
+				aql_signal_from_handle(b->dep_signal[i]), -1, 0, AQL_COND_EQ };
+	if (aql_header_type(b->header) == AQL_PACKET_BARRIER_OR)
+		return wait_or_stop(p, conds, n, AQL_WAIT_SPIN_NS, UINT64_MAX);
+	/* AND: a null handle counts as satisfied; wait for each of the rest. */
+	for (uint32_t i = 0; i < n; i++) {
+		struct aql_wait_cond one[2] = { conds[i] };
+
+		if (wait_or_stop(p, one, 1, AQL_WAIT_SPIN_NS, UINT64_MAX) == STOPPED)
+			return STOPPED;
+	}
+	return DONE;
+}
+
+static enum outcome run_barrier_value(struct processor *p, aql_packet *slot, uint64_t id)
+{
+	const aql_barrier_value_packet *b = &slot->barrier_value;
+	struct aql_wait_cond conds[2];
+
+	if (!b->signal)
+		return fail_packet(p, slot, id, "BARRIER_VALUE packet has a null signal");
+	if (b->cond > AQL_COND_GTE)
+		return fail_packet(p, slot, id, "BARRIER_VALUE condition %u is unknown", b->cond);
+	conds[0] = (struct aql_wait_cond){ aql_signal_from_handle(b->signal), b->mask,
+					   b->value, (enum aql_signal_condition)b->cond };
+	return wait_or_stop(p, conds, 1, AQL_WAIT_SPIN_NS, UINT64_MAX);
+}
+
+static enum outcome run_agent_function(struct processor *p, aql_packet *slot, uint64_t id)
+{
+	const aql_agent_dispatch_packet *a = &slot->agent;
+	struct host_agent *agent = p->agent;
+	struct agent_function f = { 0 };
+
+	pthread_mutex_lock(&agent->functions_lock);
+	for (uint32_t i = 0; i < agent->nfunctions; i++)
+		if (agent->functions[i].id == a->type)
+			f = agent->functions[i];
+	pthread_mutex_unlock(&agent->functions_lock);
+	if (!f.fn)
+		return fail_packet(p, slot, id, "no function is registered for agent dispatch type %u",
+				   a->type);
+	f.fn(a->arg, a->return_address, f.user);
+	return DONE;
+}
+
+static enum outcome run_packet(struct processor *p, aql_packet *slot, uint16_t header,
+			       uint64_t id)
+{
+	switch (aql_header_type(header)) {
+	case AQL_PACKET_KERNEL_DISPATCH:
+		return run_dispatch(p, slot, id);
+	case AQL_PACKET_BARRIER_AND:
+	case AQL_PACKET_BARRIER_OR:
+		return run_barrier(p, slot);
+	case AQL_PACKET_AGENT_DISPATCH:
+		return run_agent_function(p, slot, id);
+	case AQL_PACKET_VENDOR_SPECIFIC:
+		if (slot->barrier_value.header.format == AQL_AMD_PACKET_BARRIER_VALUE)
+			return run_barrier_value(p, slot, id);
+		return fail_packet(p, slot, id, "vendor packet format %u is unknown",
+				   slot->barrier_value.header.format);
+	default:
+		return fail_packet(p, slot, id, "packet type %u is unknown",
+				   (unsigned)aql_header_type(header));
+	}
+}
+
+/* Launch, run and retire the valid packet at id. */
+static enum outcome process(struct processor *p, aql_packet *slot, uint16_t header,
+			    uint64_t id)
+{
+	uint64_t start = 0, handle;
+	enum outcome out;
+	aql_signal *signal;
+
+	if (aql_header_acquire(header) != AQL_FENCE_NONE)
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (p->profiling)
+		start = aql_now_ns();
+	out = run_packet(p, slot, header, id);
+	if (out != DONE)
+		return out;
+	handle = slot->dispatch.completion_signal;
+	if (handle) {
+		signal = aql_signal_from_handle(handle);
+		if (p->profiling) {
+			signal->start_ts = start;
+			signal->end_ts = aql_now_ns();
+		}
+		/* The release fence scope becomes the decrement's order. */
+		aql_signal_sub(signal, 1, aql_header_release(header) != AQL_FENCE_NONE
+						  ? AQL_RELEASE : AQL_RELAXED);
+	}
+	aql_queue_retire(p->q, slot, id);
+	return DONE;
+}
+
+/*
+ * The slot for packet id is INVALID: poll it for idle_spin_ns, then sleep
+ * on the doorbell. The doorbell value is read before the header is checked
+ * again, so a ring after that check changes the value and ends the sleep.
+ * If id was already rung, its producer is still writing it (or rang ahead,
+ * which HSA allows): nothing more will change the doorbell, so the
+ * processor keeps polling, in short sleeps, as a command processor stalls.
+ */
+#define ANNOUNCED_POLL_NS 100000u
+
+static void wait_for_packet(struct processor *p, aql_packet *slot, uint64_t id)
+{
+	aql_signal *db = p->q->pub.doorbell;
+	uint64_t end = aql_deadline(p->agent->config.idle_spin_ns);
+	struct aql_wait_cond conds[2];
+	int64_t rung;
+
+	aql_queue_wake_space(p->q);
+	for (uint32_t i = 1;; i++) {
+		if (aql_header_type(__atomic_load_n(&slot->header, __ATOMIC_ACQUIRE)) !=
+		    AQL_PACKET_INVALID || stopping(p))
+			return;
+		if ((i & 63) == 0 && aql_now_ns() >= end)
+			break;
+		aql_cpu_relax();
+	}
+	rung = aql_signal_load(db, AQL_ACQUIRE);
+	conds[0] = (struct aql_wait_cond){ db, -1, rung, AQL_COND_NE };
+	if (aql_header_type(__atomic_load_n(&slot->header, __ATOMIC_ACQUIRE)) ==
+	    AQL_PACKET_INVALID)
+		wait_or_stop(p, conds, 1, 0,
+			     rung >= (int64_t)id ? aql_deadline(ANNOUNCED_POLL_NS) : UINT64_MAX);
+}
+
+static void *processor_main(void *arg)
+{
+	struct processor *p = arg;
+	aql_queue *q = &p->q->pub;
+	uint64_t id = q->amd->read_dispatch_id;
+	struct aql_wait_cond none[1];
+
+	while (!stopping(p)) {
+		aql_packet *slot = aql_queue_slot(q, id);
+		uint16_t header = __atomic_load_n(&slot->header, __ATOMIC_ACQUIRE);
+
+		if (aql_header_type(header) == AQL_PACKET_INVALID) {
+			wait_for_packet(p, slot, id);
+			continue;
+		}
+		switch (process(p, slot, header, id)) {
+		case DONE:
+			id++;
+			break;
+		case FAILED:
+			/* The queue is dead; sleep until it is destroyed. */
+			wait_or_stop(p, none, 0, 0, UINT64_MAX);
+			return NULL;
+		case STOPPED:
+			return NULL;
+		}
+	}
+	return NULL;
+}
+
+static aql_status queue_attach(aql_agent *agent, struct aql_queue_impl *q)
+{
+	struct processor *p;
+	char name[16];
+	aql_status st;
+	int err;
+
+	if (posix_memalign((void **)&p, 64, sizeof(*p)))
+		return aql_fail(AQL_ERR_NOMEM, "CPU agent: no memory for a packet processor");
+	*p = (struct processor){ .q = q, .agent = host(agent) };
+	p->stop.kind = AQL_SIGNAL_KIND_USER;
+	p->profiling = q->flags & AQL_QUEUE_PROFILING;
+	st = aql_wg_exec_create(MAX_WORKGROUP, &p->exec);
+	if (st != AQL_OK) {
+		free(p);
+		return st;
+	}
+	q->agent_state = p;
+	err = pthread_create(&p->thread, NULL, processor_main, p);
+	if (err) {
+		aql_wg_exec_destroy(p->exec);
+		free(p);
+		return aql_fail_errno(AQL_ERR_SYSTEM, err, "CPU agent: starting the packet processor");
+	}
+	snprintf(name, sizeof(name), "aql-cpu-q%llu", (unsigned long long)q->pub.amd->hsa.id);
+	pthread_setname_np(p->thread, name);
+	return AQL_OK;
+}
+
+static void queue_detach(aql_agent *agent, struct aql_queue_impl *q)
+{
+	struct processor *p = q->agent_state;
+
+	(void)agent;
+	aql_signal_store(&p->stop, 1, AQL_RELEASE);
+	pthread_join(p->thread, NULL);
+	aql_wg_exec_destroy(p->exec);
+	free(p);
+	q->agent_state = NULL;
+}
+
+static void get_info(aql_agent *agent, aql_agent_info *info)
+{
+	struct host_agent *a = host(agent);
+
+	*info = (aql_agent_info){
+		.name = "aql-cpu",
+		.kind = AQL_AGENT_CPU,
+		.compute_units = a->config.workers,
+		.max_workgroup_size = MAX_WORKGROUP,
+		.max_workgroup_dim = { MAX_WORKGROUP, MAX_WORKGROUP, MAX_WORKGROUP },
+		.max_group_segment_size = a->config.max_group_segment_size,
+		.max_private_segment_size = MAX_PRIVATE,
+		.max_queue_size = MAX_QUEUE_SIZE,
+		.queue_features = 3,	/* kernel dispatch | agent dispatch */
+	};
+}
+
+static aql_status register_function(aql_agent *agent, uint16_t id, aql_agent_fn fn,
+				    void *user)
+{
+	struct host_agent *a = host(agent);
+	struct agent_function *grown;
+	uint32_t i;
+
+	pthread_mutex_lock(&a->functions_lock);
+	for (i = 0; i < a->nfunctions && a->functions[i].id != id; i++)
+		;
+	if (i == a->nfunctions && fn) {
+		grown = realloc(a->functions, (i + 1) * sizeof(*grown));
+		if (!grown) {
+			pthread_mutex_unlock(&a->functions_lock);
+			return aql_fail(AQL_ERR_NOMEM, "CPU agent: no memory to register function %u", id);
+		}
+		a->functions = grown;
+		a->nfunctions++;
+	}
+	if (fn)
+		a->functions[i] = (struct agent_function){ id, fn, user };
+	else if (i < a->nfunctions)
+		a->functions[i] = a->functions[--a->nfunctions];
+	pthread_mutex_unlock(&a->functions_lock);
+	return AQL_OK;
+}
+
+static void destroy(aql_agent *agent)
+{
+	struct host_agent *a = host(agent);
+
+	aql_pool_destroy(a->pool);
+	pthread_mutex_destroy(&a->functions_lock);
+	free(a->functions);
+	free(a);
+}
+
+static const struct aql_agent_ops host_agent_ops = {
+	.get_info = get_info,
+	.queue_attach = queue_attach,
+	.queue_detach = queue_detach,
+	.register_function = register_function,
+	.destroy = destroy,
+};
+
+aql_status aql_host_agent_create(const aql_host_agent_config *config, aql_agent **out)
+{
+	aql_host_agent_config c = config ? *config : (aql_host_agent_config){ 0 };
+	struct host_agent *a;
+	long cpus;
+	aql_status st;
+
+	if (!out)
+		return aql_fail(AQL_ERR_INVALID_ARG, "aql_host_agent_create: out is NULL");
+	if (c.workers == 0) {
+		cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		c.workers = cpus > 0 ? (uint32_t)cpus : 1;
+	}
+	if (c.workers > 1024)
+		return aql_fail(AQL_ERR_INVALID_ARG, "CPU agent: %u workers requested, at most 1024",
+				c.workers);
+	if (c.idle_spin_ns == 0)
+		c.idle_spin_ns = DEFAULT_IDLE_SPIN_NS;
+	if (c.max_group_segment_size == 0)
+		c.max_group_segment_size = DEFAULT_GROUP_SEGMENT;
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return aql_fail(AQL_ERR_NOMEM, "CPU agent: no memory");
+	a->base.ops = &host_agent_ops;
+	a->config = c;
+	pthread_mutex_init(&a->functions_lock, NULL);
+	st = aql_pool_create(c.workers, MAX_WORKGROUP, &a->pool);
+	if (st != AQL_OK) {
+		pthread_mutex_destroy(&a->functions_lock);
+		free(a);
+		return st;
+	}
+	*out = &a->base;
+	return AQL_OK;
+}

@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "aql/agent_impl.h"
+#include "aql/clock.h"
+#include "aql/error.h"
+#include "aql/queue_impl.h"
+#include "mem/host_mem.h"
+
+#define DEFAULT_SIZE 4096u
+#define DEFAULT_FULL_TIMEOUT_NS 1000000000ull
+#define SPACE_SPIN_NS 5000u
+
+static uint64_t next_queue_id;
+
+static aql_status check_config(aql_agent *agent, const aql_queue_config *c)
+{
+	aql_agent_info info;
+
+	agent->ops->get_info(agent, &info);
+	if (c->size == 0 || (c->size & (c->size - 1)) || c->size > info.max_queue_size)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"queue size %u: must be a power of two from 1 to %u packets",
+				c->size, info.max_queue_size);
+	if (c->type != AQL_QUEUE_MULTI && c->type != AQL_QUEUE_SINGLE)
+		return aql_fail(AQL_ERR_INVALID_ARG, "queue type %d is unknown", (int)c->type);
+	if (c->flags & ~(uint32_t)AQL_QUEUE_PROFILING)
+		return aql_fail(AQL_ERR_INVALID_ARG, "queue flags 0x%x has unknown bits", c->flags);
+	return AQL_OK;
+}
+
+static void free_queue(struct aql_queue_impl *q)
+{
+	aql_signal_destroy(q->pub.doorbell);
+	aql_host_mem_free(q->pub.ring, (size_t)q->pub.size * sizeof(aql_packet));
+	aql_host_mem_free(q->pub.amd, sizeof(aql_amd_queue));
+	free(q);
+}
+
+static aql_status init_memory(struct aql_queue_impl *q, const aql_queue_config *c)
+{
+	aql_amd_queue *amd;
+	aql_status st;
+
+	/* KFD takes ring addresses >> 8, so 256-byte alignment serves every agent. */
+	st = aql_host_mem_alloc((size_t)c->size * sizeof(aql_packet), 256, (void **)&q->pub.ring);
+	if (st == AQL_OK)
+		st = aql_host_mem_alloc(sizeof(*amd), 256, (void **)&q->pub.amd);
+	/* -1: no packet id has been rung yet, so the first ring (id 0) is a change. */
+	if (st == AQL_OK)
+		st = aql_signal_create(-1, &q->pub.doorbell);
+	if (st != AQL_OK)
+		return st;
+	for (uint32_t i = 0; i < c->size; i++)
+		q->pub.ring[i].header = AQL_PACKET_INVALID;
+	amd = q->pub.amd;
+	amd->hsa.type = (uint32_t)c->type;
+	amd->hsa.base_address = (uint64_t)(uintptr_t)q->pub.ring;
+	amd->hsa.doorbell_signal = aql_signal_handle(q->pub.doorbell);
+	amd->hsa.size = c->size;
+	amd->hsa.id = __atomic_fetch_add(&next_queue_id, 1, __ATOMIC_RELAXED);
+	amd->read_dispatch_id_field_base_byte_offset =
+		(uint32_t)offsetof(aql_amd_queue, read_dispatch_id);
+	amd->queue_properties = AQL_AMD_QUEUE_PROPERTY_IS_PTR64 |
+		((c->flags & AQL_QUEUE_PROFILING) ? AQL_AMD_QUEUE_PROPERTY_ENABLE_PROFILING : 0);
+	amd->scratch_last_used_index = UINT64_MAX;
+	q->pub.doorbell->queue_ptr = (uint64_t)(uintptr_t)amd;
+	return AQL_OK;
+}
+
+aql_status aql_queue_create(aql_agent *agent, const aql_queue_config *config,
+			    aql_queue **out)
+{
+	aql_queue_config c = config ? *config : (aql_queue_config){ 0 };
+	struct aql_queue_impl *q;
+	aql_agent_info info;
+	aql_status st;
+
+	if (!agent || !out)
+		return aql_fail(AQL_ERR_INVALID_ARG, "aql_queue_create: agent or out is NULL");
+	if (c.size == 0)
+		c.size = DEFAULT_SIZE;
+	if (c.full_timeout_ns == 0)
+		c.full_timeout_ns = DEFAULT_FULL_TIMEOUT_NS;
+	st = check_config(agent, &c);
+	if (st != AQL_OK)
+		return st;
+	if (posix_memalign((void **)&q, 64, sizeof(*q)))
+		return aql_fail(AQL_ERR_NOMEM, "aql_queue_create: no memory for the queue");
+	*q = (struct aql_queue_impl){ .agent = agent, .flags = c.flags,
+				      .error_callback = c.error_callback,
+				      .error_user = c.error_user };
+	q->pub.size = c.size;
+	q->pub.mask = c.size - 1;
+	q->pub.type = c.type;
+	q->pub.full_timeout_ns = c.full_timeout_ns;
+	st = init_memory(q, &c);
+	if (st == AQL_OK) {
+		agent->ops->get_info(agent, &info);
+		q->pub.amd->hsa.features = info.queue_features;
+		st = agent->ops->queue_attach(agent, q);
+	}
+	if (st != AQL_OK) {
+		free_queue(q);
+		return st;
+	}
+	__atomic_fetch_add(&agent->queues, 1, __ATOMIC_RELAXED);
+	*out = &q->pub;
+	return AQL_OK;
+}
+
+/* Packets that never ran: fail their completion signals so no waiter hangs. */
+static void cancel_pending(struct aql_queue_impl *q)
+{
+	uint64_t id = q->pub.amd->read_dispatch_id;
+	uint64_t end = __atomic_load_n(&q->pub.amd->write_dispatch_id, __ATOMIC_ACQUIRE);
+
+	for (; id < end && end - id <= q->pub.size; id++) {
+		aql_packet *slot = aql_queue_slot(&q->pub, id);
+		uint16_t header = __atomic_load_n(&slot->header, __ATOMIC_ACQUIRE);
+		uint64_t signal = slot->dispatch.completion_signal;
+
+		if (aql_header_type(header) != AQL_PACKET_INVALID && signal)
+			aql_signal_store(aql_signal_from_handle(signal), -1, AQL_RELEASE);
+	}
+}
+
+aql_status aql_queue_destroy(aql_queue *queue)
+{
+	struct aql_queue_impl *q = aql_queue_impl(queue);
+
+	if (!queue)
+		return AQL_OK;
+	q->agent->ops->queue_detach(q->agent, q);
+	cancel_pending(q);
+	__atomic_fetch_sub(&q->agent->queues, 1, __ATOMIC_RELAXED);
+	free_queue(q);
+	return AQL_OK;
+}
+
+aql_status aql_queue_fail(struct aql_queue_impl *q, aql_status status,
+			  const char *fmt, ...)
+{
+	va_list ap;
+
+	if (__atomic_exchange_n(&q->error_once, 1, __ATOMIC_ACQ_REL))
+		return status;
+	va_start(ap, fmt);
+	vsnprintf(q->error_message, sizeof(q->error_message), fmt, ap);
+	va_end(ap);
+	/* Release: a producer that sees the error also sees the message. */
+	__atomic_store_n(&q->pub.error, (uint32_t)status, __ATOMIC_RELEASE);
+	/* Producers asleep on a full ring must see the error now. */
+	aql_futex_bump_and_wake(&q->space_seq);
+	if (q->error_callback)
+		q->error_callback(&q->pub, status, q->error_message, q->error_user);
+	return status;
+}
+
+aql_status aql_queue_error(aql_queue *queue, const char **message)
+{
+	aql_status st = (aql_status)__atomic_load_n(&queue->error, __ATOMIC_ACQUIRE);
+
+	if (message)
+		*message = st == AQL_OK ? "" : aql_queue_impl(queue)->error_message;
+	return st;
+}
+
+aql_status aql_queue_report_error(aql_queue *queue)
+{
+	const char *message;
+	aql_status st = aql_queue_error(queue, &message);
+
+	return aql_fail(AQL_ERR_QUEUE_ERROR, "queue %llu stopped (%s): %s",
+			(unsigned long long)queue->amd->hsa.id, aql_status_str(st), message);
+}
+
+/*
+ * Whether ids first..first+n-1 fit in the ring. Before reserving, first is
+ * only a guess that other producers may have overtaken, so it is reloaded
+ * (after the read index, so it is never older than it).
+ */
+static int has_space(aql_queue *queue, uint64_t *first, uint32_t n, int reserved)
+{
+	uint64_t read = __atomic_load_n(&queue->amd->read_dispatch_id, __ATOMIC_SEQ_CST);
+
+	__atomic_store_n(&queue->cached_read, read, __ATOMIC_RELEASE);
+	if (!reserved)
+		*first = __atomic_load_n(&queue->amd->write_dispatch_id, __ATOMIC_RELAXED);
+	return *first + n - read <= queue->size;
+}
+
+aql_status aql_queue_wait_space(aql_queue *queue, uint64_t first, uint32_t n,
+				int reserved)
+{
+	struct aql_queue_impl *q = aql_queue_impl(queue);
+	uint64_t deadline = aql_deadline(queue->full_timeout_ns);
+	uint64_t spin_end = aql_deadline(SPACE_SPIN_NS);
+	uint32_t seq;
+
+	if (n == 0 || n > queue->size)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"queue %llu: cannot reserve %u packets in a ring of %u",
+				(unsigned long long)queue->amd->hsa.id, n, queue->size);
+	while (!has_space(queue, &first, n, reserved)) {
+		if (__atomic_load_n(&queue->error, __ATOMIC_ACQUIRE))
+			return aql_queue_report_error(queue);
+		if (aql_now_ns() >= deadline) {
+			if (reserved)
+				aql_queue_fail(q, AQL_ERR_QUEUE_FULL,
+					       "packet id %llu was reserved but the ring stayed full for %llu ns",
+					       (unsigned long long)first,
+					       (unsigned long long)queue->full_timeout_ns);
+			return aql_fail(AQL_ERR_QUEUE_FULL,
+					"queue %llu full: %u packet(s) did not fit within %llu ns (write index %llu, read index %llu, size %u)",
+					(unsigned long long)queue->amd->hsa.id, n,
+					(unsigned long long)queue->full_timeout_ns,
+					(unsigned long long)first,
+					(unsigned long long)queue->amd->read_dispatch_id,
+					queue->size);
+		}
+		if (aql_now_ns() < spin_end) {
+			aql_cpu_relax();
+			continue;
+		}
+		/* Pairs with aql_queue_retire(): announce, then re-check. */
+		__atomic_fetch_add(&q->space_waiters, 1, __ATOMIC_SEQ_CST);
+		seq = __atomic_load_n(&q->space_seq, __ATOMIC_ACQUIRE);
+		if (!has_space(queue, &first, n, reserved) &&
+		    !__atomic_load_n(&queue->error, __ATOMIC_ACQUIRE))
+			aql_futex_wait(&q->space_seq, seq, deadline);
+		__atomic_fetch_sub(&q->space_waiters, 1, __ATOMIC_RELAXED);
+	}
+	return AQL_OK;
+}

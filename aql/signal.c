@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: MIT */
+#include <aql/signal.h>
+
+#include "aql/clock.h"
+#include "aql/error.h"
+#include "aql/futex.h"
+#include "aql/wait.h"
+#include "mem/host_mem.h"
+
+aql_status aql_signal_create(int64_t initial, aql_signal **out)
+{
+	aql_signal *s;
+	aql_status st;
+
+	if (!out)
+		return aql_fail(AQL_ERR_INVALID_ARG, "aql_signal_create: out is NULL");
+	st = aql_host_mem_alloc(sizeof(*s), _Alignof(aql_signal), (void **)&s);
+	if (st != AQL_OK)
+		return st;
+	s->kind = AQL_SIGNAL_KIND_USER;
+	s->value = initial;
+	*out = s;
+	return AQL_OK;
+}
+
+void aql_signal_destroy(aql_signal *signal)
+{
+	aql_host_mem_free(signal, sizeof(*signal));
+}
+
+void aql_signal_wake_waiters(aql_signal *signal)
+{
+	aql_futex_bump_and_wake(&signal->wake_seq);
+}
+
+static int cond_met(const struct aql_wait_cond *c, int64_t *value)
+{
+	*value = __atomic_load_n(&c->signal->value, __ATOMIC_ACQUIRE);
+	return aql_signal_condition_met(c->cond, *value & c->mask, c->compare);
+}
+
+static int any_met(uint32_t n, const struct aql_wait_cond *conds,
+		   uint32_t *index, int64_t *observed)
+{
+	int64_t v;
+
+	for (uint32_t i = 0; i < n; i++) {
+		if (cond_met(&conds[i], &v)) {
+			if (index)
+				*index = i;
+			if (observed)
+				*observed = v;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static void set_waiting(uint32_t n, const struct aql_wait_cond *conds, int delta)
+{
+	for (uint32_t i = 0; i < n; i++)
+		__atomic_fetch_add(&conds[i].signal->waiters, (uint32_t)delta,
+				   __ATOMIC_RELAXED);
+}
+
+aql_status aql_wait_conds(uint32_t n, const struct aql_wait_cond *conds,
+			  uint64_t deadline_ns, uint64_t spin_ns,
+			  uint32_t *index, int64_t *observed)
+{
+	uint32_t *words[64], seqs[64];
+	uint64_t now = aql_now_ns();
+	uint64_t left = deadline_ns > now ? deadline_ns - now : 0;
+	uint64_t spin_end = spin_ns >= left ? deadline_ns : now + spin_ns;
+
+	if (any_met(n, conds, index, observed))
+		return AQL_OK;
+	/* Poll first: a sleep and wake-up costs microseconds. The clock is read
+	 * every 64 polls so the loop stays on the cache line it watches. */
+	for (uint32_t i = 1; now < spin_end; i++) {
+		aql_cpu_relax();
+		if (any_met(n, conds, index, observed))
+			return AQL_OK;
+		if ((i & 63) == 0)
+			now = aql_now_ns();
+	}
+	for (;;) {
+		/* Waiter half of the wake protocol in signal.h: announce, fence,
+		 * read the sequence words, then re-check the values. */
+		set_waiting(n, conds, 1);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		for (uint32_t i = 0; i < n; i++) {
+			words[i] = &conds[i].signal->wake_seq;
+			seqs[i] = __atomic_load_n(words[i], __ATOMIC_ACQUIRE);
+		}
+		if (any_met(n, conds, index, observed)) {
+			set_waiting(n, conds, -1);
+			return AQL_OK;
+		}
+		if (aql_now_ns() >= deadline_ns) {
+			set_waiting(n, conds, -1);
+			return AQL_ERR_TIMEOUT;
+		}
+		aql_futex_wait_many(n, words, seqs, deadline_ns);
+		set_waiting(n, conds, -1);
+	}
+}
+
+static const char *const cond_names[] = { "==", "!=", "<", ">=" };
+
+static aql_status wait_hinted(uint32_t n, aql_signal *const *signals,
+			      const enum aql_signal_condition *conds,
+			      const int64_t *compares, uint64_t timeout_ns,
+			      enum aql_wait_hint hint, uint32_t *index,
+			      int64_t *observed)
+{
+	struct aql_wait_cond c[64];
+	uint64_t spin;
+	aql_status st;
+
+	if (n == 0 || n > 64 || !signals)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"signal wait: %u signals given, 1 to 64 allowed", n);
+	switch (hint) {
+	case AQL_WAIT_ACTIVE: spin = UINT64_MAX; break;
+	case AQL_WAIT_SPIN_BLOCK: spin = AQL_WAIT_SPIN_NS; break;
+	case AQL_WAIT_BLOCKED: spin = 0; break;
+	default:
+		return aql_fail(AQL_ERR_INVALID_ARG, "signal wait: unknown hint %d", (int)hint);
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		if (!signals[i] || (unsigned)conds[i] > AQL_COND_GTE)
+			return aql_fail(AQL_ERR_INVALID_ARG,
+					"signal wait: entry %u has a NULL signal or unknown condition %d",
+					i, (int)conds[i]);
+		c[i] = (struct aql_wait_cond){ signals[i], -1, compares[i], conds[i] };
+	}
+	st = aql_wait_conds(n, c, aql_deadline(timeout_ns), spin, index, observed);
+	if (st == AQL_ERR_TIMEOUT)
+		return aql_fail(st, "signal wait timed out after %llu ns: signal %p has value %lld, waited for value %s %lld%s",
+				(unsigned long long)timeout_ns, (void *)signals[0],
+				(long long)aql_signal_load(signals[0], AQL_RELAXED),
+				cond_names[conds[0]], (long long)compares[0],
+				n > 1 ? " (first of several)" : "");
+	return st;
+}
+
+aql_status aql_signal_wait(aql_signal *signal, enum aql_signal_condition cond,
+			   int64_t compare, uint64_t timeout_ns,
+			   enum aql_wait_hint hint, int64_t *observed)
+{
+	return wait_hinted(1, &signal, &cond, &compare, timeout_ns, hint, NULL, observed);
+}
+
+aql_status aql_signal_wait_any(uint32_t n, aql_signal *const *signals,
+			       const enum aql_signal_condition *conds,
+			       const int64_t *compares, uint64_t timeout_ns,
+			       enum aql_wait_hint hint, uint32_t *index,
+			       int64_t *observed)
+{
+	if (!conds || !compares)
+		return aql_fail(AQL_ERR_INVALID_ARG, "signal wait: NULL condition array");
+	return wait_hinted(n, signals, conds, compares, timeout_ns, hint, index, observed);
+}

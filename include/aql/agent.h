@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Agents run packets. Every agent sits behind the same small interface, so
+ * code that creates queues and submits packets never knows which one it
+ * talks to. The CPU agent is built in and is the default.
+ */
+#ifndef AQL_AGENT_H
+#define AQL_AGENT_H
+
+#include <stdint.h>
+#include <aql/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct aql_agent aql_agent;
+
+enum aql_agent_kind {
+	AQL_AGENT_CPU = 0,
+};
+
+typedef struct aql_agent_info {
+	char name[64];
+	enum aql_agent_kind kind;
+	uint32_t compute_units;		/* CPU agent: worker threads */
+	uint32_t max_workgroup_size;	/* work-items in one work-group */
+	uint16_t max_workgroup_dim[3];
+	uint32_t max_group_segment_size;	/* bytes of LDS per work-group */
+	uint32_t max_private_segment_size;	/* bytes per work-item */
+	uint32_t max_queue_size;	/* packets */
+	uint32_t queue_features;	/* as aql_hsa_queue.features */
+} aql_agent_info;
+
+/*
+ * The process-wide CPU agent, created on first use with the defaults (one
+ * worker per online CPU) and kept until exit. Errors: AQL_ERR_NOMEM,
+ * AQL_ERR_SYSTEM. Thread safe.
+ */
+aql_status aql_agent_default(aql_agent **out);
+
+typedef struct aql_host_agent_config {
+	uint32_t workers;		/* 0: one per online CPU */
+	uint64_t idle_spin_ns;		/* processor polls this long before parking; 0: 50 us */
+	uint32_t max_group_segment_size;	/* 0: 64 KiB */
+} aql_host_agent_config;
+
+/*
+ * Create a private CPU agent. config may be NULL for the defaults.
+ * Errors: AQL_ERR_INVALID_ARG, AQL_ERR_NOMEM, AQL_ERR_SYSTEM. Thread safe.
+ */
+aql_status aql_host_agent_create(const aql_host_agent_config *config,
+				 aql_agent **out);
+
+/*
+ * Destroy an agent made with aql_host_agent_create(). Its queues must be
+ * destroyed first (AQL_ERR_INVALID_ARG names how many remain). The default
+ * agent cannot be destroyed. NULL is accepted.
+ */
+aql_status aql_agent_destroy(aql_agent *agent);
+
+/* Fill *info. Errors: AQL_ERR_INVALID_ARG. Thread safe. */
+aql_status aql_agent_get_info(aql_agent *agent, aql_agent_info *info);
+
+/*
+ * Host function run by an AGENT_DISPATCH packet whose type field is the id
+ * it was registered under: arg is the packet's arg[4], return_address its
+ * return_address.
+ */
+typedef void (*aql_agent_fn)(const uint64_t arg[4], uint64_t return_address,
+			     void *user);
+
+/*
+ * Register fn for AGENT_DISPATCH packets of type id, replacing any earlier
+ * one; fn NULL unregisters. Errors: AQL_ERR_INVALID_ARG,
+ * AQL_ERR_UNSUPPORTED (the agent takes no agent dispatch). Thread safe; a
+ * packet already running keeps the function it started with.
+ */
+aql_status aql_agent_register_function(aql_agent *agent, uint16_t id,
+				       aql_agent_fn fn, void *user);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

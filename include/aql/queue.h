@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * User-mode queues: a power-of-two ring of 64-byte packet slots plus a
+ * control block laid out as amd_queue_t, so the same memory can be handed
+ * to a GPU command processor. Submission is four steps, each one call:
+ * reserve a slot, write the body, publish the header, ring the doorbell.
+ * aql_queue_submit() does all four for one prepared packet.
+ */
+#ifndef AQL_QUEUE_H
+#define AQL_QUEUE_H
+
+#include <stdint.h>
+#include <string.h>
+#include <aql/packet.h>
+#include <aql/signal.h>
+#include <aql/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct aql_agent aql_agent;
+
+/* hsa_queue_t */
+typedef struct aql_hsa_queue {
+	uint32_t type;			/* enum aql_queue_type */
+	uint32_t features;		/* bit 0 kernel dispatch, bit 1 agent dispatch */
+	uint64_t base_address;		/* the ring */
+	uint64_t doorbell_signal;	/* aql_signal address */
+	uint32_t size;			/* packets, a power of two */
+	uint32_t reserved1;
+	uint64_t id;
+} aql_hsa_queue;
+
+/* amd_queue_t: the control block a command processor reads. */
+typedef struct __attribute__((aligned(64))) aql_amd_queue {
+	aql_hsa_queue hsa;
+	uint32_t caps;
+	uint32_t reserved1[3];
+	uint64_t write_dispatch_id;
+	uint32_t group_segment_aperture_base_hi;
+	uint32_t private_segment_aperture_base_hi;
+	uint32_t max_cu_id;
+	uint32_t max_wave_id;
+	uint64_t max_legacy_doorbell_dispatch_id_plus_1;
+	uint32_t legacy_doorbell_lock;
+	uint32_t reserved2[9];
+	uint64_t read_dispatch_id;
+	uint32_t read_dispatch_id_field_base_byte_offset;
+	uint32_t compute_tmpring_size;
+	uint32_t scratch_resource_descriptor[4];
+	uint64_t scratch_backing_memory_location;
+	uint64_t scratch_backing_memory_byte_size;
+	uint32_t scratch_wave64_lane_byte_size;
+	uint32_t queue_properties;	/* AQL_AMD_QUEUE_PROPERTY_* */
+	uint64_t scratch_last_used_index;
+	uint64_t queue_inactive_signal;
+	uint32_t reserved4[14];
+} aql_amd_queue;
+
+_Static_assert(sizeof(aql_amd_queue) == 256, "amd_queue_t is 256 bytes");
+
+enum aql_amd_queue_property {
+	AQL_AMD_QUEUE_PROPERTY_IS_PTR64 = 1u << 1,
+	AQL_AMD_QUEUE_PROPERTY_ENABLE_PROFILING = 1u << 3,
+};
+
+enum aql_queue_type {
+	AQL_QUEUE_MULTI = 0,	/* any number of producer threads */
+	AQL_QUEUE_SINGLE = 1,	/* one producer thread at a time */
+};
+
+enum aql_queue_flag {
+	AQL_QUEUE_PROFILING = 1u << 0,	/* write start_ts/end_ts in completion signals */
+};
+
+typedef struct aql_queue aql_queue;
+
+/*
+ * Called once, on the agent's thread, when the queue stops on a malformed
+ * packet. message names the packet id and the problem.
+ */
+typedef void (*aql_queue_error_fn)(aql_queue *queue, aql_status status,
+				   const char *message, void *user);
+
+typedef struct aql_queue_config {
+	uint32_t size;			/* packets, power of two; 0 means 4096 */
+	enum aql_queue_type type;
+	uint32_t flags;			/* enum aql_queue_flag */
+	uint64_t full_timeout_ns;	/* wait for a free slot; 0 means 1 s */
+	aql_queue_error_fn error_callback;
+	void *error_user;
+} aql_queue_config;
+
+/*
+ * The producer-side view of a queue. Fields are read by the inline
+ * submission helpers below; treat them as read-only.
+ */
+struct aql_queue {
+	aql_amd_queue *amd;
+	aql_packet *ring;
+	aql_signal *doorbell;
+	uint64_t mask;
+	uint32_t size;
+	enum aql_queue_type type;
+	uint64_t full_timeout_ns;
+	/* A lower bound of read_dispatch_id, so the fast path rarely touches
+	 * the line the processor writes. Atomic: shared by MULTI producers. */
+	uint64_t cached_read;
+	/* Non-zero once the queue stopped on an error (aql_status). */
+	uint32_t error;
+};
+
+/*
+ * Create a queue on an agent. config may be NULL for the defaults.
+ * Errors: AQL_ERR_INVALID_ARG (size not a power of two, too large for the
+ * agent, unknown type or flag), AQL_ERR_NOMEM, AQL_ERR_SYSTEM (the agent's
+ * processor could not start). Thread safe.
+ */
+aql_status aql_queue_create(aql_agent *agent, const aql_queue_config *config,
+			    aql_queue **out);
+
+/*
+ * Stop the queue and free it. Safe with packets in flight: a kernel already
+ * running finishes, packets not yet started are dropped and their completion
+ * signals are set to -1 so that no waiter hangs. No other thread may use the
+ * queue during or after the call. NULL is accepted.
+ */
+aql_status aql_queue_destroy(aql_queue *queue);
+
+/*
+ * The queue's error state: AQL_OK, or the status it stopped with; *message
+ * (if not NULL) gets the reason. Thread safe.
+ */
+aql_status aql_queue_error(aql_queue *queue, const char **message);
+
+/* Slow paths of aql_queue_reserve(); see there. */
+aql_status aql_queue_wait_space(aql_queue *queue, uint64_t first, uint32_t n,
+				int reserved);
+aql_status aql_queue_report_error(aql_queue *queue);
+
+static inline aql_packet *aql_queue_slot(aql_queue *queue, uint64_t id)
+{
+	return &queue->ring[id & queue->mask];
+}
+
+/*
+ * Reserve n consecutive packet ids (1 <= n <= size); *first gets the first.
+ * The slots are INVALID and owned by the caller until it publishes them.
+ *
+ * MULTI queues reserve with one 64-bit fetch-add on write_dispatch_id. A
+ * full queue is checked before the add, so the common full case waits (up
+ * to full_timeout_ns) and fails with AQL_ERR_QUEUE_FULL having reserved
+ * nothing. Producers racing past that check may own ids beyond the ring;
+ * they wait for the processor to free them. If that wait times out too,
+ * the queue enters the error state, since an id it owns can never be filled.
+ * SINGLE queues use a plain load and store.
+ *
+ * Errors: AQL_ERR_INVALID_ARG (n), AQL_ERR_QUEUE_FULL, AQL_ERR_QUEUE_ERROR.
+ * Thread safe for MULTI queues; one thread at a time for SINGLE queues.
+ */
+static inline aql_status aql_queue_reserve(aql_queue *queue, uint32_t n,
+					   uint64_t *first)
+{
+	uint64_t *wp = &queue->amd->write_dispatch_id;
+	uint64_t read = __atomic_load_n(&queue->cached_read, __ATOMIC_ACQUIRE);
+	uint64_t w = __atomic_load_n(wp, __ATOMIC_RELAXED);
+	aql_status st;
+
+	if (__atomic_load_n(&queue->error, __ATOMIC_RELAXED))
+		return aql_queue_report_error(queue);
+	if (n - 1u >= queue->size)
+		return aql_queue_wait_space(queue, w, n, 0);
+	if (w + n - read > queue->size) {
+		st = aql_queue_wait_space(queue, w, n, 0);
+		if (st != AQL_OK)
+			return st;
+	}
+	if (queue->type == AQL_QUEUE_SINGLE) {
+		__atomic_store_n(wp, w + n, __ATOMIC_RELAXED);
+	} else {
+		w = __atomic_fetch_add(wp, n, __ATOMIC_RELAXED);
+		read = __atomic_load_n(&queue->cached_read, __ATOMIC_ACQUIRE);
+		if (w + n - read > queue->size) {
+			st = aql_queue_wait_space(queue, w, n, 1);
+			if (st != AQL_OK)
+				return st;
+		}
+	}
+	*first = w;
+	return AQL_OK;
+}
+
+/*
+ * Tell the agent that packets up to id are published. Stores id (the last
+ * valid packet, not id + 1) with release order. A hardware doorbell is one
+ * MMIO store; a host doorbell is a signal store that wakes a parked packet
+ * processor. Thread safe.
+ */
+static inline void aql_queue_ring_doorbell(aql_queue *queue, uint64_t id)
+{
+	aql_signal *db = queue->doorbell;
+
+	if (db->kind == AQL_SIGNAL_KIND_DOORBELL)
+		__atomic_store_n((uint64_t *)(uintptr_t)db->hardware_doorbell_ptr,
+				 id, __ATOMIC_RELEASE);
+	else
+		aql_signal_store(db, (int64_t)id, AQL_RELEASE);
+}
+
+/*
+ * Submit one prepared packet: reserve, copy bytes 4..63, publish bytes 0..3
+ * (header and setup/type) with a release store, ring. Same errors and
+ * thread safety as aql_queue_reserve().
+ */
+static inline aql_status aql_queue_submit(aql_queue *queue, const aql_packet *packet)
+{
+	uint64_t id = 0;
+	aql_packet *slot;
+	uint16_t rest;
+	aql_status st = aql_queue_reserve(queue, 1, &id);
+
+	if (st != AQL_OK)
+		return st;
+	slot = aql_queue_slot(queue, id);
+	memcpy(slot->bytes + 4, packet->bytes + 4, sizeof(*packet) - 4);
+	memcpy(&rest, packet->bytes + 2, sizeof(rest));
+	aql_packet_publish(slot, packet->header, rest);
+	aql_queue_ring_doorbell(queue, id);
+	return AQL_OK;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

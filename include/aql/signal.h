@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Signals: 64-byte objects laid out as amd_signal_t, so a packet's
+ * completion_signal (the signal's address) can be handed to a GPU command
+ * processor unchanged.
+ *
+ * Waking blocked host waiters: amd_signal_t's two reserved words at offset 56
+ * hold a futex sequence number and a waiter count. No device writes them.
+ * Every value-changing op is "update value; full fence; if waiters != 0,
+ * bump the sequence and wake". A waiter does "waiters++; full fence; re-check
+ * value; sleep only if the sequence is unchanged". The two fences form a
+ * store-buffering pair, so at least one side sees the other: either the
+ * updater sees the waiter and wakes it, or the waiter sees the new value.
+ * No wake-up is lost, and an op with no waiter makes no system call.
+ */
+#ifndef AQL_SIGNAL_H
+#define AQL_SIGNAL_H
+
+#include <stdint.h>
+#include <aql/packet.h>
+#include <aql/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum aql_signal_kind {
+	AQL_SIGNAL_KIND_INVALID = 0,
+	AQL_SIGNAL_KIND_USER = 1,
+	AQL_SIGNAL_KIND_DOORBELL = -1,
+};
+
+typedef struct __attribute__((aligned(64))) aql_signal {
+	int64_t kind;			/* enum aql_signal_kind */
+	union {
+		int64_t value;
+		uint64_t hardware_doorbell_ptr;	/* kind == DOORBELL only */
+	};
+	uint64_t event_mailbox_ptr;
+	uint32_t event_id;
+	uint32_t reserved1;
+	uint64_t start_ts;		/* profiling: dispatch start, ns */
+	uint64_t end_ts;		/* profiling: dispatch end, ns */
+	uint64_t queue_ptr;
+	uint32_t wake_seq;		/* amd_signal_t reserved3[0] */
+	uint32_t waiters;		/* amd_signal_t reserved3[1] */
+} aql_signal;
+
+_Static_assert(sizeof(aql_signal) == 64, "aql_signal must match amd_signal_t");
+
+/* Ordering of a signal op, as the HSA _relaxed/_scacquire/_screlease forms. */
+enum aql_memory_order {
+	AQL_RELAXED,
+	AQL_ACQUIRE,
+	AQL_RELEASE,
+	AQL_ACQ_REL,
+};
+
+enum aql_wait_hint {
+	AQL_WAIT_ACTIVE,	/* spin until the condition or the deadline */
+	AQL_WAIT_SPIN_BLOCK,	/* spin briefly, then sleep in the kernel */
+	AQL_WAIT_BLOCKED,	/* sleep at once; burns no CPU while waiting */
+};
+
+#define AQL_TIMEOUT_INFINITE UINT64_MAX
+
+/*
+ * Allocate a USER signal with the given initial value from device-visible
+ * host memory. Errors: AQL_ERR_INVALID_ARG (out is NULL), AQL_ERR_NOMEM.
+ * Thread safe.
+ */
+aql_status aql_signal_create(int64_t initial, aql_signal **out);
+
+/*
+ * Free a signal. The caller guarantees that no packet references it and no
+ * thread waits on it. NULL is accepted. Thread safe for distinct signals.
+ */
+void aql_signal_destroy(aql_signal *signal);
+
+/*
+ * Block until cond(value, compare) holds or timeout_ns passes. On success
+ * the observed value is stored in *observed (if not NULL) and the load has
+ * acquire order. Errors: AQL_ERR_TIMEOUT (the message gives the last value),
+ * AQL_ERR_INVALID_ARG (bad condition or hint). Thread safe; any number of
+ * threads may wait on one signal.
+ */
+aql_status aql_signal_wait(aql_signal *signal, enum aql_signal_condition cond,
+			   int64_t compare, uint64_t timeout_ns,
+			   enum aql_wait_hint hint, int64_t *observed);
+
+/*
+ * Wait until any of n (1..64) signals meets its own condition. On success
+ * *index names the first signal found satisfied. Same errors, ordering and
+ * thread safety as aql_signal_wait(). Blocking uses one kernel wait on all
+ * the signals where the kernel offers futex_waitv.
+ */
+aql_status aql_signal_wait_any(uint32_t n, aql_signal *const *signals,
+			       const enum aql_signal_condition *conds,
+			       const int64_t *compares, uint64_t timeout_ns,
+			       enum aql_wait_hint hint, uint32_t *index,
+			       int64_t *observed);
+
+/* Slow path of every value-changing op: wake all sleeping waiters. */
+void aql_signal_wake_waiters(aql_signal *signal);
+
+static inline uint64_t aql_signal_handle(const aql_signal *signal)
+{
+	return (uint64_t)(uintptr_t)signal;
+}
+
+static inline aql_signal *aql_signal_from_handle(uint64_t handle)
+{
+	return (aql_signal *)(uintptr_t)handle;
+}
+
+static inline int aql_signal_condition_met(enum aql_signal_condition cond,
+					   int64_t value, int64_t compare)
+{
+	switch (cond) {
+	case AQL_COND_EQ: return value == compare;
+	case AQL_COND_NE: return value != compare;
+	case AQL_COND_LT: return value < compare;
+	case AQL_COND_GTE: return value >= compare;
+	}
+	return 0;
+}
+
+static inline int aql_order_load_(enum aql_memory_order order)
+{
+	return order == AQL_ACQUIRE || order == AQL_ACQ_REL ? __ATOMIC_ACQUIRE
+							    : __ATOMIC_RELAXED;
+}
+
+static inline int aql_order_store_(enum aql_memory_order order)
+{
+	return order == AQL_RELEASE || order == AQL_ACQ_REL ? __ATOMIC_RELEASE
+							    : __ATOMIC_RELAXED;
+}
+
+static inline int aql_order_rmw_(enum aql_memory_order order)
+{
+	switch (order) {
+	case AQL_ACQUIRE: return __ATOMIC_ACQUIRE;
+	case AQL_RELEASE: return __ATOMIC_RELEASE;
+	case AQL_ACQ_REL: return __ATOMIC_ACQ_REL;
+	default: return __ATOMIC_RELAXED;
+	}
+}
+
+/*
+ * The updater half of the wake protocol (see the top of this file). The
+ * fence orders the value update before the waiter-count load; a relaxed
+ * load is enough after it.
+ */
+static inline void aql_signal_notify_(aql_signal *signal)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&signal->waiters, __ATOMIC_RELAXED))
+		aql_signal_wake_waiters(signal);
+}
+
+/*
+ * Value ops. order is AQL_RELAXED, AQL_ACQUIRE, AQL_RELEASE or AQL_ACQ_REL;
+ * loads ignore the release half and stores the acquire half. RMW ops return
+ * the previous value. All are thread safe and lock-free.
+ */
+static inline int64_t aql_signal_load(const aql_signal *signal,
+				      enum aql_memory_order order)
+{
+	return __atomic_load_n(&signal->value, aql_order_load_(order));
+}
+
+static inline void aql_signal_store(aql_signal *signal, int64_t value,
+				    enum aql_memory_order order)
+{
+	__atomic_store_n(&signal->value, value, aql_order_store_(order));
+	aql_signal_notify_(signal);
+}
+
+#define AQL_SIGNAL_RMW_(name, builtin)                                         \
+	static inline int64_t aql_signal_##name(aql_signal *signal, int64_t v, \
+						enum aql_memory_order order)   \
+	{                                                                      \
+		int64_t old = builtin(&signal->value, v, aql_order_rmw_(order)); \
+		aql_signal_notify_(signal);                                    \
+		return old;                                                    \
+	}
+AQL_SIGNAL_RMW_(add, __atomic_fetch_add)
+AQL_SIGNAL_RMW_(sub, __atomic_fetch_sub)
+AQL_SIGNAL_RMW_(and, __atomic_fetch_and)
+AQL_SIGNAL_RMW_(or, __atomic_fetch_or)
+AQL_SIGNAL_RMW_(xor, __atomic_fetch_xor)
+AQL_SIGNAL_RMW_(exchange, __atomic_exchange_n)
+#undef AQL_SIGNAL_RMW_
+
+/* Compare-and-swap: returns the value seen; it equals expected on success. */
+static inline int64_t aql_signal_cas(aql_signal *signal, int64_t expected,
+				     int64_t desired, enum aql_memory_order order)
+{
+	int mo = aql_order_rmw_(order);
+	int fail = mo == __ATOMIC_RELEASE ? __ATOMIC_RELAXED
+		 : mo == __ATOMIC_ACQ_REL ? __ATOMIC_ACQUIRE : mo;
+
+	if (__atomic_compare_exchange_n(&signal->value, &expected, desired, 0,
+					mo, fail))
+		aql_signal_notify_(signal);
+	return expected;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

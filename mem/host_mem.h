@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal: device-visible host memory for runtime objects (queue rings,
+ * control blocks, signals). On the CPU agent all host memory is device
+ * visible; this is the one place that later gains pinning and GPU mapping.
+ */
+#ifndef AQL_INTERNAL_HOST_MEM_H
+#define AQL_INTERNAL_HOST_MEM_H
+
+#include <stddef.h>
+#include <aql/status.h>
+
+/*
+ * Zeroed memory of size bytes aligned to align (a power of two, at most a
+ * page). Whole
+ * pages come from mmap, smaller blocks from the C heap. Errors:
+ * AQL_ERR_NOMEM naming what was asked for.
+ */
+aql_status aql_host_mem_alloc(size_t size, size_t align, void **out);
+
+/* Free memory from aql_host_mem_alloc(); size must be the one allocated. */
+void aql_host_mem_free(void *ptr, size_t size);
+
+#endif

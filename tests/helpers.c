@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+#include <string.h>
+#include <time.h>
+
+#include "helpers.h"
+
+unsigned th_passed, th_failed;
+char th_last_error[256];
+unsigned th_error_calls;
+
+int th_finish(void)
+{
+	printf("%u passed, %u failed\n", th_passed, th_failed);
+	return th_failed ? 1 : 0;
+}
+
+aql_agent *th_agent(void)
+{
+	aql_agent *agent;
+
+	if (aql_agent_default(&agent) != AQL_OK) {
+		fprintf(stderr, "default agent: %s\n", aql_error_message());
+		exit(1);
+	}
+	return agent;
+}
+
+static void record_error(aql_queue *q, aql_status st, const char *message, void *user)
+{
+	(void)q, (void)st, (void)user;
+	snprintf(th_last_error, sizeof(th_last_error), "%s", message);
+	__atomic_fetch_add(&th_error_calls, 1, __ATOMIC_RELEASE);
+}
+
+aql_queue *th_queue(uint32_t size, enum aql_queue_type type, uint32_t flags)
+{
+	aql_queue_config config = { .size = size, .type = type, .flags = flags,
+				    .full_timeout_ns = TH_TIMEOUT_NS,
+				    .error_callback = record_error };
+	aql_queue *q;
+
+	if (aql_queue_create(th_agent(), &config, &q) != AQL_OK) {
+		fprintf(stderr, "queue: %s\n", aql_error_message());
+		exit(1);
+	}
+	return q;
+}
+
+aql_dispatch_packet th_dispatch(const aql_host_kernel_descriptor *kd, const void *kernarg,
+				unsigned dims, const uint32_t grid[3], const uint16_t wg[3],
+				aql_signal *completion, int barrier)
+{
+	aql_dispatch_packet p = {
+		.header = aql_packet_header(AQL_PACKET_KERNEL_DISPATCH, barrier,
+					    AQL_FENCE_SYSTEM, AQL_FENCE_SYSTEM),
+		.setup = (uint16_t)dims,
+		.workgroup_size_x = wg[0], .workgroup_size_y = wg[1], .workgroup_size_z = wg[2],
+		.grid_size_x = grid[0], .grid_size_y = grid[1], .grid_size_z = grid[2],
+		.group_segment_size = kd->group_segment_fixed_size,
+		.private_segment_size = kd->private_segment_fixed_size,
+		.kernel_object = (uint64_t)(uintptr_t)kd,
+		.kernarg_address = (uint64_t)(uintptr_t)kernarg,
+		.completion_signal = aql_signal_handle(completion),
+	};
+	return p;
+}
+
+aql_dispatch_packet th_dispatch1(const aql_host_kernel_descriptor *kd, const void *kernarg,
+				 aql_signal *completion)
+{
+	static const uint32_t grid[3] = { 1, 1, 1 };
+	static const uint16_t wg[3] = { 1, 1, 1 };
+
+	return th_dispatch(kd, kernarg, 1, grid, wg, completion, 0);
+}
+
+aql_status th_submit(aql_queue *q, const void *packet)
+{
+	aql_packet p;
+	aql_status st;
+
+	memcpy(&p, packet, sizeof(p));
+	st = aql_queue_submit(q, &p);
+	if (st != AQL_OK)
+		CHECK(0, "submit: %s", aql_error_message());
+	return st;
+}
+
+int64_t th_wait_done(aql_signal *signal)
+{
+	int64_t v = 1;
+	aql_status st = aql_signal_wait(signal, AQL_COND_LT, 1, TH_TIMEOUT_NS,
+					AQL_WAIT_SPIN_BLOCK, &v);
+
+	CHECK(st == AQL_OK, "completion wait: %s", aql_error_message());
+	return v;
+}
+
+aql_signal *th_signal(int64_t initial)
+{
+	aql_signal *s;
+
+	if (aql_signal_create(initial, &s) != AQL_OK) {
+		fprintf(stderr, "signal: %s\n", aql_error_message());
+		exit(1);
+	}
+	return s;
+}
+
+static void empty_kernel(const void *kernarg)
+{
+	(void)kernarg;
+}
+
+static void count_kernel(const void *kernarg)
+{
+	const struct th_count_args *a = kernarg;
+
+	__atomic_fetch_add(a->counter, 1, __ATOMIC_RELAXED);
+}
+
+struct th_empty_args {
+	uint64_t unused;
+};
+
+const aql_host_kernel_descriptor th_empty_kd =
+	AQL_HOST_KERNEL_DESCRIPTOR(empty_kernel, struct th_empty_args, AQL_HOST_KD_NO_BARRIER);
+const aql_host_kernel_descriptor th_count_kd =
+	AQL_HOST_KERNEL_DESCRIPTOR(count_kernel, struct th_count_args, AQL_HOST_KD_NO_BARRIER);
+
+void th_sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared test helpers: checks with a closing tally, packets, kernels. */
+#ifndef AQL_TESTS_HELPERS_H
+#define AQL_TESTS_HELPERS_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <aql/aql.h>
+
+extern unsigned th_passed, th_failed;
+
+#define CHECK(cond, ...)                                                       \
+	do {                                                                   \
+		if (cond) {                                                    \
+			th_passed++;                                           \
+		} else {                                                       \
+			th_failed++;                                           \
+			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+			fprintf(stderr, __VA_ARGS__);                          \
+			fprintf(stderr, "\n");                                 \
+		}                                                              \
+	} while (0)
+
+/* CHECK that a call returned AQL_OK, printing the reason otherwise. */
+#define CHECK_OK(call)                                                         \
+	do {                                                                   \
+		aql_status st_ = (call);                                       \
+		CHECK(st_ == AQL_OK, "%s: %s", aql_status_str(st_), aql_error_message()); \
+	} while (0)
+
+/* Print "N passed, M failed" and return the exit status. */
+int th_finish(void);
+
+/* Long enough for a loaded sanitizer run, short enough to fail, not hang. */
+#define TH_TIMEOUT_NS 10000000000ull
+
+/* The default CPU agent, or exit(1). */
+aql_agent *th_agent(void);
+
+/* A queue on the default agent; errors are recorded for th_last_error. */
+aql_queue *th_queue(uint32_t size, enum aql_queue_type type, uint32_t flags);
+
+/* What the error callback of th_queue() queues last received. */
+extern char th_last_error[256];
+extern unsigned th_error_calls;
+
+/* A 1- to 3-D dispatch; dims taken from how many of grid[] exceed 0. */
+aql_dispatch_packet th_dispatch(const aql_host_kernel_descriptor *kd, const void *kernarg,
+				unsigned dims, const uint32_t grid[3], const uint16_t wg[3],
+				aql_signal *completion, int barrier);
+
+/* A one-work-item dispatch of kd. */
+aql_dispatch_packet th_dispatch1(const aql_host_kernel_descriptor *kd, const void *kernarg,
+				 aql_signal *completion);
+
+/* Submit; a failure is recorded with its reason. Returns the status. */
+aql_status th_submit(aql_queue *q, const void *packet);
+
+/* Wait until signal < 1 and return its value (negative: packet failed). */
+int64_t th_wait_done(aql_signal *signal);
+
+/* A signal with an initial value, or exit(1). */
+aql_signal *th_signal(int64_t initial);
+
+/* A kernel that does nothing, for ordering and throughput tests. */
+extern const aql_host_kernel_descriptor th_empty_kd;
+
+/* A kernel whose kernarg is { uint64_t *counter; } and that increments it. */
+struct th_count_args {
+	uint64_t *counter;
+};
+extern const aql_host_kernel_descriptor th_count_kd;
+
+/* Sleep for ms milliseconds. */
+void th_sleep_ms(unsigned ms);
+
+#endif

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Malformed packets: each class stops the queue with a defined outcome
+ * (error state, completion signal -1, one callback naming the problem, and
+ * later submissions refused), never a crash or a hang. Destroying queues
+ * with packets in flight is safe too.
+ */
+#include <string.h>
+
+#include "helpers.h"
+
+static void misuse_barrier(const void *kernarg)
+{
+	(void)kernarg;
+	aql_host_barrier();
+}
+
+struct __attribute__((aligned(16))) no_args {
+	uint64_t unused;
+};
+
+static const aql_host_kernel_descriptor misuse_kd =
+	AQL_HOST_KERNEL_DESCRIPTOR(misuse_barrier, struct no_args, AQL_HOST_KD_NO_BARRIER);
+static const aql_host_kernel_descriptor not_a_kd = { .magic = 0x12345678 };
+static struct no_args kernarg;
+
+static aql_dispatch_packet good(aql_signal *done)
+{
+	const uint32_t grid[3] = { 4, 1, 1 };
+	const uint16_t wg[3] = { 2, 1, 1 };
+
+	return th_dispatch(&th_empty_kd, &kernarg, 1, grid, wg, done, 0);
+}
+
+/* Submit one bad packet; check the outcome and that the message has want. */
+static void expect_failure(const char *name, aql_packet *bad, const char *want)
+{
+	aql_queue *q = th_queue(16, AQL_QUEUE_MULTI, 0);
+	aql_signal *done = th_signal(1);
+	unsigned calls = __atomic_load_n(&th_error_calls, __ATOMIC_ACQUIRE);
+	aql_dispatch_packet after = good(NULL);
+	const char *message = NULL;
+	aql_status st;
+
+	bad->dispatch.completion_signal = aql_signal_handle(done);
+	th_submit(q, bad);
+	CHECK(th_wait_done(done) == -1, "%s: completion signal is %lld, not -1", name,
+	      (long long)done->value);
+	st = aql_queue_error(q, &message);
+	CHECK(st == AQL_ERR_QUEUE_ERROR && strstr(message, want),
+	      "%s: state %s, message \"%s\" lacks \"%s\"", name, aql_status_str(st), message, want);
+	CHECK(__atomic_load_n(&th_error_calls, __ATOMIC_ACQUIRE) == calls + 1 &&
+		      strstr(th_last_error, want),
+	      "%s: callback got \"%s\"", name, th_last_error);
+	st = aql_queue_submit(q, (const aql_packet *)&after);
+	CHECK(st == AQL_ERR_QUEUE_ERROR && strstr(aql_error_message(), want),
+	      "%s: submit after the error: %s (%s)", name, aql_status_str(st),
+	      aql_error_message());
+	CHECK_OK(aql_queue_destroy(q));
+	aql_signal_destroy(done);
+}
+
+static void test_malformed(void)
+{
+	aql_packet p;
+
+	p.dispatch = good(NULL);
+	p.dispatch.grid_size_x = 0;
+	expect_failure("zero grid", &p, "zero grid size");
+
+	p.dispatch = good(NULL);
+	p.dispatch.setup = 2;
+	p.dispatch.grid_size_y = 4;
+	p.dispatch.workgroup_size_x = 64;
+	p.dispatch.workgroup_size_y = 32;
+	expect_failure("work-group too large", &p, "exceeds the agent maximum of 1024");
+
+	p.dispatch = good(NULL);
+	p.dispatch.setup = 0;
+	expect_failure("zero dimensions", &p, "grid dimensions must be 1, 2 or 3");
+
+	p.dispatch = good(NULL);
+	p.dispatch.setup = 4;
+	expect_failure("four dimensions", &p, "setup 0x4");
+
+	p.dispatch = good(NULL);
+	p.dispatch.grid_size_z = 0;
+	expect_failure("unused dimension not 1", &p, "dimension 2 is unused");
+
+	p.dispatch = good(NULL);
+	p.dispatch.header = 6;
+	expect_failure("unknown type", &p, "packet type 6 is unknown");
+
+	p.barrier_value = (aql_barrier_value_packet){ .header = { 0, 9, 0 } };
+	expect_failure("unknown vendor format", &p, "vendor packet format 9");
+
+	p.dispatch = good(NULL);
+	p.dispatch.kernel_object = 0;
+	expect_failure("null kernel object", &p, "kernel_object is null");
+
+	p.dispatch = good(NULL);
+	p.dispatch.kernel_object = (uint64_t)(uintptr_t)&not_a_kd;
+	expect_failure("not a kernel descriptor", &p, "is not a host kernel descriptor");
+
+	p.dispatch = good(NULL);
+	p.dispatch.kernarg_address += 8;
+	expect_failure("misaligned kernarg", &p, "is not 16-byte aligned");
+
+	p.dispatch = good(NULL);
+	p.dispatch.group_segment_size = 1u << 20;
+	expect_failure("group segment too large", &p, "group_segment_size 1048576");
+
+	p.dispatch = good(NULL);
+	p.dispatch.kernel_object = (uint64_t)(uintptr_t)&misuse_kd;
+	expect_failure("barrier in a no-barrier kernel", &p, "AQL_HOST_KD_NO_BARRIER");
+
+	p.agent = (aql_agent_dispatch_packet){
+		.header = aql_packet_header(AQL_PACKET_AGENT_DISPATCH, 0, 0, 0), .type = 777 };
+	expect_failure("unregistered agent function", &p, "agent dispatch type 777");
+
+	p.barrier_value = (aql_barrier_value_packet){
+		.header = { aql_packet_header(AQL_PACKET_VENDOR_SPECIFIC, 0, 0, 0),
+			    AQL_AMD_PACKET_BARRIER_VALUE, 0 },
+		.signal = aql_signal_handle(th_signal(0)), .cond = 7 };
+	expect_failure("unknown barrier-value condition", &p, "condition 7 is unknown");
+	aql_signal_destroy(aql_signal_from_handle(p.barrier_value.signal));
+}
+
+/* Destroy while a kernel runs and 100 more packets wait behind it. */
+struct __attribute__((aligned(16))) sleep_args {
+	unsigned ms;
+	int *finished;
+};
+
+static void sleep_kernel(const void *kernarg)
+{
+	const struct sleep_args *a = kernarg;
+
+	th_sleep_ms(a->ms);
+	*a->finished = 1;
+}
+
+static const aql_host_kernel_descriptor sleep_kd =
+	AQL_HOST_KERNEL_DESCRIPTOR(sleep_kernel, struct sleep_args, AQL_HOST_KD_NO_BARRIER);
+
+static void test_destroy_in_flight(void)
+{
+	enum { WAITING = 100 };
+	aql_queue *q = th_queue(128, AQL_QUEUE_MULTI, 0);
+	aql_signal *running = th_signal(1), *waiting[WAITING];
+	int finished = 0, cancelled = 0;
+	struct sleep_args args = { 50, &finished };
+	aql_dispatch_packet p = th_dispatch1(&sleep_kd, &args, running);
+
+	th_submit(q, &p);
+	for (int i = 0; i < WAITING; i++) {
+		waiting[i] = th_signal(1);
+		p.completion_signal = aql_signal_handle(waiting[i]);
+		th_submit(q, &p);
+	}
+	th_sleep_ms(10);
+	CHECK_OK(aql_queue_destroy(q));
+	CHECK(finished == 1 && running->value == 0,
+	      "running kernel: finished %d, signal %lld", finished, (long long)running->value);
+	for (int i = 0; i < WAITING; i++) {
+		cancelled += waiting[i]->value == -1;
+		aql_signal_destroy(waiting[i]);
+	}
+	CHECK(cancelled == WAITING, "%d of %d waiting packets cancelled", cancelled, WAITING);
+	aql_signal_destroy(running);
+}
+
+static void test_agents(void)
+{
+	aql_host_agent_config config = { .workers = 3 };
+	aql_agent *agent = NULL;
+	aql_agent_info info;
+	aql_queue *q;
+
+	CHECK_OK(aql_host_agent_create(&config, &agent));
+	CHECK_OK(aql_agent_get_info(agent, &info));
+	CHECK(info.compute_units == 3 && info.kind == AQL_AGENT_CPU &&
+		      !strcmp(info.name, "aql-cpu"), "info %s %u", info.name, info.compute_units);
+	CHECK_OK(aql_queue_create(agent, NULL, &q));
+	CHECK(aql_agent_destroy(agent) == AQL_ERR_INVALID_ARG &&
+		      strstr(aql_error_message(), "1 queue"), "agent with a queue destroyed: %s",
+	      aql_error_message());
+	CHECK_OK(aql_queue_destroy(q));
+	CHECK_OK(aql_agent_destroy(agent));
+	CHECK(aql_agent_destroy(th_agent()) == AQL_ERR_INVALID_ARG, "default agent destroyed");
+	config.workers = 5000;
+	CHECK(aql_host_agent_create(&config, &agent) == AQL_ERR_INVALID_ARG,
+	      "5000 workers accepted");
+}
+
+int main(void)
+{
+	test_malformed();
+	test_destroy_in_flight();
+	test_agents();
+	return th_finish();
+}

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Multi-producer stress: 4 threads submit 10^6 packets each to one MULTI
+ * queue. Every packet's kernel marks its own entry, and every completion
+ * signal must drop from 1 to exactly 0: a packet run twice would leave a
+ * 2 in its entry or -1 in its signal, a lost one a 0 or a timeout.
+ */
+#include <pthread.h>
+#include <string.h>
+
+#include "helpers.h"
+
+enum { THREADS = 4, PER_THREAD = 1000000, WINDOW = 64 };
+
+struct __attribute__((aligned(16))) mark_args {
+	uint8_t *entry;
+};
+
+static void mark_kernel(const void *kernarg)
+{
+	const struct mark_args *a = kernarg;
+
+	(*a->entry)++;
+}
+
+static const aql_host_kernel_descriptor mark_kd =
+	AQL_HOST_KERNEL_DESCRIPTOR(mark_kernel, struct mark_args, AQL_HOST_KD_NO_BARRIER);
+
+static uint8_t *marks;
+static aql_queue *queue;
+
+struct producer {
+	pthread_t thread;
+	unsigned index;
+	unsigned bad_signals;
+	unsigned submit_errors;
+};
+
+/*
+ * Each producer cycles through WINDOW signals and kernarg slots; one is
+ * reused only after its previous packet completed with value exactly 0.
+ */
+static void *produce(void *arg)
+{
+	struct producer *p = arg;
+	aql_signal *signals[WINDOW];
+	struct mark_args args[WINDOW];
+	uint64_t base = (uint64_t)p->index * PER_THREAD;
+	int64_t v;
+
+	for (int i = 0; i < WINDOW; i++)
+		signals[i] = th_signal(0);
+	for (uint64_t i = 0; i < PER_THREAD; i++) {
+		unsigned w = i % WINDOW;
+		aql_dispatch_packet d;
+
+		if (i >= WINDOW) {
+			if (aql_signal_wait(signals[w], AQL_COND_LT, 1, TH_TIMEOUT_NS,
+					    AQL_WAIT_SPIN_BLOCK, &v) != AQL_OK || v != 0)
+				p->bad_signals++;
+		}
+		aql_signal_store(signals[w], 1, AQL_RELAXED);
+		args[w].entry = &marks[base + i];
+		d = th_dispatch1(&mark_kd, &args[w], signals[w]);
+		if (aql_queue_submit(queue, (const aql_packet *)&d) != AQL_OK) {
+			p->submit_errors++;
+			break;
+		}
+	}
+	for (int i = 0; i < WINDOW; i++) {
+		if (aql_signal_wait(signals[i], AQL_COND_LT, 1, TH_TIMEOUT_NS,
+				    AQL_WAIT_SPIN_BLOCK, &v) != AQL_OK || v != 0)
+			p->bad_signals++;
+		aql_signal_destroy(signals[i]);
+	}
+	return NULL;
+}
+
+int main(void)
+{
+	struct producer producers[THREADS];
+	uint64_t ran_once = 0, wrong = 0;
+
+	marks = calloc((size_t)THREADS * PER_THREAD, 1);
+	queue = th_queue(1024, AQL_QUEUE_MULTI, 0);
+	for (unsigned i = 0; i < THREADS; i++) {
+		producers[i] = (struct producer){ .index = i };
+		pthread_create(&producers[i].thread, NULL, produce, &producers[i]);
+	}
+	for (unsigned i = 0; i < THREADS; i++) {
+		pthread_join(producers[i].thread, NULL);
+		CHECK(producers[i].bad_signals == 0 && producers[i].submit_errors == 0,
+		      "producer %u: %u completion signals not exactly 0, %u submit errors (%s)", i,
+		      producers[i].bad_signals, producers[i].submit_errors, aql_error_message());
+	}
+	for (size_t i = 0; i < (size_t)THREADS * PER_THREAD; i++) {
+		ran_once += marks[i] == 1;
+		wrong += marks[i] != 1;
+	}
+	CHECK(ran_once == (uint64_t)THREADS * PER_THREAD && wrong == 0,
+	      "%llu packets ran exactly once, %llu did not", (unsigned long long)ran_once,
+	      (unsigned long long)wrong);
+	CHECK(queue->amd->read_dispatch_id == (uint64_t)THREADS * PER_THREAD,
+	      "read index %llu", (unsigned long long)queue->amd->read_dispatch_id);
+	aql_queue_destroy(queue);
+	free(marks);
+	return th_finish();
+}

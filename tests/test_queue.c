@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: MIT */
+/* Queues: layout, wrap-around, batch reservation, stalls on INVALID slots,
+ * backpressure on a full ring, and argument checks. */
+#include <string.h>
+
+#include "helpers.h"
+
+/* Kernel that checks it runs in submission order. Kernargs are 16-aligned. */
+struct __attribute__((aligned(16))) seq_args {
+	uint64_t *next;		/* the index the next packet must carry */
+	uint64_t index;
+	uint64_t *out_of_order;
+};
+
+static void seq_kernel(const void *kernarg)
+{
+	const struct seq_args *a = kernarg;
+
+	if (*a->next != a->index)
+		(*a->out_of_order)++;
+	*a->next = a->index + 1;
+}
+
+static const aql_host_kernel_descriptor seq_kd =
+	AQL_HOST_KERNEL_DESCRIPTOR(seq_kernel, struct seq_args, AQL_HOST_KD_NO_BARRIER);
+
+static uint32_t count_invalid(aql_queue *q)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < q->size; i++)
+		n += __atomic_load_n(&q->ring[i].header, __ATOMIC_ACQUIRE) == AQL_PACKET_INVALID;
+	return n;
+}
+
+static void test_layout(void)
+{
+	aql_queue *q = th_queue(64, AQL_QUEUE_MULTI, AQL_QUEUE_PROFILING);
+
+	CHECK(q->amd->hsa.size == 64 && q->size == 64, "size %u", q->amd->hsa.size);
+	CHECK(q->amd->hsa.base_address == (uint64_t)(uintptr_t)q->ring, "ring address");
+	CHECK((q->amd->hsa.base_address & 255) == 0, "ring not 256-byte aligned");
+	CHECK(q->amd->hsa.doorbell_signal == aql_signal_handle(q->doorbell), "doorbell");
+	CHECK(q->amd->read_dispatch_id_field_base_byte_offset == 128, "read index offset");
+	CHECK(q->amd->queue_properties & AQL_AMD_QUEUE_PROPERTY_ENABLE_PROFILING,
+	      "profiling bit not set");
+	CHECK(q->amd->hsa.features == 3, "features 0x%x", q->amd->hsa.features);
+	CHECK(count_invalid(q) == q->size, "%u of %u slots start INVALID", count_invalid(q),
+	      q->size);
+	aql_queue_destroy(q);
+}
+
+/* 10^6 packets through 64 slots: every slot is reused ~15600 times. */
+static void test_wraparound(enum aql_queue_type type)
+{
+	enum { N = 1000000, SIZE = 64 };
+	static struct seq_args args[SIZE * 2];
+	uint64_t next = 0, out_of_order = 0;
+	aql_queue *q = th_queue(SIZE, type, 0);
+	aql_signal *done = th_signal(1);
+
+	for (uint64_t i = 0; i < N; i++) {
+		/* A kernarg slot is reused only after its packet's slot was:
+		 * the queue never holds more than SIZE packets. */
+		struct seq_args *a = &args[i % (SIZE * 2)];
+		aql_dispatch_packet p;
+
+		*a = (struct seq_args){ &next, i, &out_of_order };
+		p = th_dispatch1(&seq_kd, a, i == N - 1 ? done : NULL);
+		if (th_submit(q, &p) != AQL_OK)
+			break;
+	}
+	CHECK(th_wait_done(done) == 0, "last packet failed");
+	CHECK(next == N && out_of_order == 0, "type %d: ran %llu, %llu out of order", type,
+	      (unsigned long long)next, (unsigned long long)out_of_order);
+	CHECK(q->amd->read_dispatch_id == N && q->amd->write_dispatch_id == N,
+	      "indices read %llu write %llu", (unsigned long long)q->amd->read_dispatch_id,
+	      (unsigned long long)q->amd->write_dispatch_id);
+	CHECK(count_invalid(q) == SIZE, "%u of %u slots recycled", count_invalid(q), SIZE);
+	aql_signal_destroy(done);
+	aql_queue_destroy(q);
+}
+
+/*
+ * Reserve 8 slots, publish them last to first and ring once: the processor
+ * must stall on the first INVALID slot and still run them in id order.
+ */
+static void test_batch_reverse_publish(void)
+{
+	enum { N = 8 };
+	static struct seq_args args[N];
+	uint64_t next = 0, out_of_order = 0, first = 0;
+	aql_queue *q = th_queue(16, AQL_QUEUE_MULTI, 0);
+	aql_signal *done = th_signal(1);
+
+	CHECK_OK(aql_queue_reserve(q, N, &first));
+	CHECK(first == 0 && q->amd->write_dispatch_id == N, "reserved at %llu",
+	      (unsigned long long)first);
+	for (int i = N - 1; i >= 0; i--) {
+		aql_dispatch_packet p;
+		aql_packet *slot = aql_queue_slot(q, first + (uint64_t)i);
+
+		args[i] = (struct seq_args){ &next, (uint64_t)i, &out_of_order };
+		p = th_dispatch1(&seq_kd, &args[i], i == N - 1 ? done : NULL);
+		memcpy(slot->bytes + 4, (char *)&p + 4, 60);
+		aql_packet_publish(slot, p.header, p.setup);
+		if (i == N - 1) {
+			th_sleep_ms(5);
+			CHECK(q->amd->read_dispatch_id == 0,
+			      "processor ran past INVALID slot 0 (read index %llu)",
+			      (unsigned long long)q->amd->read_dispatch_id);
+		}
+	}
+	aql_queue_ring_doorbell(q, first + N - 1);
+	CHECK(q->doorbell->value == (int64_t)(first + N - 1), "doorbell holds %lld",
+	      (long long)q->doorbell->value);
+	CHECK(th_wait_done(done) == 0, "batch failed");
+	CHECK(next == N && out_of_order == 0, "ran %llu, %llu out of order",
+	      (unsigned long long)next, (unsigned long long)out_of_order);
+	aql_signal_destroy(done);
+	aql_queue_destroy(q);
+}
+
+/* A processor blocked on a barrier lets the ring fill; the next
+ * submission must fail within its timeout, having reserved nothing. */
+static void test_full_queue(void)
+{
+	aql_queue_config config = { .size = 4, .full_timeout_ns = 50000000 };
+	aql_signal *gate = th_signal(1), *done = th_signal(1);
+	aql_barrier_packet wait_gate = {
+		.header = aql_packet_header(AQL_PACKET_BARRIER_AND, 1, AQL_FENCE_SYSTEM,
+					    AQL_FENCE_SYSTEM),
+		.dep_signal = { aql_signal_handle(gate) },
+	};
+	uint64_t counter = 0;
+	struct th_count_args args __attribute__((aligned(16))) = { &counter };
+	aql_dispatch_packet p = th_dispatch1(&th_count_kd, &args, NULL);
+	aql_queue *q;
+	aql_status st;
+
+	CHECK_OK(aql_queue_create(th_agent(), &config, &q));
+	th_submit(q, &wait_gate);
+	for (int i = 0; i < 3; i++)
+		th_submit(q, &p);
+	st = aql_queue_submit(q, (const aql_packet *)&p);
+	CHECK(st == AQL_ERR_QUEUE_FULL, "fifth packet: %s", aql_status_str(st));
+	CHECK(strstr(aql_error_message(), "full"), "message: %s", aql_error_message());
+	CHECK(q->amd->write_dispatch_id == 4, "a failed reservation moved the write index to %llu",
+	      (unsigned long long)q->amd->write_dispatch_id);
+	aql_signal_store(gate, 0, AQL_RELEASE);
+	p.completion_signal = aql_signal_handle(done);
+	th_submit(q, &p);
+	CHECK(th_wait_done(done) == 0, "queue did not recover");
+	CHECK(counter == 4, "counter %llu", (unsigned long long)counter);
+	aql_signal_destroy(gate);
+	aql_signal_destroy(done);
+	aql_queue_destroy(q);
+}
+
+static void test_bad_arguments(void)
+{
+	aql_queue_config config = { .size = 48 };
+	aql_queue *q = NULL;
+	uint64_t id;
+
+	CHECK(aql_queue_create(th_agent(), &config, &q) == AQL_ERR_INVALID_ARG,
+	      "size 48 accepted");
+	CHECK(strstr(aql_error_message(), "power of two"), "message: %s", aql_error_message());
+	config.size = 1u << 30;
+	CHECK(aql_queue_create(th_agent(), &config, &q) == AQL_ERR_INVALID_ARG,
+	      "size 2^30 accepted");
+	config = (aql_queue_config){ .type = 7 };
+	CHECK(aql_queue_create(th_agent(), &config, &q) == AQL_ERR_INVALID_ARG, "type 7 accepted");
+	config = (aql_queue_config){ .flags = 0x100 };
+	CHECK(aql_queue_create(th_agent(), &config, &q) == AQL_ERR_INVALID_ARG,
+	      "unknown flag accepted");
+	CHECK(aql_queue_create(NULL, NULL, &q) == AQL_ERR_INVALID_ARG, "NULL agent accepted");
+	q = th_queue(8, AQL_QUEUE_SINGLE, 0);
+	CHECK(aql_queue_reserve(q, 0, &id) == AQL_ERR_INVALID_ARG, "reserve 0 accepted");
+	CHECK(aql_queue_reserve(q, 9, &id) == AQL_ERR_INVALID_ARG, "reserve 9 of 8 accepted");
+	CHECK(q->amd->write_dispatch_id == 0, "bad reservations moved the write index");
+	CHECK(aql_queue_error(q, NULL) == AQL_OK, "fresh queue in error state");
+	aql_queue_destroy(q);
+	CHECK_OK(aql_queue_destroy(NULL));
+}
+
+/* The processor parks on an idle queue; the first ring must wake it. */
+static void test_first_packet_after_park(void)
+{
+	aql_queue *q = th_queue(8, AQL_QUEUE_SINGLE, 0);
+	aql_signal *done = th_signal(1);
+	uint64_t counter = 0;
+	struct th_count_args args __attribute__((aligned(16))) = { &counter };
+	aql_dispatch_packet p = th_dispatch1(&th_count_kd, &args, done);
+
+	th_sleep_ms(100);
+	th_submit(q, &p);
+	CHECK(th_wait_done(done) == 0 && counter == 1, "first packet after a park did not run");
+	aql_signal_destroy(done);
+	aql_queue_destroy(q);
+}
+
+/*
+ * Ring for id 1 while slot 0 is still INVALID, let the processor go idle,
+ * then publish slot 0 without ringing again: HSA lets a doorbell run ahead,
+ * so the processor must keep checking an announced slot.
+ */
+static void test_doorbell_ahead(void)
+{
+	aql_queue *q = th_queue(8, AQL_QUEUE_MULTI, 0);
+	aql_signal *done = th_signal(1);
+	uint64_t counter = 0;
+	struct th_count_args args __attribute__((aligned(16))) = { &counter };
+	aql_dispatch_packet p0 = th_dispatch1(&th_count_kd, &args, NULL);
+	aql_dispatch_packet p1 = th_dispatch1(&th_count_kd, &args, done);
+	uint64_t first = 0;
+
+	CHECK_OK(aql_queue_reserve(q, 2, &first));
+	memcpy(aql_queue_slot(q, first + 1)->bytes + 4, (char *)&p1 + 4, 60);
+	aql_packet_publish(aql_queue_slot(q, first + 1), p1.header, p1.setup);
+	aql_queue_ring_doorbell(q, first + 1);
+	th_sleep_ms(100);
+	memcpy(aql_queue_slot(q, first)->bytes + 4, (char *)&p0 + 4, 60);
+	aql_packet_publish(aql_queue_slot(q, first), p0.header, p0.setup);
+	CHECK(th_wait_done(done) == 0 && counter == 2, "announced packets did not run");
+	aql_signal_destroy(done);
+	aql_queue_destroy(q);
+}
+
+int main(void)
+{
+	test_first_packet_after_park();
+	test_doorbell_ahead();
+	test_layout();
+	test_wraparound(AQL_QUEUE_MULTI);
+	test_wraparound(AQL_QUEUE_SINGLE);
+	test_batch_reverse_publish();
+	test_full_queue();
+	test_bad_arguments();
+	return th_finish();
+}

@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: MIT */
+/* Signals: every op and order, waits that succeed and that time out, and
+ * cross-thread wake-ups that would hang or time out if one were lost. */
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#include "helpers.h"
+
+static const enum aql_memory_order orders[] = { AQL_RELAXED, AQL_ACQUIRE, AQL_RELEASE,
+						AQL_ACQ_REL };
+
+static void test_ops(void)
+{
+	aql_signal *s = th_signal(5);
+
+	CHECK(s->kind == AQL_SIGNAL_KIND_USER, "kind %lld", (long long)s->kind);
+	CHECK(((uintptr_t)s & 63) == 0, "signal %p not 64-byte aligned", (void *)s);
+	CHECK(aql_signal_from_handle(aql_signal_handle(s)) == s, "handle round trip");
+	for (unsigned i = 0; i < 4; i++) {
+		enum aql_memory_order o = orders[i];
+
+		aql_signal_store(s, 12, o);
+		CHECK(aql_signal_load(s, o) == 12, "store/load order %u", i);
+		CHECK(aql_signal_add(s, 3, o) == 12 && s->value == 15, "add order %u", i);
+		CHECK(aql_signal_sub(s, 5, o) == 15 && s->value == 10, "sub order %u", i);
+		CHECK(aql_signal_and(s, 6, o) == 10 && s->value == 2, "and order %u", i);
+		CHECK(aql_signal_or(s, 5, o) == 2 && s->value == 7, "or order %u", i);
+		CHECK(aql_signal_xor(s, 3, o) == 7 && s->value == 4, "xor order %u", i);
+		CHECK(aql_signal_exchange(s, -9, o) == 4 && s->value == -9, "exchange order %u", i);
+		CHECK(aql_signal_cas(s, -9, 21, o) == -9 && s->value == 21, "cas hit order %u", i);
+		CHECK(aql_signal_cas(s, 0, 99, o) == 21 && s->value == 21, "cas miss order %u", i);
+	}
+	aql_signal_destroy(s);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void test_conditions(void)
+{
+	aql_signal *s = th_signal(7);
+	int64_t v = 0;
+
+	CHECK_OK(aql_signal_wait(s, AQL_COND_EQ, 7, 0, AQL_WAIT_ACTIVE, &v));
+	CHECK(v == 7, "observed %lld", (long long)v);
+	CHECK_OK(aql_signal_wait(s, AQL_COND_NE, 3, 0, AQL_WAIT_BLOCKED, NULL));
+	CHECK_OK(aql_signal_wait(s, AQL_COND_LT, 8, 0, AQL_WAIT_SPIN_BLOCK, NULL));
+	CHECK_OK(aql_signal_wait(s, AQL_COND_GTE, 7, 0, AQL_WAIT_ACTIVE, NULL));
+	CHECK(aql_signal_wait(s, AQL_COND_GTE, 8, 0, AQL_WAIT_ACTIVE, NULL) == AQL_ERR_TIMEOUT,
+	      "GTE 8 must not hold for 7");
+	CHECK(aql_signal_wait(s, 9, 0, 0, AQL_WAIT_ACTIVE, NULL) == AQL_ERR_INVALID_ARG,
+	      "unknown condition accepted");
+	CHECK(aql_signal_wait(s, AQL_COND_EQ, 7, 0, 9, NULL) == AQL_ERR_INVALID_ARG,
+	      "unknown hint accepted");
+	aql_signal_destroy(s);
+}
+
+static void test_timeouts(void)
+{
+	static const enum aql_wait_hint hints[] = { AQL_WAIT_ACTIVE, AQL_WAIT_SPIN_BLOCK,
+						    AQL_WAIT_BLOCKED };
+	aql_signal *s = th_signal(1);
+
+	for (unsigned i = 0; i < 3; i++) {
+		uint64_t t0 = now_ns(), dt;
+		aql_status st = aql_signal_wait(s, AQL_COND_EQ, 0, 30000000, hints[i], NULL);
+
+		dt = now_ns() - t0;
+		CHECK(st == AQL_ERR_TIMEOUT, "hint %u: %s", i, aql_status_str(st));
+		CHECK(dt >= 30000000, "hint %u returned after %llu ns, before its timeout", i,
+		      (unsigned long long)dt);
+		CHECK(strstr(aql_error_message(), "timed out") &&
+			      strstr(aql_error_message(), "has value 1"),
+		      "message: %s", aql_error_message());
+		CHECK(s->waiters == 0, "hint %u left %u waiters registered", i, s->waiters);
+	}
+	aql_signal_destroy(s);
+}
+
+struct delayed {
+	aql_signal *s;
+	unsigned ms;
+	int64_t value;
+};
+
+static void *store_later(void *arg)
+{
+	struct delayed *d = arg;
+
+	th_sleep_ms(d->ms);
+	aql_signal_store(d->s, d->value, AQL_RELEASE);
+	return NULL;
+}
+
+/* A sleeping waiter must be woken by a store from another thread. */
+static void test_wake(void)
+{
+	static const enum aql_wait_hint hints[] = { AQL_WAIT_ACTIVE, AQL_WAIT_SPIN_BLOCK,
+						    AQL_WAIT_BLOCKED };
+	for (unsigned i = 0; i < 3; i++) {
+		struct delayed d = { th_signal(1), 20, 0 };
+		pthread_t t;
+		int64_t v = 1;
+
+		pthread_create(&t, NULL, store_later, &d);
+		CHECK_OK(aql_signal_wait(d.s, AQL_COND_EQ, 0, TH_TIMEOUT_NS, hints[i], &v));
+		CHECK(v == 0, "hint %u observed %lld", i, (long long)v);
+		pthread_join(t, NULL);
+		aql_signal_destroy(d.s);
+	}
+}
+
+static void test_wait_any(void)
+{
+	aql_signal *s[3] = { th_signal(1), th_signal(1), th_signal(1) };
+	enum aql_signal_condition conds[3] = { AQL_COND_EQ, AQL_COND_EQ, AQL_COND_GTE };
+	int64_t cmp[3] = { 0, 0, 5 };
+	struct delayed d = { s[2], 20, 6 };
+	uint32_t index = 99;
+	int64_t v = 0;
+	pthread_t t;
+
+	pthread_create(&t, NULL, store_later, &d);
+	CHECK_OK(aql_signal_wait_any(3, s, conds, cmp, TH_TIMEOUT_NS, AQL_WAIT_BLOCKED,
+				     &index, &v));
+	CHECK(index == 2 && v == 6, "index %u value %lld", index, (long long)v);
+	pthread_join(t, NULL);
+	CHECK(aql_signal_wait_any(2, s, conds, cmp, 1000000, AQL_WAIT_BLOCKED, &index, NULL) ==
+		      AQL_ERR_TIMEOUT, "none of two unset signals may satisfy");
+	CHECK(aql_signal_wait_any(0, s, conds, cmp, 0, AQL_WAIT_ACTIVE, NULL, NULL) ==
+		      AQL_ERR_INVALID_ARG, "zero signals accepted");
+	for (int i = 0; i < 3; i++)
+		aql_signal_destroy(s[i]);
+}
+
+/*
+ * Two threads hand a token back and forth, each sleeping at once. A lost
+ * wake-up leaves one side asleep until its timeout, which fails the test.
+ */
+#define PINGPONG_ROUNDS 20000
+
+struct pingpong {
+	aql_signal *s;
+	unsigned lost;
+};
+
+static void *pong(void *arg)
+{
+	struct pingpong *pp = arg;
+
+	for (int64_t i = 1; i <= PINGPONG_ROUNDS; i++) {
+		if (aql_signal_wait(pp->s, AQL_COND_EQ, 2 * i - 1, TH_TIMEOUT_NS,
+				    AQL_WAIT_BLOCKED, NULL) != AQL_OK) {
+			pp->lost++;
+			return NULL;
+		}
+		aql_signal_store(pp->s, 2 * i, AQL_RELEASE);
+	}
+	return NULL;
+}
+
+static void test_no_lost_wakeups(void)
+{
+	struct pingpong pp = { th_signal(0), 0 };
+	unsigned lost = 0;
+	pthread_t t;
+
+	pthread_create(&t, NULL, pong, &pp);
+	for (int64_t i = 1; i <= PINGPONG_ROUNDS && !lost; i++) {
+		aql_signal_store(pp.s, 2 * i - 1, AQL_RELEASE);
+		if (aql_signal_wait(pp.s, AQL_COND_EQ, 2 * i, TH_TIMEOUT_NS,
+				    AQL_WAIT_BLOCKED, NULL) != AQL_OK)
+			lost++;
+	}
+	pthread_join(t, NULL);
+	CHECK(lost == 0 && pp.lost == 0, "lost wake-ups: main %u, partner %u", lost, pp.lost);
+	CHECK(pp.s->value == 2 * PINGPONG_ROUNDS, "final value %lld", (long long)pp.s->value);
+	aql_signal_destroy(pp.s);
+}
+
+int main(void)
+{
+	test_ops();
+	test_conditions();
+	test_timeouts();
+	test_wake();
+	test_wait_any();
+	test_no_lost_wakeups();
+	return th_finish();
+}
