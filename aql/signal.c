@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+#include <pthread.h>
+
 #include <aql/signal.h>
 
 #include "aql/clock.h"
@@ -7,25 +9,71 @@
 #include "aql/wait.h"
 #include "mem/host_mem.h"
 
+/*
+ * Signals come from a pool and are never returned to the system. A waiter
+ * may free a signal the moment it sees the value it waited for, while the
+ * thread that stored that value still reads the waiter count and may wake
+ * the futex. With type-stable memory that late access touches a signal (at
+ * worst a reused one, which then gets one spurious wake-up), never freed
+ * memory. Freed signals are linked through queue_ptr.
+ */
+#define SIGNALS_PER_BLOCK 64
+
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static aql_signal *pool_free;
+
+static aql_status pool_grow(void)
+{
+	aql_signal *block;
+	aql_status st = aql_host_mem_alloc(SIGNALS_PER_BLOCK * sizeof(*block),
+					   _Alignof(aql_signal), (void **)&block);
+
+	if (st != AQL_OK)
+		return st;
+	for (int i = 0; i < SIGNALS_PER_BLOCK; i++) {
+		block[i].queue_ptr = (uint64_t)(uintptr_t)pool_free;
+		pool_free = &block[i];
+	}
+	return AQL_OK;
+}
+
 aql_status aql_signal_create(int64_t initial, aql_signal **out)
 {
 	aql_signal *s;
-	aql_status st;
+	aql_status st = AQL_OK;
 
 	if (!out)
 		return aql_fail(AQL_ERR_INVALID_ARG, "aql_signal_create: out is NULL");
-	st = aql_host_mem_alloc(sizeof(*s), _Alignof(aql_signal), (void **)&s);
+	pthread_mutex_lock(&pool_lock);
+	if (!pool_free)
+		st = pool_grow();
+	s = pool_free;
+	if (st == AQL_OK)
+		pool_free = (aql_signal *)(uintptr_t)s->queue_ptr;
+	pthread_mutex_unlock(&pool_lock);
 	if (st != AQL_OK)
 		return st;
+	/* The wait words stay as they are: a late waker may still read them. */
 	s->kind = AQL_SIGNAL_KIND_USER;
-	s->value = initial;
+	s->event_mailbox_ptr = 0;
+	s->event_id = 0;
+	s->start_ts = 0;
+	s->end_ts = 0;
+	s->queue_ptr = 0;
+	__atomic_store_n(&s->value, initial, __ATOMIC_RELEASE);
 	*out = s;
 	return AQL_OK;
 }
 
 void aql_signal_destroy(aql_signal *signal)
 {
-	aql_host_mem_free(signal, sizeof(*signal));
+	if (!signal)
+		return;
+	pthread_mutex_lock(&pool_lock);
+	signal->kind = AQL_SIGNAL_KIND_INVALID;
+	signal->queue_ptr = (uint64_t)(uintptr_t)pool_free;
+	pool_free = signal;
+	pthread_mutex_unlock(&pool_lock);
 }
 
 void aql_signal_wake_waiters(aql_signal *signal)

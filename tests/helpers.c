@@ -96,6 +96,19 @@ int64_t th_wait_done(aql_signal *signal)
 	return v;
 }
 
+uint64_t th_wait_read_index(aql_queue *q, uint64_t id)
+{
+	uint64_t read = 0;
+
+	for (unsigned ms = 0; ms < TH_TIMEOUT_NS / 1000000; ms++) {
+		read = __atomic_load_n(&q->amd->read_dispatch_id, __ATOMIC_ACQUIRE);
+		if (read >= id)
+			break;
+		th_sleep_ms(1);
+	}
+	return read;
+}
+
 aql_signal *th_signal(int64_t initial)
 {
 	aql_signal *s;

@@ -59,6 +59,13 @@ aql_status th_submit(aql_queue *q, const void *packet);
 /* Wait until signal < 1 and return its value (negative: packet failed). */
 int64_t th_wait_done(aql_signal *signal);
 
+/*
+ * Wait (up to TH_TIMEOUT_NS) for the read index to reach id: the processor
+ * advances it just after the completion signal, so a test that saw the
+ * signal must still wait for it. Returns the last index seen.
+ */
+uint64_t th_wait_read_index(aql_queue *q, uint64_t id);
+
 /* A signal with an initial value, or exit(1). */
 aql_signal *th_signal(int64_t initial);
 

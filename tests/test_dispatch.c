@@ -223,7 +223,8 @@ static void test_profiling(void)
 	CHECK(done->start_ts && done->end_ts >= done->start_ts + 5000000,
 	      "start %llu end %llu: kernel slept 5 ms", (unsigned long long)done->start_ts,
 	      (unsigned long long)done->end_ts);
-	*done = (aql_signal){ .kind = AQL_SIGNAL_KIND_USER, .value = 1 };
+	done->start_ts = done->end_ts = 0;
+	aql_signal_store(done, 1, AQL_RELAXED);
 	th_submit(plain, &p);
 	CHECK(th_wait_done(done) == 0 && done->start_ts == 0 && done->end_ts == 0,
 	      "queue without profiling wrote timestamps");

@@ -100,7 +100,8 @@ int main(void)
 	CHECK(ran_once == (uint64_t)THREADS * PER_THREAD && wrong == 0,
 	      "%llu packets ran exactly once, %llu did not", (unsigned long long)ran_once,
 	      (unsigned long long)wrong);
-	CHECK(queue->amd->read_dispatch_id == (uint64_t)THREADS * PER_THREAD,
+	CHECK(th_wait_read_index(queue, (uint64_t)THREADS * PER_THREAD) ==
+		      (uint64_t)THREADS * PER_THREAD,
 	      "read index %llu", (unsigned long long)queue->amd->read_dispatch_id);
 	aql_queue_destroy(queue);
 	free(marks);

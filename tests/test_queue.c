@@ -73,7 +73,7 @@ static void test_wraparound(enum aql_queue_type type)
 	CHECK(th_wait_done(done) == 0, "last packet failed");
 	CHECK(next == N && out_of_order == 0, "type %d: ran %llu, %llu out of order", type,
 	      (unsigned long long)next, (unsigned long long)out_of_order);
-	CHECK(q->amd->read_dispatch_id == N && q->amd->write_dispatch_id == N,
+	CHECK(th_wait_read_index(q, N) == N && q->amd->write_dispatch_id == N,
 	      "indices read %llu write %llu", (unsigned long long)q->amd->read_dispatch_id,
 	      (unsigned long long)q->amd->write_dispatch_id);
 	CHECK(count_invalid(q) == SIZE, "%u of %u slots recycled", count_invalid(q), SIZE);

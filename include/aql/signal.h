@@ -72,8 +72,10 @@ enum aql_wait_hint {
 aql_status aql_signal_create(int64_t initial, aql_signal **out);
 
 /*
- * Free a signal. The caller guarantees that no packet references it and no
- * thread waits on it. NULL is accepted. Thread safe for distinct signals.
+ * Release a signal. The caller guarantees that no packet references it and
+ * no thread waits on it; freeing it right after a wait on it returned is
+ * safe (signal memory is pooled and stays valid). NULL is accepted. Thread
+ * safe.
  */
 void aql_signal_destroy(aql_signal *signal);
 

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Set up a fresh Debian machine, build aql, and run the main job: aql-bench
+# on the default (CPU) agent. Arguments go to aql-bench (e.g. --json);
+# --build-only stops after the build.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+packages=(gcc meson ninja-build pkg-config libhsa-runtime-dev)
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	sudo=""
+	[ "$(id -u)" -eq 0 ] || sudo=sudo
+	echo "bootstrap: installing ${missing[*]}"
+	$sudo apt-get update -qq
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# CI builds treat warnings as errors; local builds only show them.
+werror=false
+[ "${CI:-}" = true ] && werror=true
+[ -d build ] || meson setup build -Dwerror="$werror"
+ninja -C build
+
+if [ "${1:-}" = --build-only ]; then
+	exit 0
+fi
+exec ./build/tools/aql-bench "$@"
