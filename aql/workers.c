@@ -40,7 +40,7 @@ static void *worker_main(void *arg)
 {
 	struct aql_pool *pool = arg;
 	struct aql_wg_exec *exec;
-	struct aql_job *job;
+	struct aql_job *job = NULL;
 
 	if (aql_wg_exec_create(pool->max_workitems, &exec) != AQL_OK)
 		return NULL;	/* the pool still completes jobs without us */
