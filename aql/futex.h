@@ -28,7 +28,7 @@ void aql_futex_wake_all(uint32_t *word);
 
 /*
  * The waking half of the protocol: the caller changed the state a waiter
- * checks, then a full fence, then found *waiters != 0.
+ * checks, then found (with a seq_cst access) that someone waits.
  */
 static inline void aql_futex_bump_and_wake(uint32_t *seq)
 {

@@ -11,7 +11,8 @@
  * itself; larger grids are spread over the agent's worker pool, with the
  * processor taking part.
  *
- * After a packet: release fence (if its header asks for one), profiling
+ * Before a packet: its header was loaded with acquire order, which meets
+ * any acquire fence scope. After it: release fence (if asked for), profiling
  * stamps, completion signal decrement, header reset to INVALID, read index
  * advance. A malformed packet stops the queue: error state, completion
  * signal -1, error callback.
@@ -297,8 +298,8 @@ static enum outcome process(struct processor *p, aql_packet *slot, uint16_t head
 	enum outcome out;
 	aql_signal *signal;
 
-	if (aql_header_acquire(header) != AQL_FENCE_NONE)
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	/* Any acquire scope is already met: the header and every dependency
+	 * signal are loaded with acquire order, and host memory is coherent. */
 	if (p->profiling)
 		start = aql_now_ns();
 	out = run_packet(p, slot, header, id);

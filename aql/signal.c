@@ -108,7 +108,7 @@ static void set_waiting(uint32_t n, const struct aql_wait_cond *conds, int delta
 {
 	for (uint32_t i = 0; i < n; i++)
 		__atomic_fetch_add(&conds[i].signal->waiters, (uint32_t)delta,
-				   __ATOMIC_RELAXED);
+				   __ATOMIC_SEQ_CST);
 }
 
 aql_status aql_wait_conds(uint32_t n, const struct aql_wait_cond *conds,
@@ -132,10 +132,9 @@ aql_status aql_wait_conds(uint32_t n, const struct aql_wait_cond *conds,
 			now = aql_now_ns();
 	}
 	for (;;) {
-		/* Waiter half of the wake protocol in signal.h: announce, fence,
-		 * read the sequence words, then re-check the values. */
+		/* Waiter half of the wake protocol in signal.h: announce, read
+		 * the sequence words, then re-check the values. */
 		set_waiting(n, conds, 1);
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		for (uint32_t i = 0; i < n; i++) {
 			words[i] = &conds[i].signal->wake_seq;
 			seqs[i] = __atomic_load_n(words[i], __ATOMIC_ACQUIRE);

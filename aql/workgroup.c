@@ -217,7 +217,6 @@ void aql_host_barrier(void)
 		if (e && e->items[0].group_size[0] * e->items[0].group_size[1] *
 			 e->items[0].group_size[2] > 1)
 			e->fault = 1;
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		return;
 	}
 	f = &e->fibers[e->current];

@@ -6,12 +6,14 @@
  *
  * Waking blocked host waiters: amd_signal_t's two reserved words at offset 56
  * hold a futex sequence number and a waiter count. No device writes them.
- * Every value-changing op is "update value; full fence; if waiters != 0,
- * bump the sequence and wake". A waiter does "waiters++; full fence; re-check
- * value; sleep only if the sequence is unchanged". The two fences form a
- * store-buffering pair, so at least one side sees the other: either the
- * updater sees the waiter and wakes it, or the waiter sees the new value.
- * No wake-up is lost, and an op with no waiter makes no system call.
+ * Every value-changing op is "update value; read waiters with a seq_cst
+ * read-modify-write; if non-zero, bump the sequence and wake". A waiter does
+ * "waiters++ (seq_cst RMW); read the sequence; re-check value; sleep only if
+ * the sequence is unchanged". RMWs of one word are totally ordered: if the
+ * updater's comes second it sees the waiter and wakes it; if the waiter's
+ * comes second it reads from the updater's, synchronises with it and sees
+ * the new value. No wake-up is lost, and an op with no waiter makes no
+ * system call. The RMW hits the line the value op just wrote.
  */
 #ifndef AQL_SIGNAL_H
 #define AQL_SIGNAL_H
@@ -149,15 +151,10 @@ static inline int aql_order_rmw_(enum aql_memory_order order)
 	}
 }
 
-/*
- * The updater half of the wake protocol (see the top of this file). The
- * fence orders the value update before the waiter-count load; a relaxed
- * load is enough after it.
- */
+/* The updater half of the wake protocol (see the top of this file). */
 static inline void aql_signal_notify_(aql_signal *signal)
 {
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&signal->waiters, __ATOMIC_RELAXED))
+	if (__atomic_fetch_add(&signal->waiters, 0, __ATOMIC_SEQ_CST))
 		aql_signal_wake_waiters(signal);
 }
 
