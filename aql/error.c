@@ -18,8 +18,6 @@ const char *aql_status_str(aql_status status)
 	case AQL_ERR_QUEUE_ERROR: return "AQL_ERR_QUEUE_ERROR: queue stopped on an error";
 	case AQL_ERR_UNSUPPORTED: return "AQL_ERR_UNSUPPORTED: not supported";
 	case AQL_ERR_SYSTEM: return "AQL_ERR_SYSTEM: system call failed";
-	case AQL_ERR_NOT_FOUND: return "AQL_ERR_NOT_FOUND: not found";
-	case AQL_ERR_CANCELLED: return "AQL_ERR_CANCELLED: cancelled";
 	}
 	return "unknown status";
 }

@@ -193,8 +193,17 @@ static void test_agents(void)
 	      "5000 workers accepted");
 }
 
+static void test_status_names(void)
+{
+	for (int st = AQL_OK; st <= AQL_ERR_SYSTEM; st++)
+		CHECK(strncmp(aql_status_str((aql_status)st), "AQL_", 4) == 0,
+		      "status %d is named \"%s\"", st, aql_status_str((aql_status)st));
+	CHECK(!strcmp(aql_status_str((aql_status)99), "unknown status"), "status 99 named");
+}
+
 int main(void)
 {
+	test_status_names();
 	test_malformed();
 	test_destroy_in_flight();
 	test_agents();

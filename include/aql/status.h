@@ -20,8 +20,6 @@ typedef enum aql_status {
 	AQL_ERR_QUEUE_ERROR,	/* the queue stopped on a malformed packet */
 	AQL_ERR_UNSUPPORTED,	/* valid request this agent or system cannot do */
 	AQL_ERR_SYSTEM,		/* an OS call failed; the message names it */
-	AQL_ERR_NOT_FOUND,	/* a named object (file, symbol, function) is absent */
-	AQL_ERR_CANCELLED,	/* work was dropped because its queue was destroyed */
 } aql_status;
 
 /*
