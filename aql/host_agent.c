@@ -342,7 +342,9 @@ static void wait_for_packet(struct processor *p, aql_packet *slot, uint64_t id)
 		if (aql_header_type(__atomic_load_n(&slot->header, __ATOMIC_ACQUIRE)) !=
 		    AQL_PACKET_INVALID || stopping(p))
 			return;
-		if ((i & 63) == 0 && aql_now_ns() >= end)
+		/* The clock is read on the first poll and every 64th after it,
+		 * so even a tiny idle_spin_ns is kept. */
+		if ((i & 63) == 1 && aql_now_ns() >= end)
 			break;
 		aql_cpu_relax();
 	}
