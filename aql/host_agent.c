@@ -61,7 +61,7 @@ struct processor {
 	struct host_agent *agent;
 	struct aql_wg_exec *exec;
 	pthread_t thread;
-	uint64_t profiling;
+	int profiling;
 };
 
 enum outcome { DONE, STOPPED, FAILED };
@@ -397,7 +397,7 @@ static aql_status queue_attach(aql_agent *agent, struct aql_queue_impl *q)
 		return aql_fail(AQL_ERR_NOMEM, "CPU agent: no memory for a packet processor");
 	*p = (struct processor){ .q = q, .agent = host(agent) };
 	p->stop.kind = AQL_SIGNAL_KIND_USER;
-	p->profiling = q->flags & AQL_QUEUE_PROFILING;
+	p->profiling = (q->flags & AQL_QUEUE_PROFILING) != 0;
 	st = aql_wg_exec_create(MAX_WORKGROUP, &p->exec);
 	if (st != AQL_OK) {
 		free(p);

@@ -15,15 +15,12 @@
 
 static uint64_t next_queue_id;
 
-static aql_status check_config(aql_agent *agent, const aql_queue_config *c)
+static aql_status check_config(const aql_agent_info *info, const aql_queue_config *c)
 {
-	aql_agent_info info;
-
-	agent->ops->get_info(agent, &info);
-	if (c->size == 0 || (c->size & (c->size - 1)) || c->size > info.max_queue_size)
+	if (c->size == 0 || (c->size & (c->size - 1)) || c->size > info->max_queue_size)
 		return aql_fail(AQL_ERR_INVALID_ARG,
 				"queue size %u: must be a power of two from 1 to %u packets",
-				c->size, info.max_queue_size);
+				c->size, info->max_queue_size);
 	if (c->type != AQL_QUEUE_MULTI && c->type != AQL_QUEUE_SINGLE)
 		return aql_fail(AQL_ERR_INVALID_ARG, "queue type %d is unknown", (int)c->type);
 	if (c->flags & ~(uint32_t)AQL_QUEUE_PROFILING)
@@ -84,7 +81,8 @@ aql_status aql_queue_create(aql_agent *agent, const aql_queue_config *config,
 		c.size = DEFAULT_SIZE;
 	if (c.full_timeout_ns == 0)
 		c.full_timeout_ns = DEFAULT_FULL_TIMEOUT_NS;
-	st = check_config(agent, &c);
+	agent->ops->get_info(agent, &info);
+	st = check_config(&info, &c);
 	if (st != AQL_OK)
 		return st;
 	if (posix_memalign((void **)&q, 64, sizeof(*q)))
@@ -98,7 +96,6 @@ aql_status aql_queue_create(aql_agent *agent, const aql_queue_config *config,
 	q->pub.full_timeout_ns = c.full_timeout_ns;
 	st = init_memory(q, &c);
 	if (st == AQL_OK) {
-		agent->ops->get_info(agent, &info);
 		q->pub.amd->hsa.features = info.queue_features;
 		st = agent->ops->queue_attach(agent, q);
 	}

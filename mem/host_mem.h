@@ -12,9 +12,9 @@
 
 /*
  * Zeroed memory of size bytes aligned to align (a power of two, at most a
- * page). Whole
- * pages come from mmap, smaller blocks from the C heap. Errors:
- * AQL_ERR_NOMEM naming what was asked for.
+ * page). Whole pages come from mmap, smaller blocks from the C heap.
+ * Errors: AQL_ERR_INVALID_ARG (size or alignment), AQL_ERR_NOMEM naming
+ * what was asked for.
  */
 aql_status aql_host_mem_alloc(size_t size, size_t align, void **out);
 

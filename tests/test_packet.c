@@ -248,8 +248,22 @@ static void check_union_alias(void)
 	EXPECT_EQ(u.barrier_value.completion_signal, 0x1122334455667788ll);
 }
 
+/* aql_packet_store() leaves the slot equal to the packet, byte for byte. */
+static void check_store(void)
+{
+	_Alignas(64) aql_packet slot;
+	aql_packet p;
+
+	memset(&slot, 0xa5, sizeof(slot));
+	for (unsigned i = 0; i < sizeof(p); i++)
+		p.bytes[i] = (uint8_t)(i * 7 + 1);
+	aql_packet_store(&slot, &p);
+	EXPECT_EQ(memcmp(&slot, &p, sizeof(p)), 0);
+}
+
 int main(void)
 {
+	check_store();
 	check_header_roundtrip();
 	check_header_decode_masks();
 	check_known_headers();

@@ -102,8 +102,7 @@ static void test_batch_reverse_publish(void)
 
 		args[i] = (struct seq_args){ &next, (uint64_t)i, &out_of_order };
 		p = th_dispatch1(&seq_kd, &args[i], i == N - 1 ? done : NULL);
-		memcpy(slot->bytes + 4, (char *)&p + 4, 60);
-		aql_packet_publish(slot, p.header, p.setup);
+		aql_packet_store(slot, (const aql_packet *)&p);
 		if (i == N - 1) {
 			th_sleep_ms(5);
 			CHECK(q->amd->read_dispatch_id == 0,
@@ -216,12 +215,10 @@ static void test_doorbell_ahead(void)
 	uint64_t first = 0;
 
 	CHECK_OK(aql_queue_reserve(q, 2, &first));
-	memcpy(aql_queue_slot(q, first + 1)->bytes + 4, (char *)&p1 + 4, 60);
-	aql_packet_publish(aql_queue_slot(q, first + 1), p1.header, p1.setup);
+	aql_packet_store(aql_queue_slot(q, first + 1), (const aql_packet *)&p1);
 	aql_queue_ring_doorbell(q, first + 1);
 	th_sleep_ms(100);
-	memcpy(aql_queue_slot(q, first)->bytes + 4, (char *)&p0 + 4, 60);
-	aql_packet_publish(aql_queue_slot(q, first), p0.header, p0.setup);
+	aql_packet_store(aql_queue_slot(q, first), (const aql_packet *)&p0);
 	CHECK(th_wait_done(done) == 0 && counter == 2, "announced packets did not run");
 	aql_signal_destroy(done);
 	aql_queue_destroy(q);

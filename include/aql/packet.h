@@ -170,6 +170,20 @@ static inline void aql_packet_publish(void *slot, uint16_t header, uint16_t rest
 			 __ATOMIC_RELEASE);
 }
 
+/*
+ * Store a prepared packet into a slot the caller reserved: bytes 4..63
+ * first, then bytes 0..3 (header and setup/type) with aql_packet_publish().
+ * Thread safe for distinct slots.
+ */
+static inline void aql_packet_store(aql_packet *slot, const aql_packet *packet)
+{
+	uint16_t rest;
+
+	__builtin_memcpy(slot->bytes + 4, packet->bytes + 4, sizeof(*packet) - 4);
+	__builtin_memcpy(&rest, packet->bytes + 2, sizeof(rest));
+	aql_packet_publish(slot, packet->header, rest);
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,7 +10,6 @@
 #define AQL_QUEUE_H
 
 #include <stdint.h>
-#include <string.h>
 #include <aql/packet.h>
 #include <aql/signal.h>
 #include <aql/status.h>
@@ -211,23 +210,17 @@ static inline void aql_queue_ring_doorbell(aql_queue *queue, uint64_t id)
 }
 
 /*
- * Submit one prepared packet: reserve, copy bytes 4..63, publish bytes 0..3
- * (header and setup/type) with a release store, ring. Same errors and
- * thread safety as aql_queue_reserve().
+ * Submit one prepared packet: reserve, aql_packet_store(), ring. Same
+ * errors and thread safety as aql_queue_reserve().
  */
 static inline aql_status aql_queue_submit(aql_queue *queue, const aql_packet *packet)
 {
 	uint64_t id = 0;
-	aql_packet *slot;
-	uint16_t rest;
 	aql_status st = aql_queue_reserve(queue, 1, &id);
 
 	if (st != AQL_OK)
 		return st;
-	slot = aql_queue_slot(queue, id);
-	memcpy(slot->bytes + 4, packet->bytes + 4, sizeof(*packet) - 4);
-	memcpy(&rest, packet->bytes + 2, sizeof(rest));
-	aql_packet_publish(slot, packet->header, rest);
+	aql_packet_store(aql_queue_slot(queue, id), packet);
 	aql_queue_ring_doorbell(queue, id);
 	return AQL_OK;
 }
