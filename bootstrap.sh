@@ -5,6 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
+# Set-up output goes to stderr so that stdout is aql-bench's alone (--json).
+exec 3>&1 1>&2
+
 packages=(gcc meson ninja-build pkg-config libhsa-runtime-dev)
 missing=()
 for p in "${packages[@]}"; do
@@ -27,4 +30,4 @@ ninja -C build
 if [ "${1:-}" = --build-only ]; then
 	exit 0
 fi
-exec ./build/tools/aql-bench "$@"
+exec ./build/tools/aql-bench "$@" 1>&3
