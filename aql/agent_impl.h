@@ -7,7 +7,9 @@
 #ifndef AQL_INTERNAL_AGENT_IMPL_H
 #define AQL_INTERNAL_AGENT_IMPL_H
 
+#include <stddef.h>
 #include <aql/agent.h>
+#include <aql/code_object.h>
 
 struct aql_queue_impl;
 
@@ -20,6 +22,17 @@ struct aql_agent_ops {
 	aql_status (*register_function)(aql_agent *agent, uint16_t id,
 					aql_agent_fn fn, void *user);
 	void (*destroy)(aql_agent *agent);
+	/*
+	 * Agent memory for a code object of the given kind: zeroed, page
+	 * aligned and writable by the host until code_protect(). Errors:
+	 * AQL_ERR_UNSUPPORTED (the agent takes no such code), AQL_ERR_NOMEM.
+	 */
+	aql_status (*code_alloc)(aql_agent *agent, enum aql_code_object_kind kind,
+				 size_t size, void **out);
+	/* Give whole pages their final PROT_* protection once loaded. */
+	aql_status (*code_protect)(aql_agent *agent, void *addr, size_t size,
+				   int prot);
+	void (*code_free)(aql_agent *agent, void *base, size_t size);
 };
 
 struct aql_agent {

@@ -18,6 +18,8 @@ const char *aql_status_str(aql_status status)
 	case AQL_ERR_QUEUE_ERROR: return "AQL_ERR_QUEUE_ERROR: queue stopped on an error";
 	case AQL_ERR_UNSUPPORTED: return "AQL_ERR_UNSUPPORTED: not supported";
 	case AQL_ERR_SYSTEM: return "AQL_ERR_SYSTEM: system call failed";
+	case AQL_ERR_INVALID_CODE_OBJECT: return "AQL_ERR_INVALID_CODE_OBJECT: malformed code object";
+	case AQL_ERR_NOT_FOUND: return "AQL_ERR_NOT_FOUND: not found";
 	}
 	return "unknown status";
 }
@@ -52,5 +54,20 @@ aql_status aql_fail_errno(aql_status status, int err, const char *fmt, ...)
 	va_end(ap);
 	len = strlen(message);
 	snprintf(message + len, sizeof(message) - len, ": %s", strerror(err));
+	return status;
+}
+
+aql_status aql_fail_prefix(aql_status status, const char *prefix)
+{
+	size_t len = strlen(prefix), old = strlen(message);
+
+	if (len + 2 >= sizeof(message))
+		len = sizeof(message) - 3;
+	if (old > sizeof(message) - len - 3)
+		old = sizeof(message) - len - 3;
+	memmove(message + len + 2, message, old + 1);
+	message[len + 2 + old] = 0;
+	memcpy(message, prefix, len);
+	memcpy(message + len, ": ", 2);
 	return status;
 }

@@ -13,4 +13,7 @@ aql_status aql_fail(aql_status status, const char *fmt, ...)
 aql_status aql_fail_errno(aql_status status, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* Put "prefix: " before this thread's message, e.g. a file name. */
+aql_status aql_fail_prefix(aql_status status, const char *prefix);
+
 #endif

@@ -17,7 +17,9 @@
  * advance. A malformed packet stops the queue: error state, completion
  * signal -1, error callback.
  */
+#include <errno.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +32,7 @@
 #include "aql/wait.h"
 #include "aql/workers.h"
 #include "aql/workgroup.h"
+#include "mem/host_mem.h"
 
 #define MAX_WORKGROUP 1024u
 #define MAX_PRIVATE (64u << 10)
@@ -481,12 +484,44 @@ static void destroy(aql_agent *agent)
 	free(a);
 }
 
+/*
+ * Host code objects run here, so their memory ends up executable. AMDGPU
+ * code objects are placed and relocated in host memory as well, which lets
+ * the loader run end to end without a GPU; dispatching one fails on its
+ * descriptor's magic.
+ */
+static aql_status code_alloc(aql_agent *agent, enum aql_code_object_kind kind,
+			     size_t size, void **out)
+{
+	(void)agent;
+	(void)kind;
+	return aql_host_mem_alloc(size, (size_t)sysconf(_SC_PAGESIZE), out);
+}
+
+static aql_status code_protect(aql_agent *agent, void *addr, size_t size, int prot)
+{
+	(void)agent;
+	if (mprotect(addr, size, prot) != 0)
+		return aql_fail_errno(AQL_ERR_SYSTEM, errno,
+				      "mprotect(%p, %zu) for a code object", addr, size);
+	return AQL_OK;
+}
+
+static void code_free(aql_agent *agent, void *base, size_t size)
+{
+	(void)agent;
+	aql_host_mem_free(base, size);
+}
+
 static const struct aql_agent_ops host_agent_ops = {
 	.get_info = get_info,
 	.queue_attach = queue_attach,
 	.queue_detach = queue_detach,
 	.register_function = register_function,
 	.destroy = destroy,
+	.code_alloc = code_alloc,
+	.code_protect = code_protect,
+	.code_free = code_free,
 };
 
 aql_status aql_host_agent_create(const aql_host_agent_config *config, aql_agent **out)

@@ -46,6 +46,11 @@ void __tsan_switch_to_fiber(void *fiber, unsigned flags);
 
 __thread const aql_host_workitem *aql_host_current_workitem;
 
+const aql_host_workitem *aql_host_workitem_current(void)
+{
+	return aql_host_current_workitem;
+}
+
 enum fiber_state { FIBER_NEW, FIBER_AT_BARRIER, FIBER_DONE };
 
 struct stack {

@@ -147,3 +147,28 @@ void th_sleep_ms(unsigned ms)
 
 	nanosleep(&ts, NULL);
 }
+
+void *th_read_file(const char *path, size_t *size)
+{
+	FILE *f = fopen(path, "rb");
+	long n;
+	void *buf;
+
+	if (!f || fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 ||
+	    fseek(f, 0, SEEK_SET) != 0 || !(buf = malloc((size_t)n + 1)) ||
+	    fread(buf, 1, (size_t)n, f) != (size_t)n) {
+		fprintf(stderr, "cannot read %s\n", path);
+		exit(1);
+	}
+	fclose(f);
+	*size = (size_t)n;
+	return buf;
+}
+
+int th_error_has(const char *needle)
+{
+	if (strstr(aql_error_message(), needle))
+		return 1;
+	fprintf(stderr, "  message \"%s\" lacks \"%s\"\n", aql_error_message(), needle);
+	return 0;
+}

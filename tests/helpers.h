@@ -81,4 +81,10 @@ extern const aql_host_kernel_descriptor th_count_kd;
 /* Sleep for ms milliseconds. */
 void th_sleep_ms(unsigned ms);
 
+/* The whole file at path (malloc'd; *size set), or exit(1). */
+void *th_read_file(const char *path, size_t *size);
+
+/* Whether the thread's last error message contains needle; prints it if not. */
+int th_error_has(const char *needle);
+
 #endif

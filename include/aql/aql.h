@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* libaql: AQL packets, queues, signals and agents. Include this one header. */
+/*
+ * libaql: AQL packets, queues, signals, agents and the code object loader.
+ * Include this one header. (aql/kernel.h is the device-side header for
+ * kernel sources, not part of this.)
+ */
 #ifndef AQL_AQL_H
 #define AQL_AQL_H
 
@@ -9,5 +13,11 @@
 #include <aql/queue.h>
 #include <aql/agent.h>
 #include <aql/host_kernel.h>
+#include <aql/target.h>
+#include <aql/metadata.h>
+#include <aql/bundle.h>
+#include <aql/code_object.h>
+#include <aql/kernarg.h>
+#include <aql/ptx.h>
 
 #endif

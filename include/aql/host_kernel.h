@@ -30,6 +30,24 @@ enum aql_host_kd_flag {
 	AQL_HOST_KD_NO_BARRIER = 1u << 0,
 };
 
+/*
+ * One explicit kernel argument, as a host code object describes it: the
+ * counterpart of an .args entry in AMDGPU metadata. kind, address_space
+ * and access take the values of enum aql_arg_kind, aql_address_space and
+ * aql_access (aql/metadata.h).
+ */
+typedef struct aql_host_kernel_arg {
+	const char *name;
+	const char *type_name;
+	uint32_t offset;
+	uint32_t size;
+	uint32_t align;
+	uint8_t kind;
+	uint8_t address_space;
+	uint8_t access;
+	uint8_t flags;			/* enum aql_arg_flag */
+} aql_host_kernel_arg;
+
 typedef struct __attribute__((aligned(64))) aql_host_kernel_descriptor {
 	uint32_t group_segment_fixed_size;	/* static LDS bytes */
 	uint32_t private_segment_fixed_size;	/* bytes per work-item */
@@ -43,7 +61,15 @@ typedef struct __attribute__((aligned(64))) aql_host_kernel_descriptor {
 	uint32_t magic;				/* AQL_HOST_KD_MAGIC */
 	uint32_t flags;				/* enum aql_host_kd_flag */
 	uint32_t max_flat_workgroup_size;	/* 0: the agent's limit */
-	uint32_t reserved[5];
+	uint32_t arg_count;			/* entries in args; 0 if unknown */
+	union {
+		const aql_host_kernel_arg *args;
+		uint64_t args_address;
+	};
+	union {
+		const char *name;		/* kernel name, or NULL */
+		uint64_t name_address;
+	};
 } aql_host_kernel_descriptor;
 
 _Static_assert(sizeof(aql_host_kernel_descriptor) == 64,
@@ -70,6 +96,12 @@ typedef struct aql_host_workitem {
 
 /* Set by the CPU agent around every work-item; read through the helpers. */
 extern __thread const aql_host_workitem *aql_host_current_workitem;
+
+/*
+ * The calling work-item, as a function: what kernels in host code objects
+ * call, since the loader does not resolve thread-local relocations.
+ */
+const aql_host_workitem *aql_host_workitem_current(void);
 
 /* The calling work-item; valid only inside a host kernel. */
 static inline const aql_host_workitem *aql_host_current(void)

@@ -20,6 +20,8 @@ typedef enum aql_status {
 	AQL_ERR_QUEUE_ERROR,	/* the queue stopped on a malformed packet */
 	AQL_ERR_UNSUPPORTED,	/* valid request this agent or system cannot do */
 	AQL_ERR_SYSTEM,		/* an OS call failed; the message names it */
+	AQL_ERR_INVALID_CODE_OBJECT,	/* malformed ELF, metadata or bundle */
+	AQL_ERR_NOT_FOUND,	/* no kernel, symbol or file of that name */
 } aql_status;
 
 /*

@@ -1,0 +1,781 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Single-source kernels. One C file that includes this header compiles for
+ * three targets with tools/aql-kcc:
+ *
+ *   amdgcn   OpenCL C 2.0 through clang, linked by ld.lld into a .hsaco;
+ *   nvptx64  OpenCL C 2.0 through clang, emitted as PTX;
+ *   host     C through cc, linked into a host code object: a shared object
+ *            that aql_code_object_load() loads for the CPU agent.
+ *
+ * A kernel is declared with AQL_KERNEL() and its arguments as (type, name)
+ * pairs; the body follows like a function body:
+ *
+ *   AQL_KERNEL(saxpy, (float, a), (aql_global const float *, x),
+ *              (aql_global float *, y), (uint32_t, n))
+ *   {
+ *           uint32_t i = aql_global_id(0);
+ *           if (i < n)
+ *                   y[i] = a * x[i] + y[i];
+ *   }
+ *
+ * The kernarg layout is the same on every target: the explicit arguments in
+ * order, each at its natural alignment (on AMDGPU the hidden arguments
+ * follow). Arguments are scalars (integers, float, double) or pointers to
+ * global memory, written aql_global T *. On the host the argument block is
+ * a C struct, and the exported symbol "<name>.kd" is an
+ * aql_host_kernel_descriptor describing the arguments, the static LDS size
+ * and the entry; on the GPU targets the kernel is an OpenCL __kernel with
+ * the same name.
+ *
+ * Ids and sizes take a dimension 0..2 (a constant); out of range, ids are
+ * 0 and sizes 1. Only what this header offers behaves the same on every
+ * target: OpenCL builtins do not exist on the host, and libc does not exist
+ * on the GPU.
+ *
+ * For code of its own per target, AQL_KERNEL_TARGET_AMDGCN,
+ * AQL_KERNEL_TARGET_NVPTX or AQL_KERNEL_TARGET_HOST is defined to 1.
+ *
+ * Host code objects cannot use thread-local storage: the header reaches the
+ * calling work-item through aql_host_workitem_current(), which the loader
+ * binds to libaql.
+ */
+#ifndef AQL_KERNEL_H
+#define AQL_KERNEL_H
+
+#if defined(__OPENCL_C_VERSION__) && defined(__AMDGCN__)
+#define AQL_KERNEL_TARGET_AMDGCN 1
+#elif defined(__OPENCL_C_VERSION__) && defined(__NVPTX__)
+#define AQL_KERNEL_TARGET_NVPTX 1
+#elif defined(__OPENCL_C_VERSION__)
+#error "aql/kernel.h: OpenCL builds must target amdgcn or nvptx64"
+#else
+#define AQL_KERNEL_TARGET_HOST 1
+#endif
+
+#ifdef __OPENCL_C_VERSION__
+#if __OPENCL_C_VERSION__ < 200
+#error "aql/kernel.h needs OpenCL C 2.0 (-cl-std=CL2.0) for the generic address space"
+#endif
+/* Freestanding fixed-width types; OpenCL has no <stdint.h>. */
+typedef __INT8_TYPE__ int8_t;
+typedef __UINT8_TYPE__ uint8_t;
+typedef __INT16_TYPE__ int16_t;
+typedef __UINT16_TYPE__ uint16_t;
+typedef __INT32_TYPE__ int32_t;
+typedef __UINT32_TYPE__ uint32_t;
+typedef __INT64_TYPE__ int64_t;
+typedef __UINT64_TYPE__ uint64_t;
+typedef __INTPTR_TYPE__ intptr_t;
+typedef __UINTPTR_TYPE__ uintptr_t;
+typedef __SIZE_TYPE__ size_t;
+typedef __PTRDIFF_TYPE__ ptrdiff_t;
+#ifndef INT32_MAX
+#define INT32_MIN (-2147483647 - 1)
+#define INT32_MAX 2147483647
+#define UINT32_MAX 0xffffffffu
+#define INT64_MAX 0x7fffffffffffffffl
+#define UINT64_MAX 0xfffffffffffffffful
+#endif
+#ifndef NULL
+#define NULL ((void *)0)
+#endif
+
+/* Pointers to global memory and to LDS (the group segment). */
+#define aql_global __global
+#define aql_local __local
+#define AQL_INLINE static inline __attribute__((always_inline))
+#else
+#include <stddef.h>
+#include <stdint.h>
+#include <aql/host_kernel.h>
+#include <aql/metadata.h>
+
+#define aql_global
+#define aql_local
+#define AQL_INLINE static inline __attribute__((always_inline))
+
+/*
+ * The work-item cannot change while its kernel body runs (a barrier
+ * resumes the same fiber), so calls may be merged.
+ */
+const aql_host_workitem *aql_host_workitem_current(void) __attribute__((const));
+#endif
+
+/* Memory orders for the atomics below. */
+#define AQL_RELAXED __ATOMIC_RELAXED
+#define AQL_SEQ_CST __ATOMIC_SEQ_CST
+
+/* ---------------------------------------------------------------------- */
+/* Work-item ids and sizes                                                 */
+
+#if defined(AQL_KERNEL_TARGET_AMDGCN)
+
+/* The dispatch packet: work-group sizes at byte 4, grid sizes at 12,
+ * group_segment_size at 28. */
+AQL_INLINE __constant uint8_t *aql_amdgcn_packet_(void)
+{
+	return (__constant uint8_t *)__builtin_amdgcn_dispatch_ptr();
+}
+
+AQL_INLINE uint32_t aql_local_id(unsigned dim)
+{
+	return dim == 0 ? __builtin_amdgcn_workitem_id_x()
+	     : dim == 1 ? __builtin_amdgcn_workitem_id_y()
+	     : dim == 2 ? __builtin_amdgcn_workitem_id_z() : 0;
+}
+
+AQL_INLINE uint32_t aql_group_id(unsigned dim)
+{
+	return dim == 0 ? __builtin_amdgcn_workgroup_id_x()
+	     : dim == 1 ? __builtin_amdgcn_workgroup_id_y()
+	     : dim == 2 ? __builtin_amdgcn_workgroup_id_z() : 0;
+}
+
+AQL_INLINE uint32_t aql_enqueued_local_size(unsigned dim)
+{
+	return dim < 3 ? ((__constant uint16_t *)(aql_amdgcn_packet_() + 4))[dim] : 1;
+}
+
+AQL_INLINE uint32_t aql_global_size(unsigned dim)
+{
+	return dim < 3 ? ((__constant uint32_t *)(aql_amdgcn_packet_() + 12))[dim] : 1;
+}
+
+AQL_INLINE uint32_t aql_local_size(unsigned dim)
+{
+	uint32_t wg = aql_enqueued_local_size(dim);
+	uint32_t left = aql_global_size(dim) - aql_group_id(dim) * wg;
+
+	return left < wg ? left : wg;
+}
+
+#elif defined(AQL_KERNEL_TARGET_NVPTX)
+
+AQL_INLINE uint32_t aql_local_id(unsigned dim)
+{
+	return dim == 0 ? __nvvm_read_ptx_sreg_tid_x()
+	     : dim == 1 ? __nvvm_read_ptx_sreg_tid_y()
+	     : dim == 2 ? __nvvm_read_ptx_sreg_tid_z() : 0;
+}
+
+AQL_INLINE uint32_t aql_group_id(unsigned dim)
+{
+	return dim == 0 ? __nvvm_read_ptx_sreg_ctaid_x()
+	     : dim == 1 ? __nvvm_read_ptx_sreg_ctaid_y()
+	     : dim == 2 ? __nvvm_read_ptx_sreg_ctaid_z() : 0;
+}
+
+/* CUDA grids are whole blocks: no partial work-groups. */
+AQL_INLINE uint32_t aql_enqueued_local_size(unsigned dim)
+{
+	return dim == 0 ? __nvvm_read_ptx_sreg_ntid_x()
+	     : dim == 1 ? __nvvm_read_ptx_sreg_ntid_y()
+	     : dim == 2 ? __nvvm_read_ptx_sreg_ntid_z() : 1;
+}
+
+AQL_INLINE uint32_t aql_local_size(unsigned dim)
+{
+	return aql_enqueued_local_size(dim);
+}
+
+AQL_INLINE uint32_t aql_num_groups_nv_(unsigned dim)
+{
+	return dim == 0 ? __nvvm_read_ptx_sreg_nctaid_x()
+	     : dim == 1 ? __nvvm_read_ptx_sreg_nctaid_y()
+	     : dim == 2 ? __nvvm_read_ptx_sreg_nctaid_z() : 1;
+}
+
+AQL_INLINE uint32_t aql_global_size(unsigned dim)
+{
+	return aql_num_groups_nv_(dim) * aql_enqueued_local_size(dim);
+}
+
+#else /* host */
+
+AQL_INLINE uint32_t aql_local_id(unsigned dim)
+{
+	return dim < 3 ? aql_host_workitem_current()->local_id[dim] : 0;
+}
+
+AQL_INLINE uint32_t aql_group_id(unsigned dim)
+{
+	return dim < 3 ? aql_host_workitem_current()->group_id[dim] : 0;
+}
+
+AQL_INLINE uint32_t aql_enqueued_local_size(unsigned dim)
+{
+	return dim < 3 ? (&aql_host_workitem_current()->packet->workgroup_size_x)[dim] : 1;
+}
+
+AQL_INLINE uint32_t aql_global_size(unsigned dim)
+{
+	return dim < 3 ? (&aql_host_workitem_current()->packet->grid_size_x)[dim] : 1;
+}
+
+AQL_INLINE uint32_t aql_local_size(unsigned dim)
+{
+	return dim < 3 ? aql_host_workitem_current()->group_size[dim] : 1;
+}
+
+#endif
+
+/*
+ * aql_local_id(dim): id within the work-group.
+ * aql_group_id(dim): id of the work-group.
+ * aql_local_size(dim): size of this work-group; the last one of a grid
+ *   that is not a multiple of the work-group size is smaller (not on NVPTX,
+ *   where grids are whole work-groups).
+ * aql_enqueued_local_size(dim): the work-group size of the dispatch.
+ * aql_global_size(dim): the grid size (on NVPTX, the number of groups
+ *   times the work-group size).
+ * aql_num_groups(dim), aql_global_id(dim), aql_local_linear_id(): derived.
+ */
+AQL_INLINE uint32_t aql_num_groups(unsigned dim)
+{
+	uint32_t grid = aql_global_size(dim), wg = aql_enqueued_local_size(dim);
+
+	return grid / wg + (grid % wg != 0);
+}
+
+AQL_INLINE uint32_t aql_global_id(unsigned dim)
+{
+	return aql_group_id(dim) * aql_enqueued_local_size(dim) + aql_local_id(dim);
+}
+
+AQL_INLINE uint32_t aql_local_linear_id(void)
+{
+	return (aql_local_id(2) * aql_local_size(1) + aql_local_id(1)) *
+		       aql_local_size(0) + aql_local_id(0);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Barrier and LDS                                                         */
+
+/*
+ * Work-group barrier: returns once every work-item of the group has called
+ * it, with their earlier global and LDS writes visible to the group. Call it
+ * from every work-item of the group or from none, and never in a kernel
+ * declared with AQL_KERNEL_NO_BARRIER (the CPU agent fails that dispatch).
+ */
+AQL_INLINE void aql_barrier(void)
+{
+#if defined(AQL_KERNEL_TARGET_AMDGCN)
+	__builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+	__builtin_amdgcn_s_barrier();
+	__builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+#elif defined(AQL_KERNEL_TARGET_NVPTX)
+	__nvvm_bar_sync(0);
+#else
+	aql_host_barrier();
+#endif
+}
+
+/* Dynamic LDS starts at the static LDS size rounded up to this. */
+#define AQL_DYNAMIC_LDS_ALIGN 16u
+
+#if defined(AQL_KERNEL_TARGET_NVPTX)
+/* CUDA places every extern .shared array right after the static ones. */
+__asm__(".extern .shared .align 16 .b8 aql_dynamic_lds_[];");
+#endif
+
+/*
+ * Dynamic LDS: the group segment bytes after the kernel's static LDS,
+ * 16-byte aligned. The dispatch sets the packet's group_segment_size to
+ * the static size rounded up to 16 plus the dynamic bytes (on CUDA: the
+ * launch's dynamic shared memory size). Call it from the kernel body or
+ * from functions inlined into it: on AMDGPU the static size is known only
+ * inside the kernel.
+ */
+AQL_INLINE aql_local void *aql_dynamic_lds(void)
+{
+#if defined(AQL_KERNEL_TARGET_AMDGCN)
+	uint32_t off = (__builtin_amdgcn_groupstaticsize() + AQL_DYNAMIC_LDS_ALIGN - 1) &
+		       ~(AQL_DYNAMIC_LDS_ALIGN - 1);
+
+	return (aql_local void *)(uintptr_t)off;
+#elif defined(AQL_KERNEL_TARGET_NVPTX)
+	uint64_t addr;
+
+	__asm__("mov.u64 %0, aql_dynamic_lds_;" : "=l"(addr));
+	return (aql_local void *)(uintptr_t)addr;
+#else
+	const aql_host_workitem *wi = aql_host_workitem_current();
+	const aql_host_kernel_descriptor *kd =
+		(const aql_host_kernel_descriptor *)(uintptr_t)wi->packet->kernel_object;
+	uint32_t off = (kd->group_segment_fixed_size + AQL_DYNAMIC_LDS_ALIGN - 1) &
+		       ~(AQL_DYNAMIC_LDS_ALIGN - 1);
+
+	return (char *)wi->group_segment + off;
+#endif
+}
+
+/* Bytes of dynamic LDS aql_dynamic_lds() points to. */
+AQL_INLINE uint32_t aql_dynamic_lds_size(void)
+{
+#if defined(AQL_KERNEL_TARGET_AMDGCN)
+	uint32_t total = *(__constant uint32_t *)(aql_amdgcn_packet_() + 28);
+	uint32_t off = (__builtin_amdgcn_groupstaticsize() + AQL_DYNAMIC_LDS_ALIGN - 1) &
+		       ~(AQL_DYNAMIC_LDS_ALIGN - 1);
+#elif defined(AQL_KERNEL_TARGET_NVPTX)
+	uint32_t total, off = 0;
+
+	__asm__("mov.u32 %0, %%dynamic_smem_size;" : "=r"(total));
+#else
+	const aql_host_workitem *wi = aql_host_workitem_current();
+	const aql_host_kernel_descriptor *kd =
+		(const aql_host_kernel_descriptor *)(uintptr_t)wi->packet->kernel_object;
+	uint32_t total = wi->packet->group_segment_size;
+	uint32_t off = (kd->group_segment_fixed_size + AQL_DYNAMIC_LDS_ALIGN - 1) &
+		       ~(AQL_DYNAMIC_LDS_ALIGN - 1);
+#endif
+	return total > off ? total - off : 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Atomics on global memory and LDS                                        */
+
+/*
+ * Each returns the value *p held before. p points to global memory or LDS
+ * (a generic pointer on the GPU targets); order is AQL_RELAXED or
+ * AQL_SEQ_CST. The scope is the whole device (the agent).
+ */
+#if defined(AQL_KERNEL_TARGET_AMDGCN)
+#define AQL_AGENT_SCOPE_ 4	/* __HIP_MEMORY_SCOPE_AGENT */
+#define AQL_ATOMIC_RMW_(op, T, p, v, order)                                    \
+	__hip_atomic_fetch_##op((p), (v), (order), AQL_AGENT_SCOPE_)
+#define AQL_ATOMIC_XCHG_(T, p, v, order)                                       \
+	__hip_atomic_exchange((p), (v), (order), AQL_AGENT_SCOPE_)
+#define AQL_ATOMIC_CAS_(T, p, e, d, order)                                     \
+	do {                                                                   \
+		__hip_atomic_compare_exchange_strong((p), &(e), (d), (order),  \
+			(order), AQL_AGENT_SCOPE_);                            \
+	} while (0)
+#elif defined(AQL_KERNEL_TARGET_NVPTX)
+/*
+ * clang's generic atomics become library calls on nvptx64 in OpenCL mode;
+ * the NVVM builtins are PTX atom (relaxed, .gpu scope). seq_cst adds
+ * fence.sc on either side.
+ */
+AQL_INLINE void aql_nv_fence_(int order)
+{
+	if (order != AQL_RELAXED)
+		__nvvm_membar_gl();
+}
+#else
+/* gcc has no __atomic_fetch_min/max: a CAS loop. */
+#define AQL_HOST_MINMAX_(T, p, v, order, better)                               \
+	T old_ = __atomic_load_n((p), __ATOMIC_RELAXED);                       \
+	while (better(v, old_) &&                                              \
+	       !__atomic_compare_exchange_n((p), &old_, (v), 1, (order),       \
+					    __ATOMIC_RELAXED))                 \
+		;                                                              \
+	if (order != AQL_RELAXED)                                              \
+		__atomic_thread_fence(order);                                  \
+	return old_
+#define AQL_LESS_(a, b) ((a) < (b))
+#define AQL_MORE_(a, b) ((a) > (b))
+#endif
+
+AQL_INLINE uint32_t aql_atomic_add_u32(uint32_t *p, uint32_t v, int order)
+{
+#if defined(AQL_KERNEL_TARGET_AMDGCN)
+	return AQL_ATOMIC_RMW_(add, uint32_t, p, v, order);
+#elif defined(AQL_KERNEL_TARGET_NVPTX)
+	uint32_t r;
+
+	aql_nv_fence_(order);
+	r = (uint32_t)__nvvm_atom_add_gen_i((volatile int *)p, (int)v);
+	aql_nv_fence_(order);
+	return r;
+#else
+	return __atomic_fetch_add(p, v, order);
+#endif
+}
+
+AQL_INLINE uint32_t aql_atomic_sub_u32(uint32_t *p, uint32_t v, int order)
+{
+	return aql_atomic_add_u32(p, 0u - v, order);
+}
+
+AQL_INLINE uint64_t aql_atomic_add_u64(uint64_t *p, uint64_t v, int order)
+{
+#if defined(AQL_KERNEL_TARGET_AMDGCN)
+	return AQL_ATOMIC_RMW_(add, uint64_t, p, v, order);
+#elif defined(AQL_KERNEL_TARGET_NVPTX)
+	uint64_t r;
+
+	aql_nv_fence_(order);
+	r = (uint64_t)__nvvm_atom_add_gen_l((volatile long *)p, (long)v);
+	aql_nv_fence_(order);
+	return r;
+#else
+	return __atomic_fetch_add(p, v, order);
+#endif
+}
+
+AQL_INLINE uint32_t aql_atomic_min_u32(uint32_t *p, uint32_t v, int order)
+{
+#if defined(AQL_KERNEL_TARGET_AMDGCN)
+	return AQL_ATOMIC_RMW_(min, uint32_t, p, v, order);
+#elif defined(AQL_KERNEL_TARGET_NVPTX)
+	uint32_t r;
+
+	aql_nv_fence_(order);
+	r = __nvvm_atom_min_gen_ui((volatile unsigned int *)p, v);
+	aql_nv_fence_(order);
+	return r;
+#else
+	AQL_HOST_MINMAX_(uint32_t, p, v, order, AQL_LESS_);
+#endif
+}
+
+AQL_INLINE uint32_t aql_atomic_max_u32(uint32_t *p, uint32_t v, int order)
+{
+#if defined(AQL_KERNEL_TARGET_AMDGCN)
+	return AQL_ATOMIC_RMW_(max, uint32_t, p, v, order);
+#elif defined(AQL_KERNEL_TARGET_NVPTX)
+	uint32_t r;
+
+	aql_nv_fence_(order);
+	r = __nvvm_atom_max_gen_ui((volatile unsigned int *)p, v);
+	aql_nv_fence_(order);
+	return r;
+#else
+	AQL_HOST_MINMAX_(uint32_t, p, v, order, AQL_MORE_);
+#endif
+}
+
+AQL_INLINE int32_t aql_atomic_min_i32(int32_t *p, int32_t v, int order)
+{
+#if defined(AQL_KERNEL_TARGET_AMDGCN)
+	return AQL_ATOMIC_RMW_(min, int32_t, p, v, order);
+#elif defined(AQL_KERNEL_TARGET_NVPTX)
+	int32_t r;
+
+	aql_nv_fence_(order);
+	r = __nvvm_atom_min_gen_i((volatile int *)p, v);
+	aql_nv_fence_(order);
+	return r;
+#else
+	AQL_HOST_MINMAX_(int32_t, p, v, order, AQL_LESS_);
+#endif
+}
+
+AQL_INLINE int32_t aql_atomic_max_i32(int32_t *p, int32_t v, int order)
+{
+#if defined(AQL_KERNEL_TARGET_AMDGCN)
+	return AQL_ATOMIC_RMW_(max, int32_t, p, v, order);
+#elif defined(AQL_KERNEL_TARGET_NVPTX)
+	int32_t r;
+
+	aql_nv_fence_(order);
+	r = __nvvm_atom_max_gen_i((volatile int *)p, v);
+	aql_nv_fence_(order);
+	return r;
+#else
+	AQL_HOST_MINMAX_(int32_t, p, v, order, AQL_MORE_);
+#endif
+}
+
+AQL_INLINE uint32_t aql_atomic_xchg_u32(uint32_t *p, uint32_t v, int order)
+{
+#if defined(AQL_KERNEL_TARGET_AMDGCN)
+	return AQL_ATOMIC_XCHG_(uint32_t, p, v, order);
+#elif defined(AQL_KERNEL_TARGET_NVPTX)
+	uint32_t r;
+
+	aql_nv_fence_(order);
+	r = (uint32_t)__nvvm_atom_xchg_gen_i((volatile int *)p, (int)v);
+	aql_nv_fence_(order);
+	return r;
+#else
+	return __atomic_exchange_n(p, v, order);
+#endif
+}
+
+/* Store desired if *p == expected; returns the old value either way. */
+AQL_INLINE uint32_t aql_atomic_cas_u32(uint32_t *p, uint32_t expected,
+				       uint32_t desired, int order)
+{
+#if defined(AQL_KERNEL_TARGET_AMDGCN)
+	AQL_ATOMIC_CAS_(uint32_t, p, expected, desired, order);
+	return expected;
+#elif defined(AQL_KERNEL_TARGET_NVPTX)
+	uint32_t r;
+
+	aql_nv_fence_(order);
+	r = (uint32_t)__nvvm_atom_cas_gen_i((volatile int *)p, (int)expected, (int)desired);
+	aql_nv_fence_(order);
+	return r;
+#else
+	__atomic_compare_exchange_n(p, &expected, desired, 0, order,
+				    order == AQL_RELAXED ? AQL_RELAXED : AQL_SEQ_CST);
+	return expected;
+#endif
+}
+
+AQL_INLINE uint64_t aql_atomic_cas_u64(uint64_t *p, uint64_t expected,
+				       uint64_t desired, int order)
+{
+#if defined(AQL_KERNEL_TARGET_AMDGCN)
+	AQL_ATOMIC_CAS_(uint64_t, p, expected, desired, order);
+	return expected;
+#elif defined(AQL_KERNEL_TARGET_NVPTX)
+	uint64_t r;
+
+	aql_nv_fence_(order);
+	r = (uint64_t)__nvvm_atom_cas_gen_l((volatile long *)p, (long)expected, (long)desired);
+	aql_nv_fence_(order);
+	return r;
+#else
+	__atomic_compare_exchange_n(p, &expected, desired, 0, order,
+				    order == AQL_RELAXED ? AQL_RELAXED : AQL_SEQ_CST);
+	return expected;
+#endif
+}
+
+/* Plain atomic load and store, for flags and counters. */
+AQL_INLINE uint32_t aql_atomic_load_u32(uint32_t *p, int order)
+{
+#if defined(AQL_KERNEL_TARGET_NVPTX)
+	uint32_t r;
+
+	aql_nv_fence_(order);
+	r = *(volatile uint32_t *)p;
+	aql_nv_fence_(order);
+	return r;
+#elif defined(AQL_KERNEL_TARGET_AMDGCN)
+	return __hip_atomic_load(p, order, AQL_AGENT_SCOPE_);
+#else
+	return __atomic_load_n(p, order);
+#endif
+}
+
+AQL_INLINE void aql_atomic_store_u32(uint32_t *p, uint32_t v, int order)
+{
+#if defined(AQL_KERNEL_TARGET_NVPTX)
+	aql_nv_fence_(order);
+	*(volatile uint32_t *)p = v;
+	aql_nv_fence_(order);
+#elif defined(AQL_KERNEL_TARGET_AMDGCN)
+	__hip_atomic_store(p, v, order, AQL_AGENT_SCOPE_);
+#else
+	__atomic_store_n(p, v, order);
+#endif
+}
+
+/* ---------------------------------------------------------------------- */
+/* Kernel declarations                                                     */
+
+/*
+ * The largest work-group a kernel accepts: 1024 unless defined before this
+ * header is included. It becomes the AMDGPU kernel's
+ * max_flat_workgroup_size (OpenCL's default would be 256) and the host
+ * descriptor's; CUDA applies its own limit.
+ */
+#ifndef AQL_KERNEL_MAX_WORKGROUP_SIZE
+#define AQL_KERNEL_MAX_WORKGROUP_SIZE 1024
+#endif
+
+/*
+ * AQL_KERNEL(name, (type, arg)...): a kernel that may call aql_barrier().
+ * AQL_KERNEL_NO_BARRIER(name, (type, arg)...): one that never does; the
+ *   CPU agent then runs its work-items in a loop instead of as fibers,
+ *   which is much faster.
+ * AQL_KERNEL_LDS(name, lds_type, (type, arg)...): one with static LDS of
+ *   lds_type (a struct, say), which the body reaches through the pointer
+ *   `lds` (aql_local lds_type *). The work-items of a group share it.
+ *
+ * From 1 to 16 arguments. The body follows the macro in braces.
+ */
+#define AQL_KERNEL(kn, ...) AQL_KERNEL_PLAIN_(kn, 0, __VA_ARGS__)
+#define AQL_KERNEL_NO_BARRIER(kn, ...)                                         \
+	AQL_KERNEL_PLAIN_(kn, AQL_KD_NO_BARRIER_, __VA_ARGS__)
+#define AQL_KERNEL_LDS(kn, lds_type, ...)                                      \
+	AQL_KERNEL_WITH_LDS_(kn, 0, lds_type, __VA_ARGS__)
+
+/* Preprocessor plumbing: apply M(ctx, type, name) to each pair. */
+#define AQL_PP_CAT_(a, b) a##b
+#define AQL_PP_CAT(a, b) AQL_PP_CAT_(a, b)
+#define AQL_PP_STRIP_(...) __VA_ARGS__
+#define AQL_PP_CALL_(M, ...) M(__VA_ARGS__)
+#define AQL_PP_APPLY_(M, ctx, pair) AQL_PP_CALL_(M, ctx, AQL_PP_STRIP_ pair)
+/* Over 16 arguments: an error naming AQL_PP_..._TOO_MANY_ARGUMENTS. */
+#define AQL_PP_NARG(...)                                                       \
+	AQL_PP_NARG_(__VA_ARGS__, AQL_PP_OVER_16_, AQL_PP_OVER_16_,            \
+		     AQL_PP_OVER_16_, AQL_PP_OVER_16_, AQL_PP_OVER_16_,        \
+		     AQL_PP_OVER_16_, AQL_PP_OVER_16_, AQL_PP_OVER_16_, 16, 15, \
+		     14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define AQL_PP_NARG_(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13,   \
+		     _14, _15, _16, _17, _18, _19, _20, _21, _22, _23, _24, n, \
+		     ...) n
+#define AQL_PP_OVER_16_ TOO_MANY_ARGUMENTS
+
+/* AQL_PP_LIST: comma separated; AQL_PP_SEQ: juxtaposed. */
+#define AQL_PP_LIST(M, ctx, ...)                                               \
+	AQL_PP_CAT(AQL_PP_LIST_, AQL_PP_NARG(__VA_ARGS__))(M, ctx, __VA_ARGS__)
+#define AQL_PP_SEQ(M, ctx, ...)                                                \
+	AQL_PP_CAT(AQL_PP_SEQ_, AQL_PP_NARG(__VA_ARGS__))(M, ctx, __VA_ARGS__)
+
+#define AQL_PP_LIST_1(M, c, a) AQL_PP_APPLY_(M, c, a)
+#define AQL_PP_LIST_2(M, c, a, ...) AQL_PP_APPLY_(M, c, a), AQL_PP_LIST_1(M, c, __VA_ARGS__)
+#define AQL_PP_LIST_3(M, c, a, ...) AQL_PP_APPLY_(M, c, a), AQL_PP_LIST_2(M, c, __VA_ARGS__)
+#define AQL_PP_LIST_4(M, c, a, ...) AQL_PP_APPLY_(M, c, a), AQL_PP_LIST_3(M, c, __VA_ARGS__)
+#define AQL_PP_LIST_5(M, c, a, ...) AQL_PP_APPLY_(M, c, a), AQL_PP_LIST_4(M, c, __VA_ARGS__)
+#define AQL_PP_LIST_6(M, c, a, ...) AQL_PP_APPLY_(M, c, a), AQL_PP_LIST_5(M, c, __VA_ARGS__)
+#define AQL_PP_LIST_7(M, c, a, ...) AQL_PP_APPLY_(M, c, a), AQL_PP_LIST_6(M, c, __VA_ARGS__)
+#define AQL_PP_LIST_8(M, c, a, ...) AQL_PP_APPLY_(M, c, a), AQL_PP_LIST_7(M, c, __VA_ARGS__)
+#define AQL_PP_LIST_9(M, c, a, ...) AQL_PP_APPLY_(M, c, a), AQL_PP_LIST_8(M, c, __VA_ARGS__)
+#define AQL_PP_LIST_10(M, c, a, ...) AQL_PP_APPLY_(M, c, a), AQL_PP_LIST_9(M, c, __VA_ARGS__)
+#define AQL_PP_LIST_11(M, c, a, ...) AQL_PP_APPLY_(M, c, a), AQL_PP_LIST_10(M, c, __VA_ARGS__)
+#define AQL_PP_LIST_12(M, c, a, ...) AQL_PP_APPLY_(M, c, a), AQL_PP_LIST_11(M, c, __VA_ARGS__)
+#define AQL_PP_LIST_13(M, c, a, ...) AQL_PP_APPLY_(M, c, a), AQL_PP_LIST_12(M, c, __VA_ARGS__)
+#define AQL_PP_LIST_14(M, c, a, ...) AQL_PP_APPLY_(M, c, a), AQL_PP_LIST_13(M, c, __VA_ARGS__)
+#define AQL_PP_LIST_15(M, c, a, ...) AQL_PP_APPLY_(M, c, a), AQL_PP_LIST_14(M, c, __VA_ARGS__)
+#define AQL_PP_LIST_16(M, c, a, ...) AQL_PP_APPLY_(M, c, a), AQL_PP_LIST_15(M, c, __VA_ARGS__)
+
+#define AQL_PP_SEQ_1(M, c, a) AQL_PP_APPLY_(M, c, a)
+#define AQL_PP_SEQ_2(M, c, a, ...) AQL_PP_APPLY_(M, c, a) AQL_PP_SEQ_1(M, c, __VA_ARGS__)
+#define AQL_PP_SEQ_3(M, c, a, ...) AQL_PP_APPLY_(M, c, a) AQL_PP_SEQ_2(M, c, __VA_ARGS__)
+#define AQL_PP_SEQ_4(M, c, a, ...) AQL_PP_APPLY_(M, c, a) AQL_PP_SEQ_3(M, c, __VA_ARGS__)
+#define AQL_PP_SEQ_5(M, c, a, ...) AQL_PP_APPLY_(M, c, a) AQL_PP_SEQ_4(M, c, __VA_ARGS__)
+#define AQL_PP_SEQ_6(M, c, a, ...) AQL_PP_APPLY_(M, c, a) AQL_PP_SEQ_5(M, c, __VA_ARGS__)
+#define AQL_PP_SEQ_7(M, c, a, ...) AQL_PP_APPLY_(M, c, a) AQL_PP_SEQ_6(M, c, __VA_ARGS__)
+#define AQL_PP_SEQ_8(M, c, a, ...) AQL_PP_APPLY_(M, c, a) AQL_PP_SEQ_7(M, c, __VA_ARGS__)
+#define AQL_PP_SEQ_9(M, c, a, ...) AQL_PP_APPLY_(M, c, a) AQL_PP_SEQ_8(M, c, __VA_ARGS__)
+#define AQL_PP_SEQ_10(M, c, a, ...) AQL_PP_APPLY_(M, c, a) AQL_PP_SEQ_9(M, c, __VA_ARGS__)
+#define AQL_PP_SEQ_11(M, c, a, ...) AQL_PP_APPLY_(M, c, a) AQL_PP_SEQ_10(M, c, __VA_ARGS__)
+#define AQL_PP_SEQ_12(M, c, a, ...) AQL_PP_APPLY_(M, c, a) AQL_PP_SEQ_11(M, c, __VA_ARGS__)
+#define AQL_PP_SEQ_13(M, c, a, ...) AQL_PP_APPLY_(M, c, a) AQL_PP_SEQ_12(M, c, __VA_ARGS__)
+#define AQL_PP_SEQ_14(M, c, a, ...) AQL_PP_APPLY_(M, c, a) AQL_PP_SEQ_13(M, c, __VA_ARGS__)
+#define AQL_PP_SEQ_15(M, c, a, ...) AQL_PP_APPLY_(M, c, a) AQL_PP_SEQ_14(M, c, __VA_ARGS__)
+#define AQL_PP_SEQ_16(M, c, a, ...) AQL_PP_APPLY_(M, c, a) AQL_PP_SEQ_15(M, c, __VA_ARGS__)
+
+/* One pair as a parameter, as an argument, as a struct member, ... */
+#define AQL_PARAM_(ctx, T, n) T n
+#define AQL_BODY_PARAM_(ctx, T, n) T n AQL_UNUSED_	/* ABI, maybe unused */
+#define AQL_NAME_(ctx, T, n) n
+#define AQL_MEMBER_(ctx, T, n) T n;
+#define AQL_UNPACK_(a, T, n) a->n
+#define AQL_UNUSED_ __attribute__((unused))
+
+#ifndef AQL_KERNEL_TARGET_HOST
+
+#define AQL_KD_NO_BARRIER_ 1	/* only the CPU agent reads this flag */
+
+#if defined(AQL_KERNEL_TARGET_AMDGCN)
+#define AQL_KERNEL_ATTRS_                                                      \
+	__attribute__((amdgpu_flat_work_group_size(1, AQL_KERNEL_MAX_WORKGROUP_SIZE)))
+#else
+#define AQL_KERNEL_ATTRS_
+#endif
+
+#define AQL_KERNEL_PLAIN_(kn, kf, ...)                                         \
+	AQL_INLINE void kn##_aql_body(AQL_PP_LIST(AQL_BODY_PARAM_, , __VA_ARGS__)); \
+	__kernel AQL_KERNEL_ATTRS_ void kn(AQL_PP_LIST(AQL_PARAM_, , __VA_ARGS__)) \
+	{                                                                      \
+		kn##_aql_body(AQL_PP_LIST(AQL_NAME_, , __VA_ARGS__));          \
+	}                                                                      \
+	AQL_INLINE void kn##_aql_body(AQL_PP_LIST(AQL_BODY_PARAM_, , __VA_ARGS__))
+
+/* OpenCL allows __local variables only in kernel scope. */
+#define AQL_KERNEL_WITH_LDS_(kn, kf, lds_type, ...)                            \
+	AQL_INLINE void kn##_aql_body(__local __typeof__(lds_type) *lds AQL_UNUSED_, \
+					AQL_PP_LIST(AQL_BODY_PARAM_, , __VA_ARGS__)); \
+	__kernel AQL_KERNEL_ATTRS_ void kn(AQL_PP_LIST(AQL_PARAM_, , __VA_ARGS__)) \
+	{                                                                      \
+		__local __typeof__(lds_type) kn##_aql_lds;                     \
+		kn##_aql_body(&kn##_aql_lds,                                   \
+				AQL_PP_LIST(AQL_NAME_, , __VA_ARGS__));        \
+	}                                                                      \
+	AQL_INLINE void kn##_aql_body(__local __typeof__(lds_type) *lds AQL_UNUSED_, \
+					AQL_PP_LIST(AQL_BODY_PARAM_, , __VA_ARGS__))
+
+#else /* host */
+
+#define AQL_KD_NO_BARRIER_ AQL_HOST_KD_NO_BARRIER
+
+/*
+ * (T)0 if T is a pointer, else a null void pointer: then `1 ? x : (void *)1`
+ * has type "pointer to qualified void" and tells whether T points to const.
+ */
+#define AQL_PTR_OR_VOID_(T)                                                    \
+	_Generic((T)0, _Bool: (void *)0, char: (void *)0,                      \
+		 signed char: (void *)0, unsigned char: (void *)0,             \
+		 short: (void *)0, unsigned short: (void *)0, int: (void *)0,  \
+		 unsigned: (void *)0, long: (void *)0, unsigned long: (void *)0, \
+		 long long: (void *)0, unsigned long long: (void *)0,          \
+		 float: (void *)0, double: (void *)0, long double: (void *)0,  \
+		 default: (T)0)
+#define AQL_ARG_QUALS_(T)                                                      \
+	_Generic(1 ? AQL_PTR_OR_VOID_(T) : (void *)1,                          \
+		 const void *: AQL_ARG_IS_CONST,                               \
+		 volatile void *: AQL_ARG_IS_VOLATILE,                         \
+		 const volatile void *: AQL_ARG_IS_CONST | AQL_ARG_IS_VOLATILE, \
+		 default: 0)
+/* GCC and clang: 5 is pointer_type_class. */
+#define AQL_IS_POINTER_(T) (__builtin_classify_type((T)0) == 5)
+
+#define AQL_ARG_ENTRY_(args_type, T, n)                                        \
+	{                                                                      \
+		.name = #n,                                                    \
+		.type_name = #T,                                               \
+		.offset = __builtin_offsetof(args_type, n),                    \
+		.size = sizeof(T),                                             \
+		.align = _Alignof(T),                                          \
+		.kind = AQL_IS_POINTER_(T) ? AQL_ARG_GLOBAL_BUFFER : AQL_ARG_BY_VALUE, \
+		.address_space = AQL_IS_POINTER_(T) ? AQL_AS_GLOBAL : AQL_AS_NONE, \
+		.flags = AQL_IS_POINTER_(T) ? AQL_ARG_QUALS_(T) : 0,           \
+	},
+
+/* The argument struct, the table, and the exported "<name>.kd". */
+#define AQL_HOST_KERNEL_(kn, kf, lds_size, ...)                                \
+	struct kn##_aql_args {                                                 \
+		AQL_PP_SEQ(AQL_MEMBER_, , __VA_ARGS__)                         \
+	};                                                                     \
+	static const aql_host_kernel_arg kn##_aql_arg_table[] = {              \
+		AQL_PP_SEQ(AQL_ARG_ENTRY_, struct kn##_aql_args, __VA_ARGS__)  \
+	};                                                                     \
+	static void kn##_aql_entry(const void *kernarg);                       \
+	__attribute__((visibility("default"), used))                           \
+	const aql_host_kernel_descriptor kn##_kd __asm__(#kn ".kd") = {        \
+		.group_segment_fixed_size = (lds_size),                        \
+		.kernarg_size = sizeof(struct kn##_aql_args),                  \
+		.kernarg_align = _Alignof(struct kn##_aql_args) < 16 ? 16      \
+				 : _Alignof(struct kn##_aql_args),             \
+		.entry = kn##_aql_entry,                                       \
+		.magic = AQL_HOST_KD_MAGIC,                                    \
+		.flags = (kf),                                                 \
+		.max_flat_workgroup_size = AQL_KERNEL_MAX_WORKGROUP_SIZE,      \
+		.arg_count = AQL_PP_NARG(__VA_ARGS__),                         \
+		.args = kn##_aql_arg_table,                                    \
+		.name = #kn,                                                   \
+	};
+
+#define AQL_KERNEL_PLAIN_(kn, kf, ...)                                         \
+	AQL_HOST_KERNEL_(kn, kf, 0, __VA_ARGS__)                               \
+	AQL_INLINE void kn##_aql_body(AQL_PP_LIST(AQL_BODY_PARAM_, , __VA_ARGS__)); \
+	static void kn##_aql_entry(const void *kernarg)                        \
+	{                                                                      \
+		const struct kn##_aql_args *a_ = kernarg;                      \
+		kn##_aql_body(AQL_PP_LIST(AQL_UNPACK_, a_, __VA_ARGS__));      \
+	}                                                                      \
+	AQL_INLINE void kn##_aql_body(AQL_PP_LIST(AQL_BODY_PARAM_, , __VA_ARGS__))
+
+#define AQL_KERNEL_WITH_LDS_(kn, kf, lds_type, ...)                            \
+	AQL_HOST_KERNEL_(kn, kf, sizeof(lds_type), __VA_ARGS__)                \
+	AQL_INLINE void kn##_aql_body(__typeof__(lds_type) *lds AQL_UNUSED_,   \
+					AQL_PP_LIST(AQL_BODY_PARAM_, , __VA_ARGS__)); \
+	static void kn##_aql_entry(const void *kernarg)                        \
+	{                                                                      \
+		const struct kn##_aql_args *a_ = kernarg;                      \
+		kn##_aql_body(aql_host_workitem_current()->group_segment,      \
+				AQL_PP_LIST(AQL_UNPACK_, a_, __VA_ARGS__));    \
+	}                                                                      \
+	AQL_INLINE void kn##_aql_body(__typeof__(lds_type) *lds AQL_UNUSED_,   \
+					AQL_PP_LIST(AQL_BODY_PARAM_, , __VA_ARGS__))
+
+#endif /* host */
+
+#endif

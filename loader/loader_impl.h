@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal: a code object as the loader files hand it to each other. The
+ * image is a private copy; libelf reads it in place (ELF_C_READ_MMAP-free
+ * elf_memory), and every offset taken from it is checked against
+ * image_size before use.
+ */
+#ifndef AQL_LOADER_IMPL_H
+#define AQL_LOADER_IMPL_H
+
+#include <gelf.h>
+#include <stdint.h>
+#include <aql/code_object.h>
+
+/* Bounds that keep hostile input from asking for unbounded work. */
+#define AQL_LOADER_MAX_SEGMENTS 64u
+#define AQL_LOADER_MAX_SPAN (1ull << 30)	/* bytes of agent memory */
+#define AQL_LOADER_MAX_NAME 4096u
+
+struct aql_segment {
+	uint64_t vaddr;
+	uint64_t memsz;
+	uint64_t offset;		/* in the image */
+	uint64_t filesz;
+	uint32_t flags;			/* PF_R | PF_W | PF_X */
+};
+
+struct aql_code_object {
+	aql_code_object_info info;
+	aql_agent *agent;		/* NULL while only opened */
+	uint8_t *image;
+	size_t image_size;
+	Elf *elf;
+	struct aql_segment segments[AQL_LOADER_MAX_SEGMENTS];
+	uint32_t segment_count;
+	uint64_t vaddr_lo;		/* first PT_LOAD's page-truncated p_vaddr */
+	uint64_t span;			/* bytes from vaddr_lo to the last segment end */
+	size_t alloc_size;		/* span rounded to pages */
+	/* The dynamic symbol table (.dynsym, else .symtab). */
+	Elf_Data *symbols;
+	size_t symbol_count;
+	const char *strtab;		/* its string table, NUL-terminated */
+	size_t strtab_size;
+	/* Open-addressed hash of defined symbols by name: index + 1, 0 empty. */
+	uint32_t *symbol_hash;
+	uint32_t symbol_hash_mask;
+	aql_metadata *metadata;
+	aql_kernel *kernels;
+	/* 64-bit pointers the relocations set, by file vaddr (host objects). */
+	struct aql_reloc_pointer *pointers;
+	size_t pointer_count;
+};
+
+/* The segment holding [vaddr, vaddr + size), or NULL. */
+const struct aql_segment *aql_co_segment(const struct aql_code_object *co,
+					 uint64_t vaddr, uint64_t size);
+
+/*
+ * Pointer to size bytes at vaddr in the file image, which must lie within
+ * one segment's file bytes; NULL otherwise.
+ */
+const void *aql_co_file_bytes(const struct aql_code_object *co, uint64_t vaddr,
+			      uint64_t size);
+
+/* Symbol i's name, or NULL when it is not a terminated string in bounds. */
+const char *aql_co_symbol_name(const struct aql_code_object *co, const GElf_Sym *sym);
+
+/* Find a defined symbol by name; returns its index, or 0 if none. */
+size_t aql_co_find_symbol(const struct aql_code_object *co, const char *name,
+			  GElf_Sym *out);
+
+/*
+ * Apply every dynamic relocation to the loaded copy at co->info.base,
+ * resolving undefined symbols from opts, then from builtins (host code
+ * objects). Errors name the relocation.
+ */
+aql_status aql_co_relocate(struct aql_code_object *co, const aql_load_options *opts);
+
+/*
+ * Index the 64-bit pointers that relocations set, so that
+ * aql_co_read_pointer() costs one binary search.
+ */
+aql_status aql_co_index_pointers(struct aql_code_object *co);
+
+/*
+ * The value a relocated 64-bit pointer at vaddr would hold, relative to a
+ * load at address 0, read from the file and its relocations: how a host
+ * descriptor's pointers are followed before (or without) loading. Needs
+ * aql_co_index_pointers() first.
+ */
+aql_status aql_co_read_pointer(const struct aql_code_object *co, uint64_t vaddr,
+			       uint64_t *out);
+
+/* Decode the 64-byte AMDGPU kernel descriptor at kd. */
+void aql_kd_decode(const uint8_t kd[64], aql_kernel_descriptor_info *out);
+
+/*
+ * Check a decoded descriptor at kd_vaddr against its metadata: segment
+ * sizes, kernarg size, wavefront size, dynamic stack, entry point.
+ */
+aql_status aql_kd_check(const struct aql_code_object *co, uint64_t kd_vaddr,
+			const aql_kernel_descriptor_info *kd,
+			const aql_kernel_metadata *md);
+
+/* Build metadata and kernels of a host code object from its descriptors. */
+aql_status aql_host_object_describe(struct aql_code_object *co);
+
+#endif
