@@ -282,10 +282,13 @@ static aql_status read_symbols(struct aql_code_object *co)
 		return bad("%s: too many symbols", "code object");
 
 	Elf_Scn *strscn = sh.sh_link ? elf_getscn(co->elf, sh.sh_link) : NULL;
-	Elf_Data *str = strscn ? elf_getdata(strscn, NULL) : NULL;
+	GElf_Shdr strsh;
+	Elf_Data *str = strscn && gelf_getshdr(strscn, &strsh) &&
+			strsh.sh_type == SHT_STRTAB ? elf_getdata(strscn, NULL) : NULL;
 
 	/* Terminated at its end, every in-bounds name is a C string. */
-	if (!str || str->d_size == 0 || ((const char *)str->d_buf)[str->d_size - 1])
+	if (!str || !str->d_buf || str->d_size == 0 ||
+	    ((const char *)str->d_buf)[str->d_size - 1])
 		return bad("%s: symbol table has no valid string table", "code object");
 	co->strtab = str->d_buf;
 	co->strtab_size = str->d_size;

@@ -93,12 +93,17 @@ const char *aql_access_name(enum aql_access access)
 	return (unsigned)access < COUNT_OF(access_names) ? access_names[access].s : "unknown";
 }
 
-/* Index of s[0..len) in names[first..n), or 0 (the "absent/unknown" entry). */
+/*
+ * Index of s[0..len) in names[first..n), or 0 (the "absent/unknown" entry).
+ * The last byte is compared before memcmp() because the hidden kinds come
+ * in families of one length that differ only there (_x, _y, _z).
+ */
 static unsigned lookup_name(const struct name *names, unsigned first, unsigned n,
 			    const char *s, size_t len)
 {
 	for (unsigned i = first; i < n; i++)
-		if (names[i].len == len && memcmp(names[i].s, s, len) == 0)
+		if (names[i].len == len && names[i].s[len - 1] == s[len - 1] &&
+		    memcmp(names[i].s, s, len) == 0)
 			return i;
 	return 0;
 }

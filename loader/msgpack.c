@@ -68,7 +68,7 @@ static enum aql_mp_type type_of(uint8_t b)
 	}
 }
 
-aql_status aql_mp_peek(const struct aql_mp_reader *r, enum aql_mp_type *type)
+static aql_status peek(const struct aql_mp_reader *r, enum aql_mp_type *type)
 {
 	uint8_t b;
 
@@ -89,6 +89,11 @@ aql_status aql_mp_peek(const struct aql_mp_reader *r, enum aql_mp_type *type)
 	}
 	*type = type_of(b);
 	return AQL_OK;
+}
+
+aql_status aql_mp_peek(const struct aql_mp_reader *r, enum aql_mp_type *type)
+{
+	return peek(r, type);
 }
 
 /* Take n header bytes after the type byte, as a big-endian number. */
@@ -133,14 +138,15 @@ static aql_status enter(struct aql_mp_reader *r, struct aql_mp_value *v, uint64_
 	return AQL_OK;
 }
 
-aql_status aql_mp_read(struct aql_mp_reader *r, struct aql_mp_value *v)
+/* aql_mp_read(), called directly: the exported name may be interposed. */
+static aql_status read_value(struct aql_mp_reader *r, struct aql_mp_value *v)
 {
 	size_t at = aql_mp_offset(r);
 	uint64_t n = 0;
 	aql_status st;
 	uint8_t b;
 
-	st = aql_mp_peek(r, &v->type);
+	st = peek(r, &v->type);
 	if (st != AQL_OK)
 		return st;
 	v->offset = at;
@@ -227,6 +233,11 @@ aql_status aql_mp_read(struct aql_mp_reader *r, struct aql_mp_value *v)
 	return aql_fail(AQL_ERR_INVALID_CODE_OBJECT, "msgpack: byte %zu: bad type 0x%02x", at, b);
 }
 
+aql_status aql_mp_read(struct aql_mp_reader *r, struct aql_mp_value *v)
+{
+	return read_value(r, v);
+}
+
 aql_status aql_mp_skip(struct aql_mp_reader *r)
 {
 	/* Elements still to read in each open container; read() bounds the depth. */
@@ -236,7 +247,7 @@ aql_status aql_mp_skip(struct aql_mp_reader *r)
 	aql_status st;
 
 	do {
-		st = aql_mp_read(r, &v);
+		st = read_value(r, &v);
 		if (st != AQL_OK)
 			return st;
 		if (v.type == AQL_MP_ARRAY || v.type == AQL_MP_MAP) {
@@ -261,17 +272,17 @@ static aql_status expect(struct aql_mp_reader *r, enum aql_mp_type want, struct 
 	enum aql_mp_type type;
 	aql_status st;
 
-	st = aql_mp_peek(r, &type);
+	st = peek(r, &type);
 	if (st != AQL_OK)
 		return st;
 	if (type != want)
 		return aql_fail(AQL_ERR_INVALID_CODE_OBJECT,
 				"msgpack: byte %zu: expected %s, found %s", aql_mp_offset(r),
 				aql_mp_type_name(want), aql_mp_type_name(type));
-	return aql_mp_read(r, v);
+	return read_value(r, v);
 }
 
-aql_status aql_mp_read_uint(struct aql_mp_reader *r, uint64_t max, uint64_t *out)
+aql_status aql_mp_read_uint_any(struct aql_mp_reader *r, uint64_t max, uint64_t *out)
 {
 	struct aql_mp_value v;
 	aql_status st;
@@ -287,7 +298,7 @@ aql_status aql_mp_read_uint(struct aql_mp_reader *r, uint64_t max, uint64_t *out
 	return AQL_OK;
 }
 
-aql_status aql_mp_read_bool(struct aql_mp_reader *r, bool *out)
+aql_status aql_mp_read_bool_any(struct aql_mp_reader *r, bool *out)
 {
 	struct aql_mp_value v;
 	aql_status st;
@@ -298,7 +309,7 @@ aql_status aql_mp_read_bool(struct aql_mp_reader *r, bool *out)
 	return st;
 }
 
-aql_status aql_mp_read_str(struct aql_mp_reader *r, const char **s, uint32_t *len)
+aql_status aql_mp_read_str_any(struct aql_mp_reader *r, const char **s, uint32_t *len)
 {
 	struct aql_mp_value v;
 	aql_status st;
@@ -311,7 +322,7 @@ aql_status aql_mp_read_str(struct aql_mp_reader *r, const char **s, uint32_t *le
 	return st;
 }
 
-aql_status aql_mp_read_array(struct aql_mp_reader *r, uint32_t *count)
+aql_status aql_mp_read_array_any(struct aql_mp_reader *r, uint32_t *count)
 {
 	struct aql_mp_value v;
 	aql_status st;
@@ -322,7 +333,7 @@ aql_status aql_mp_read_array(struct aql_mp_reader *r, uint32_t *count)
 	return st;
 }
 
-aql_status aql_mp_read_map(struct aql_mp_reader *r, uint32_t *count)
+aql_status aql_mp_read_map_any(struct aql_mp_reader *r, uint32_t *count)
 {
 	struct aql_mp_value v;
 	aql_status st;

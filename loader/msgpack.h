@@ -111,16 +111,157 @@ static inline void aql_mp_leave(struct aql_mp_reader *r)
  */
 aql_status aql_mp_skip(struct aql_mp_reader *r);
 
-/* Typed reads: fail, naming the offset and both types, on any other type. */
+/*
+ * Typed reads: fail, naming the offset and both types, on any other type.
+ *
+ * Each is inline for the encodings a note is made of (fixstr and str8,
+ * positive fixint and uint8/16/32, fix and 16-bit maps and arrays, bools)
+ * because the parser makes tens of thousands of these calls per note and
+ * the call, the type classification and the value union cost more than the
+ * work. The inline part takes a value only when every check the general
+ * reader makes has passed; anything else, error or not, goes untouched to
+ * the out-of-line aql_mp_*_any() from the same position, so results and
+ * messages are the same either way.
+ */
 
 /* Any integer encoding; fails on negative values and values above max. */
-aql_status aql_mp_read_uint(struct aql_mp_reader *r, uint64_t max, uint64_t *out);
-aql_status aql_mp_read_bool(struct aql_mp_reader *r, bool *out);
+aql_status aql_mp_read_uint_any(struct aql_mp_reader *r, uint64_t max, uint64_t *out);
+aql_status aql_mp_read_bool_any(struct aql_mp_reader *r, bool *out);
+aql_status aql_mp_read_str_any(struct aql_mp_reader *r, const char **s, uint32_t *len);
+aql_status aql_mp_read_array_any(struct aql_mp_reader *r, uint32_t *count);
+aql_status aql_mp_read_map_any(struct aql_mp_reader *r, uint32_t *count);
+
+/* Big-endian 16 and 32 bits; the caller checked the bound. */
+static inline uint32_t aql_mp_be16(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 8 | p[1];
+}
+
+static inline uint32_t aql_mp_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* As aql_mp_read_uint_any(). */
+static inline aql_status aql_mp_read_uint(struct aql_mp_reader *r, uint64_t max, uint64_t *out)
+{
+	const uint8_t *p = r->pos;
+	size_t left = aql_mp_left(r);
+	uint64_t v;
+	unsigned n;
+
+	if (left && p[0] <= 0x7f) {
+		v = p[0];
+		n = 1;
+	} else if (left >= 2 && p[0] == 0xcc) {
+		v = p[1];
+		n = 2;
+	} else if (left >= 3 && p[0] == 0xcd) {
+		v = aql_mp_be16(p + 1);
+		n = 3;
+	} else if (left >= 5 && p[0] == 0xce) {
+		v = aql_mp_be32(p + 1);
+		n = 5;
+	} else {
+		return aql_mp_read_uint_any(r, max, out);
+	}
+	if (v > max)
+		return aql_mp_read_uint_any(r, max, out);
+	*out = v;
+	r->pos += n;
+	return AQL_OK;
+}
+
+/* As aql_mp_read_bool_any(). */
+static inline aql_status aql_mp_read_bool(struct aql_mp_reader *r, bool *out)
+{
+	if (r->pos < r->end && (*r->pos | 1) == 0xc3) {
+		*out = *r->pos++ == 0xc3;
+		return AQL_OK;
+	}
+	return aql_mp_read_bool_any(r, out);
+}
+
 /* A str; *s points into the buffer and is not NUL-terminated. */
-aql_status aql_mp_read_str(struct aql_mp_reader *r, const char **s, uint32_t *len);
+static inline aql_status aql_mp_read_str(struct aql_mp_reader *r, const char **s, uint32_t *len)
+{
+	const uint8_t *p = r->pos;
+	size_t left = aql_mp_left(r);
+	uint32_t n, head;
+
+	if (left && (p[0] & 0xe0) == 0xa0) {
+		n = p[0] & 0x1f;
+		head = 1;
+	} else if (left >= 2 && p[0] == 0xd9) {
+		n = p[1];
+		head = 2;
+	} else {
+		return aql_mp_read_str_any(r, s, len);
+	}
+	if (n > left - head)
+		return aql_mp_read_str_any(r, s, len);
+	*s = (const char *)p + head;
+	*len = n;
+	r->pos = p + head + n;
+	return AQL_OK;
+}
+
+/*
+ * A container header of head bytes and count elements of at least per
+ * bytes each, entered if it fits and the depth allows; else false.
+ */
+static inline bool aql_mp_enter_fast(struct aql_mp_reader *r, uint32_t head, uint32_t count,
+				     uint32_t per)
+{
+	if ((uint64_t)count * per > aql_mp_left(r) - head || r->depth >= AQL_MP_MAX_DEPTH)
+		return false;
+	r->pos += head;
+	r->depth++;
+	return true;
+}
+
 /* An array header (entered: call aql_mp_leave() after its elements). */
-aql_status aql_mp_read_array(struct aql_mp_reader *r, uint32_t *count);
+static inline aql_status aql_mp_read_array(struct aql_mp_reader *r, uint32_t *count)
+{
+	const uint8_t *p = r->pos;
+	size_t left = aql_mp_left(r);
+	uint32_t n, head;
+
+	if (left && (p[0] & 0xf0) == 0x90) {
+		n = p[0] & 0x0f;
+		head = 1;
+	} else if (left >= 3 && p[0] == 0xdc) {
+		n = aql_mp_be16(p + 1);
+		head = 3;
+	} else {
+		return aql_mp_read_array_any(r, count);
+	}
+	if (!aql_mp_enter_fast(r, head, n, 1))
+		return aql_mp_read_array_any(r, count);
+	*count = n;
+	return AQL_OK;
+}
+
 /* A map header (entered: call aql_mp_leave() after its pairs). */
-aql_status aql_mp_read_map(struct aql_mp_reader *r, uint32_t *count);
+static inline aql_status aql_mp_read_map(struct aql_mp_reader *r, uint32_t *count)
+{
+	const uint8_t *p = r->pos;
+	size_t left = aql_mp_left(r);
+	uint32_t n, head;
+
+	if (left && (p[0] & 0xf0) == 0x80) {
+		n = p[0] & 0x0f;
+		head = 1;
+	} else if (left >= 3 && p[0] == 0xde) {
+		n = aql_mp_be16(p + 1);
+		head = 3;
+	} else {
+		return aql_mp_read_map_any(r, count);
+	}
+	if (!aql_mp_enter_fast(r, head, n, 2))
+		return aql_mp_read_map_any(r, count);
+	*count = n;
+	return AQL_OK;
+}
 
 #endif

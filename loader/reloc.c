@@ -340,7 +340,8 @@ aql_status aql_co_index_pointers(struct aql_code_object *co)
 		free(l.items);
 		return st;
 	}
-	qsort(l.items, l.count, sizeof(*l.items), by_vaddr);
+	if (l.count)
+		qsort(l.items, l.count, sizeof(*l.items), by_vaddr);
 	co->pointers = l.items;
 	co->pointer_count = l.count;
 	return AQL_OK;

@@ -1629,7 +1629,7 @@ static const struct bench load_benches[] = {
 
 static const struct goal load_goals[] = {
 	{ "ratio_comgr_over_aql",
-	  "comgr_metadata_us_per_kernel / metadata_us_per_kernel",
+	  "comgr / aql metadata_us_per_kernel",
 	  "comgr_metadata_us_per_kernel", "metadata_us_per_kernel", true, 10.0 },
 };
 

@@ -339,18 +339,48 @@ AQL_INLINE uint32_t aql_dynamic_lds_size(void)
  * Each returns the value *p held before. p points to global memory or LDS
  * (a generic pointer on the GPU targets); order is AQL_RELAXED or
  * AQL_SEQ_CST. The scope is the whole device (the agent).
+ *
+ *   uint32_t aql_atomic_add_u32(uint32_t *p, uint32_t v, int order);
+ *   uint64_t aql_atomic_add_u64(uint64_t *p, uint64_t v, int order);
+ *   uint32_t aql_atomic_sub_u32(uint32_t *p, uint32_t v, int order);
+ *   uint32_t aql_atomic_xchg_u32(uint32_t *p, uint32_t v, int order);
+ *   uint32_t aql_atomic_min_u32(uint32_t *p, uint32_t v, int order);
+ *   uint32_t aql_atomic_max_u32(uint32_t *p, uint32_t v, int order);
+ *   int32_t aql_atomic_min_i32(int32_t *p, int32_t v, int order);
+ *   int32_t aql_atomic_max_i32(int32_t *p, int32_t v, int order);
+ *
+ *   uint32_t aql_atomic_cas_u32(uint32_t *p, uint32_t expected,
+ *                               uint32_t desired, int order);
+ *   uint64_t aql_atomic_cas_u64(uint64_t *p, uint64_t expected,
+ *                               uint64_t desired, int order);
+ *     Store desired if *p == expected; return the old value either way.
+ *
+ *   uint32_t aql_atomic_load_u32(uint32_t *p, int order);
+ *   void aql_atomic_store_u32(uint32_t *p, uint32_t v, int order);
+ *     Plain atomic load and store, for flags and counters.
+ *
+ * All but sub, load and store are one line each at the end of this
+ * section, made by the generators below, so that how a target does an
+ * atomic is written once.
+ */
+
+/*
+ * The bodies, per target, of functions with parameters p, v (or expected
+ * and desired) and order:
+ *   AQL_RMW_BODY_(T, hip, nv, NT, host): read-modify-write with the AMDGPU
+ *     builtin __hip_atomic_<hip>, the NVVM builtin __nvvm_atom_<nv> (which
+ *     takes NT), or on the host the statements host;
+ *   AQL_CAS_BODY_(T, nv, NT): compare-exchange, nv and NT as above.
  */
 #if defined(AQL_KERNEL_TARGET_AMDGCN)
+/* The __hip_atomic builtins take a scope; clang's __atomic ones do not. */
 #define AQL_AGENT_SCOPE_ 4	/* __HIP_MEMORY_SCOPE_AGENT */
-#define AQL_ATOMIC_RMW_(op, T, p, v, order)                                    \
-	__hip_atomic_fetch_##op((p), (v), (order), AQL_AGENT_SCOPE_)
-#define AQL_ATOMIC_XCHG_(T, p, v, order)                                       \
-	__hip_atomic_exchange((p), (v), (order), AQL_AGENT_SCOPE_)
-#define AQL_ATOMIC_CAS_(T, p, e, d, order)                                     \
-	do {                                                                   \
-		__hip_atomic_compare_exchange_strong((p), &(e), (d), (order),  \
-			(order), AQL_AGENT_SCOPE_);                            \
-	} while (0)
+#define AQL_RMW_BODY_(T, hip, nv, NT, host)                                    \
+	return __hip_atomic_##hip(p, v, order, AQL_AGENT_SCOPE_)
+#define AQL_CAS_BODY_(T, nv, NT)                                               \
+	__hip_atomic_compare_exchange_strong(p, &expected, desired, order,     \
+					     order, AQL_AGENT_SCOPE_);         \
+	return expected
 #elif defined(AQL_KERNEL_TARGET_NVPTX)
 /*
  * clang's generic atomics become library calls on nvptx64 in OpenCL mode;
@@ -362,191 +392,83 @@ AQL_INLINE void aql_nv_fence_(int order)
 	if (order != AQL_RELAXED)
 		__nvvm_membar_gl();
 }
+
+/* Returns the expression call as T, between the fences order needs. */
+#define AQL_NV_FENCED_(T, call)                                                \
+	T r_;                                                                  \
+                                                                               \
+	aql_nv_fence_(order);                                                  \
+	r_ = (T)(call);                                                        \
+	aql_nv_fence_(order);                                                  \
+	return r_
+#define AQL_RMW_BODY_(T, hip, nv, NT, host)                                    \
+	AQL_NV_FENCED_(T, __nvvm_atom_##nv((volatile NT *)p, (NT)v))
+#define AQL_CAS_BODY_(T, nv, NT)                                               \
+	AQL_NV_FENCED_(T, __nvvm_atom_##nv((volatile NT *)p, (NT)expected, (NT)desired))
 #else
-/* gcc has no __atomic_fetch_min/max: a CAS loop. */
-#define AQL_HOST_MINMAX_(T, p, v, order, better)                               \
+#define AQL_RMW_BODY_(T, hip, nv, NT, host) host
+#define AQL_CAS_BODY_(T, nv, NT)                                               \
+	__atomic_compare_exchange_n(p, &expected, desired, 0, order,           \
+				    order == AQL_RELAXED ? AQL_RELAXED : AQL_SEQ_CST); \
+	return expected
+/* gcc has no __atomic_fetch_min/max: a CAS loop while v cmp *p holds. */
+#define AQL_HOST_MINMAX_(T, p, v, order, cmp)                                  \
 	T old_ = __atomic_load_n((p), __ATOMIC_RELAXED);                       \
-	while (better(v, old_) &&                                              \
+	while (((v) cmp old_) &&                                               \
 	       !__atomic_compare_exchange_n((p), &old_, (v), 1, (order),       \
 					    __ATOMIC_RELAXED))                 \
 		;                                                              \
 	if (order != AQL_RELAXED)                                              \
 		__atomic_thread_fence(order);                                  \
 	return old_
-#define AQL_LESS_(a, b) ((a) < (b))
-#define AQL_MORE_(a, b) ((a) > (b))
 #endif
 
-AQL_INLINE uint32_t aql_atomic_add_u32(uint32_t *p, uint32_t v, int order)
-{
-#if defined(AQL_KERNEL_TARGET_AMDGCN)
-	return AQL_ATOMIC_RMW_(add, uint32_t, p, v, order);
-#elif defined(AQL_KERNEL_TARGET_NVPTX)
-	uint32_t r;
+/* The read-modify-write atomics share their signature and GPU bodies. */
+#define AQL_ATOMIC_RMW_FN_(name, T, hip, nv, NT, host)                         \
+	AQL_INLINE T aql_atomic_##name(T *p, T v, int order)                   \
+	{                                                                      \
+		AQL_RMW_BODY_(T, hip, nv, NT, host);                           \
+	}
+/* Ones the host has a builtin for, __atomic_<host>(p, v, order). */
+#define AQL_ATOMIC_FETCH_OP_(name, T, hip, nv, NT, host)                       \
+	AQL_ATOMIC_RMW_FN_(name, T, hip, nv, NT, return __atomic_##host(p, v, order))
+/* Min and max, cmp < or >: a CAS loop on the host. */
+#define AQL_ATOMIC_MINMAX_(name, T, hip, nv, NT, cmp)                          \
+	AQL_ATOMIC_RMW_FN_(name, T, hip, nv, NT, AQL_HOST_MINMAX_(T, p, v, order, cmp))
+/* Compare-exchange takes two values. */
+#define AQL_ATOMIC_CAS_(name, T, nv, NT)                                       \
+	AQL_INLINE T aql_atomic_##name(T *p, T expected, T desired, int order) \
+	{                                                                      \
+		AQL_CAS_BODY_(T, nv, NT);                                      \
+	}
 
-	aql_nv_fence_(order);
-	r = (uint32_t)__nvvm_atom_add_gen_i((volatile int *)p, (int)v);
-	aql_nv_fence_(order);
-	return r;
-#else
-	return __atomic_fetch_add(p, v, order);
-#endif
-}
+/*
+ * The atomics listed above. Columns: aql_atomic_<name>, the type, the
+ * AMDGPU builtin __hip_atomic_<op>, the NVVM builtin __nvvm_atom_<op> and
+ * the type it takes, then the host builtin __atomic_<op> or, for min and
+ * max, the comparison of the host's CAS loop.
+ */
+AQL_ATOMIC_FETCH_OP_(add_u32,  uint32_t, fetch_add, add_gen_i,  int,      fetch_add)
+AQL_ATOMIC_FETCH_OP_(add_u64,  uint64_t, fetch_add, add_gen_l,  long,     fetch_add)
+AQL_ATOMIC_FETCH_OP_(xchg_u32, uint32_t, exchange,  xchg_gen_i, int,      exchange_n)
+AQL_ATOMIC_MINMAX_(min_u32,    uint32_t, fetch_min, min_gen_ui, unsigned, <)
+AQL_ATOMIC_MINMAX_(max_u32,    uint32_t, fetch_max, max_gen_ui, unsigned, >)
+AQL_ATOMIC_MINMAX_(min_i32,    int32_t,  fetch_min, min_gen_i,  int,      <)
+AQL_ATOMIC_MINMAX_(max_i32,    int32_t,  fetch_max, max_gen_i,  int,      >)
+AQL_ATOMIC_CAS_(cas_u32,       uint32_t,            cas_gen_i,  int)
+AQL_ATOMIC_CAS_(cas_u64,       uint64_t,            cas_gen_l,  long)
 
 AQL_INLINE uint32_t aql_atomic_sub_u32(uint32_t *p, uint32_t v, int order)
 {
 	return aql_atomic_add_u32(p, 0u - v, order);
 }
 
-AQL_INLINE uint64_t aql_atomic_add_u64(uint64_t *p, uint64_t v, int order)
-{
-#if defined(AQL_KERNEL_TARGET_AMDGCN)
-	return AQL_ATOMIC_RMW_(add, uint64_t, p, v, order);
-#elif defined(AQL_KERNEL_TARGET_NVPTX)
-	uint64_t r;
-
-	aql_nv_fence_(order);
-	r = (uint64_t)__nvvm_atom_add_gen_l((volatile long *)p, (long)v);
-	aql_nv_fence_(order);
-	return r;
-#else
-	return __atomic_fetch_add(p, v, order);
-#endif
-}
-
-AQL_INLINE uint32_t aql_atomic_min_u32(uint32_t *p, uint32_t v, int order)
-{
-#if defined(AQL_KERNEL_TARGET_AMDGCN)
-	return AQL_ATOMIC_RMW_(min, uint32_t, p, v, order);
-#elif defined(AQL_KERNEL_TARGET_NVPTX)
-	uint32_t r;
-
-	aql_nv_fence_(order);
-	r = __nvvm_atom_min_gen_ui((volatile unsigned int *)p, v);
-	aql_nv_fence_(order);
-	return r;
-#else
-	AQL_HOST_MINMAX_(uint32_t, p, v, order, AQL_LESS_);
-#endif
-}
-
-AQL_INLINE uint32_t aql_atomic_max_u32(uint32_t *p, uint32_t v, int order)
-{
-#if defined(AQL_KERNEL_TARGET_AMDGCN)
-	return AQL_ATOMIC_RMW_(max, uint32_t, p, v, order);
-#elif defined(AQL_KERNEL_TARGET_NVPTX)
-	uint32_t r;
-
-	aql_nv_fence_(order);
-	r = __nvvm_atom_max_gen_ui((volatile unsigned int *)p, v);
-	aql_nv_fence_(order);
-	return r;
-#else
-	AQL_HOST_MINMAX_(uint32_t, p, v, order, AQL_MORE_);
-#endif
-}
-
-AQL_INLINE int32_t aql_atomic_min_i32(int32_t *p, int32_t v, int order)
-{
-#if defined(AQL_KERNEL_TARGET_AMDGCN)
-	return AQL_ATOMIC_RMW_(min, int32_t, p, v, order);
-#elif defined(AQL_KERNEL_TARGET_NVPTX)
-	int32_t r;
-
-	aql_nv_fence_(order);
-	r = __nvvm_atom_min_gen_i((volatile int *)p, v);
-	aql_nv_fence_(order);
-	return r;
-#else
-	AQL_HOST_MINMAX_(int32_t, p, v, order, AQL_LESS_);
-#endif
-}
-
-AQL_INLINE int32_t aql_atomic_max_i32(int32_t *p, int32_t v, int order)
-{
-#if defined(AQL_KERNEL_TARGET_AMDGCN)
-	return AQL_ATOMIC_RMW_(max, int32_t, p, v, order);
-#elif defined(AQL_KERNEL_TARGET_NVPTX)
-	int32_t r;
-
-	aql_nv_fence_(order);
-	r = __nvvm_atom_max_gen_i((volatile int *)p, v);
-	aql_nv_fence_(order);
-	return r;
-#else
-	AQL_HOST_MINMAX_(int32_t, p, v, order, AQL_MORE_);
-#endif
-}
-
-AQL_INLINE uint32_t aql_atomic_xchg_u32(uint32_t *p, uint32_t v, int order)
-{
-#if defined(AQL_KERNEL_TARGET_AMDGCN)
-	return AQL_ATOMIC_XCHG_(uint32_t, p, v, order);
-#elif defined(AQL_KERNEL_TARGET_NVPTX)
-	uint32_t r;
-
-	aql_nv_fence_(order);
-	r = (uint32_t)__nvvm_atom_xchg_gen_i((volatile int *)p, (int)v);
-	aql_nv_fence_(order);
-	return r;
-#else
-	return __atomic_exchange_n(p, v, order);
-#endif
-}
-
-/* Store desired if *p == expected; returns the old value either way. */
-AQL_INLINE uint32_t aql_atomic_cas_u32(uint32_t *p, uint32_t expected,
-				       uint32_t desired, int order)
-{
-#if defined(AQL_KERNEL_TARGET_AMDGCN)
-	AQL_ATOMIC_CAS_(uint32_t, p, expected, desired, order);
-	return expected;
-#elif defined(AQL_KERNEL_TARGET_NVPTX)
-	uint32_t r;
-
-	aql_nv_fence_(order);
-	r = (uint32_t)__nvvm_atom_cas_gen_i((volatile int *)p, (int)expected, (int)desired);
-	aql_nv_fence_(order);
-	return r;
-#else
-	__atomic_compare_exchange_n(p, &expected, desired, 0, order,
-				    order == AQL_RELAXED ? AQL_RELAXED : AQL_SEQ_CST);
-	return expected;
-#endif
-}
-
-AQL_INLINE uint64_t aql_atomic_cas_u64(uint64_t *p, uint64_t expected,
-				       uint64_t desired, int order)
-{
-#if defined(AQL_KERNEL_TARGET_AMDGCN)
-	AQL_ATOMIC_CAS_(uint64_t, p, expected, desired, order);
-	return expected;
-#elif defined(AQL_KERNEL_TARGET_NVPTX)
-	uint64_t r;
-
-	aql_nv_fence_(order);
-	r = (uint64_t)__nvvm_atom_cas_gen_l((volatile long *)p, (long)expected, (long)desired);
-	aql_nv_fence_(order);
-	return r;
-#else
-	__atomic_compare_exchange_n(p, &expected, desired, 0, order,
-				    order == AQL_RELAXED ? AQL_RELAXED : AQL_SEQ_CST);
-	return expected;
-#endif
-}
-
-/* Plain atomic load and store, for flags and counters. */
 AQL_INLINE uint32_t aql_atomic_load_u32(uint32_t *p, int order)
 {
-#if defined(AQL_KERNEL_TARGET_NVPTX)
-	uint32_t r;
-
-	aql_nv_fence_(order);
-	r = *(volatile uint32_t *)p;
-	aql_nv_fence_(order);
-	return r;
-#elif defined(AQL_KERNEL_TARGET_AMDGCN)
+#if defined(AQL_KERNEL_TARGET_AMDGCN)
 	return __hip_atomic_load(p, order, AQL_AGENT_SCOPE_);
+#elif defined(AQL_KERNEL_TARGET_NVPTX)
+	AQL_NV_FENCED_(uint32_t, *(volatile uint32_t *)p);
 #else
 	return __atomic_load_n(p, order);
 #endif
@@ -554,12 +476,12 @@ AQL_INLINE uint32_t aql_atomic_load_u32(uint32_t *p, int order)
 
 AQL_INLINE void aql_atomic_store_u32(uint32_t *p, uint32_t v, int order)
 {
-#if defined(AQL_KERNEL_TARGET_NVPTX)
+#if defined(AQL_KERNEL_TARGET_AMDGCN)
+	__hip_atomic_store(p, v, order, AQL_AGENT_SCOPE_);
+#elif defined(AQL_KERNEL_TARGET_NVPTX)
 	aql_nv_fence_(order);
 	*(volatile uint32_t *)p = v;
 	aql_nv_fence_(order);
-#elif defined(AQL_KERNEL_TARGET_AMDGCN)
-	__hip_atomic_store(p, v, order, AQL_AGENT_SCOPE_);
 #else
 	__atomic_store_n(p, v, order);
 #endif
