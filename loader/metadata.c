@@ -93,24 +93,83 @@ const char *aql_access_name(enum aql_access access)
 	return (unsigned)access < COUNT_OF(access_names) ? access_names[access].s : "unknown";
 }
 
-/*
- * Index of s[0..len) in names[first..n), or 0 (the "absent/unknown" entry).
- * The last byte is compared before memcmp() because the hidden kinds come
- * in families of one length that differ only there (_x, _y, _z).
- */
+/* Index of s[0..len) in names[first..n), or 0 (the "absent/unknown" entry). */
 static unsigned lookup_name(const struct name *names, unsigned first, unsigned n,
 			    const char *s, size_t len)
 {
 	for (unsigned i = first; i < n; i++)
-		if (names[i].len == len && names[i].s[len - 1] == s[len - 1] &&
-		    memcmp(names[i].s, s, len) == 0)
+		if (names[i].len == len && memcmp(names[i].s, s, len) == 0)
 			return i;
 	return 0;
 }
 
+/*
+ * s[0..len) spells the literal lit. Testing the length first keeps the
+ * compare inside s, and a constant size lets the compiler inline it.
+ */
+#define SPELLS(s, len, lit) \
+	((len) == sizeof(lit) - 1 && memcmp((s), (lit), sizeof(lit) - 1) == 0)
+#define TRY(s, len, lit, id) \
+	do { if (SPELLS(s, len, lit)) return id; } while (0)
+
+/*
+ * Every argument has a .value_kind, so this runs as often as the key
+ * lookups and gets the same treatment: a jump on the length, then inline
+ * compares. The spellings are arg_kind_names'; the tests look up each one.
+ */
+static enum aql_arg_kind arg_kind_of(const char *s, size_t len)
+{
+#define KIND(lit, id) TRY(s, len, lit, AQL_ARG_##id)
+	switch (len) {
+	case 4: KIND("pipe", PIPE); break;
+	case 5: KIND("image", IMAGE); KIND("queue", QUEUE); break;
+	case 7: KIND("sampler", SAMPLER); break;
+	case 8: KIND("by_value", BY_VALUE); break;
+	case 11: KIND("hidden_none", HIDDEN_NONE); break;
+	case 13: KIND("global_buffer", GLOBAL_BUFFER); break;
+	case 14: KIND("hidden_heap_v1", HIDDEN_HEAP_V1); break;
+	case 16:
+		KIND("hidden_grid_dims", HIDDEN_GRID_DIMS);
+		KIND("hidden_queue_ptr", HIDDEN_QUEUE_PTR);
+		break;
+	case 18:
+		KIND("hidden_remainder_x", HIDDEN_REMAINDER_X);
+		KIND("hidden_remainder_y", HIDDEN_REMAINDER_Y);
+		KIND("hidden_remainder_z", HIDDEN_REMAINDER_Z);
+		KIND("hidden_shared_base", HIDDEN_SHARED_BASE);
+		break;
+	case 19:
+		KIND("hidden_group_size_x", HIDDEN_GROUP_SIZE_X);
+		KIND("hidden_group_size_y", HIDDEN_GROUP_SIZE_Y);
+		KIND("hidden_group_size_z", HIDDEN_GROUP_SIZE_Z);
+		KIND("hidden_private_base", HIDDEN_PRIVATE_BASE);
+		break;
+	case 20:
+		KIND("hidden_block_count_x", HIDDEN_BLOCK_COUNT_X);
+		KIND("hidden_block_count_y", HIDDEN_BLOCK_COUNT_Y);
+		KIND("hidden_block_count_z", HIDDEN_BLOCK_COUNT_Z);
+		KIND("hidden_printf_buffer", HIDDEN_PRINTF_BUFFER);
+		KIND("hidden_default_queue", HIDDEN_DEFAULT_QUEUE);
+		break;
+	case 22:
+		KIND("hidden_global_offset_x", HIDDEN_GLOBAL_OFFSET_X);
+		KIND("hidden_global_offset_y", HIDDEN_GLOBAL_OFFSET_Y);
+		KIND("hidden_global_offset_z", HIDDEN_GLOBAL_OFFSET_Z);
+		KIND("dynamic_shared_pointer", DYNAMIC_SHARED_POINTER);
+		KIND("hidden_hostcall_buffer", HIDDEN_HOSTCALL_BUFFER);
+		break;
+	case 23: KIND("hidden_dynamic_lds_size", HIDDEN_DYNAMIC_LDS_SIZE); break;
+	case 24: KIND("hidden_completion_action", HIDDEN_COMPLETION_ACTION); break;
+	case 25: KIND("hidden_multigrid_sync_arg", HIDDEN_MULTIGRID_SYNC_ARG); break;
+	case 26: KIND("hidden_tool_correlation_id", HIDDEN_TOOL_CORRELATION_ID); break;
+	}
+	return AQL_ARG_UNKNOWN;
+#undef KIND
+}
+
 enum aql_arg_kind aql_arg_kind_from_name(const char *s, size_t len)
 {
-	return (enum aql_arg_kind)lookup_name(arg_kind_names, 1, AQL_ARG_KIND_COUNT, s, len);
+	return arg_kind_of(s, len);
 }
 
 /*
@@ -159,7 +218,7 @@ static const char *arena_str(struct arena *a, const char *s, size_t len)
 struct parser {
 	struct aql_mp_reader r;
 	struct arena a;
-	char who[32];		/* "kernel <index>", for messages */
+	uint32_t kernel;	/* index of the kernel being read, for messages */
 };
 
 /* Put where it happened in front of the reason already recorded. */
@@ -200,67 +259,148 @@ enum field_kind {
 
 struct field {
 	const char *key;
-	uint8_t key_len;
 	uint8_t kind;
-	bool required;
 	uint16_t off;
 	uint32_t bit;
 };
 
-#define KFIELD(key, kind, req, member) \
-	{ key, sizeof(key) - 1, kind, req, offsetof(aql_kernel_metadata, member), 0 }
-static const struct field kernel_fields[] = {
-	KFIELD(".name", F_STR, true, name),
-	KFIELD(".symbol", F_STR, true, symbol),
-	KFIELD(".kernarg_segment_size", F_U32, true, kernarg_segment_size),
-	KFIELD(".group_segment_fixed_size", F_U32, true, group_segment_fixed_size),
-	KFIELD(".private_segment_fixed_size", F_U32, true, private_segment_fixed_size),
-	KFIELD(".kernarg_segment_align", F_U32, true, kernarg_segment_align),
-	KFIELD(".wavefront_size", F_U32, true, wavefront_size),
-	KFIELD(".sgpr_count", F_U32, true, sgpr_count),
-	KFIELD(".vgpr_count", F_U32, true, vgpr_count),
-	KFIELD(".max_flat_workgroup_size", F_U32, true, max_flat_workgroup_size),
-	KFIELD(".args", F_ARGS, false, args),
-	KFIELD(".language", F_STR, false, language),
-	KFIELD(".language_version", F_U32_2, false, language_version),
-	KFIELD(".agpr_count", F_U32, false, agpr_count),
-	KFIELD(".sgpr_spill_count", F_U32, false, sgpr_spill_count),
-	KFIELD(".vgpr_spill_count", F_U32, false, vgpr_spill_count),
-	KFIELD(".reqd_workgroup_size", F_U32_3, false, reqd_workgroup_size),
-	KFIELD(".workgroup_size_hint", F_U32_3, false, workgroup_size_hint),
-	KFIELD(".uses_dynamic_stack", F_TRISTATE, false, uses_dynamic_stack),
-	KFIELD(".workgroup_processor_mode", F_TRISTATE, false, workgroup_processor_mode),
-	KFIELD(".uniform_work_group_size", F_TRISTATE, false, uniform_work_group_size),
+/* Kernel keys; the order is the order "required key ... is missing" checks them. */
+enum kernel_key {
+	KK_NAME, KK_SYMBOL, KK_KERNARG_SIZE, KK_GROUP_SIZE, KK_PRIVATE_SIZE,
+	KK_KERNARG_ALIGN, KK_WAVEFRONT_SIZE, KK_SGPR_COUNT, KK_VGPR_COUNT, KK_MAX_FLAT_SIZE,
+	KK_ARGS, KK_LANGUAGE, KK_LANGUAGE_VERSION, KK_AGPR_COUNT, KK_SGPR_SPILL_COUNT,
+	KK_VGPR_SPILL_COUNT, KK_REQD_SIZE, KK_SIZE_HINT, KK_USES_DYNAMIC_STACK, KK_WGP_MODE,
+	KK_UNIFORM_SIZE, KK_COUNT
 };
 
-#define AFIELD(key, kind, req, member, bit) \
-	{ key, sizeof(key) - 1, kind, req, offsetof(aql_kernel_arg, member), bit }
-static const struct field arg_fields[] = {
-	AFIELD(".offset", F_U32, true, offset, 0),
-	AFIELD(".size", F_U32, true, size, 0),
-	AFIELD(".value_kind", F_KIND, true, kind, 0),
-	AFIELD(".name", F_STR, false, name, 0),
-	AFIELD(".type_name", F_STR, false, type_name, 0),
-	AFIELD(".pointee_align", F_U32, false, pointee_align, 0),
-	AFIELD(".address_space", F_AS, false, address_space, 0),
-	AFIELD(".access", F_ACCESS, false, access, 0),
-	AFIELD(".actual_access", F_ACCESS, false, actual_access, 0),
-	AFIELD(".is_const", F_FLAG, false, flags, AQL_ARG_IS_CONST),
-	AFIELD(".is_restrict", F_FLAG, false, flags, AQL_ARG_IS_RESTRICT),
-	AFIELD(".is_volatile", F_FLAG, false, flags, AQL_ARG_IS_VOLATILE),
-	AFIELD(".is_pipe", F_FLAG, false, flags, AQL_ARG_IS_PIPE),
+/* KK_NAME .. KK_MAX_FLAT_SIZE */
+#define KERNEL_REQUIRED ((1u << (KK_MAX_FLAT_SIZE + 1)) - 1)
+
+#define KFIELD(id, key, kind, member) \
+	[id] = { key, kind, offsetof(aql_kernel_metadata, member), 0 }
+static const struct field kernel_fields[KK_COUNT] = {
+	KFIELD(KK_NAME, ".name", F_STR, name),
+	KFIELD(KK_SYMBOL, ".symbol", F_STR, symbol),
+	KFIELD(KK_KERNARG_SIZE, ".kernarg_segment_size", F_U32, kernarg_segment_size),
+	KFIELD(KK_GROUP_SIZE, ".group_segment_fixed_size", F_U32, group_segment_fixed_size),
+	KFIELD(KK_PRIVATE_SIZE, ".private_segment_fixed_size", F_U32, private_segment_fixed_size),
+	KFIELD(KK_KERNARG_ALIGN, ".kernarg_segment_align", F_U32, kernarg_segment_align),
+	KFIELD(KK_WAVEFRONT_SIZE, ".wavefront_size", F_U32, wavefront_size),
+	KFIELD(KK_SGPR_COUNT, ".sgpr_count", F_U32, sgpr_count),
+	KFIELD(KK_VGPR_COUNT, ".vgpr_count", F_U32, vgpr_count),
+	KFIELD(KK_MAX_FLAT_SIZE, ".max_flat_workgroup_size", F_U32, max_flat_workgroup_size),
+	KFIELD(KK_ARGS, ".args", F_ARGS, args),
+	KFIELD(KK_LANGUAGE, ".language", F_STR, language),
+	KFIELD(KK_LANGUAGE_VERSION, ".language_version", F_U32_2, language_version),
+	KFIELD(KK_AGPR_COUNT, ".agpr_count", F_U32, agpr_count),
+	KFIELD(KK_SGPR_SPILL_COUNT, ".sgpr_spill_count", F_U32, sgpr_spill_count),
+	KFIELD(KK_VGPR_SPILL_COUNT, ".vgpr_spill_count", F_U32, vgpr_spill_count),
+	KFIELD(KK_REQD_SIZE, ".reqd_workgroup_size", F_U32_3, reqd_workgroup_size),
+	KFIELD(KK_SIZE_HINT, ".workgroup_size_hint", F_U32_3, workgroup_size_hint),
+	KFIELD(KK_USES_DYNAMIC_STACK, ".uses_dynamic_stack", F_TRISTATE, uses_dynamic_stack),
+	KFIELD(KK_WGP_MODE, ".workgroup_processor_mode", F_TRISTATE, workgroup_processor_mode),
+	KFIELD(KK_UNIFORM_SIZE, ".uniform_work_group_size", F_TRISTATE, uniform_work_group_size),
 };
 
-_Static_assert(COUNT_OF(kernel_fields) <= 32 && COUNT_OF(arg_fields) <= 32,
-	       "seen-key masks are 32 bits");
-
-static int find_field(const struct field *fields, unsigned n, const char *key, uint32_t len)
+/*
+ * The kernel_fields index of key, or -1. A jump on the length leaves one to
+ * three spellings to compare, each inline; the spellings here must be the
+ * table's (the tests parse every key, so a slip shows as a missing key).
+ */
+static int kernel_key_of(const char *key, uint32_t len)
 {
-	for (unsigned i = 0; i < n; i++)
-		if (fields[i].key_len == len && memcmp(fields[i].key, key, len) == 0)
-			return (int)i;
+#define KEY(id, lit) TRY(key, len, lit, id)
+	switch (len) {
+	case 5: KEY(KK_NAME, ".name"); KEY(KK_ARGS, ".args"); break;
+	case 7: KEY(KK_SYMBOL, ".symbol"); break;
+	case 9: KEY(KK_LANGUAGE, ".language"); break;
+	case 11:
+		KEY(KK_SGPR_COUNT, ".sgpr_count");
+		KEY(KK_VGPR_COUNT, ".vgpr_count");
+		KEY(KK_AGPR_COUNT, ".agpr_count");
+		break;
+	case 15: KEY(KK_WAVEFRONT_SIZE, ".wavefront_size"); break;
+	case 17:
+		KEY(KK_SGPR_SPILL_COUNT, ".sgpr_spill_count");
+		KEY(KK_VGPR_SPILL_COUNT, ".vgpr_spill_count");
+		KEY(KK_LANGUAGE_VERSION, ".language_version");
+		break;
+	case 19: KEY(KK_USES_DYNAMIC_STACK, ".uses_dynamic_stack"); break;
+	case 20:
+		KEY(KK_REQD_SIZE, ".reqd_workgroup_size");
+		KEY(KK_SIZE_HINT, ".workgroup_size_hint");
+		break;
+	case 21: KEY(KK_KERNARG_SIZE, ".kernarg_segment_size"); break;
+	case 22: KEY(KK_KERNARG_ALIGN, ".kernarg_segment_align"); break;
+	case 24:
+		KEY(KK_MAX_FLAT_SIZE, ".max_flat_workgroup_size");
+		KEY(KK_UNIFORM_SIZE, ".uniform_work_group_size");
+		break;
+	case 25:
+		KEY(KK_GROUP_SIZE, ".group_segment_fixed_size");
+		KEY(KK_WGP_MODE, ".workgroup_processor_mode");
+		break;
+	case 27: KEY(KK_PRIVATE_SIZE, ".private_segment_fixed_size"); break;
+	}
 	return -1;
 }
+
+/* Arg keys, in the order "required key ... is missing" checks them. */
+enum arg_key {
+	AK_OFFSET, AK_SIZE, AK_VALUE_KIND, AK_NAME, AK_TYPE_NAME, AK_POINTEE_ALIGN,
+	AK_ADDRESS_SPACE, AK_ACCESS, AK_ACTUAL_ACCESS, AK_IS_CONST, AK_IS_RESTRICT,
+	AK_IS_VOLATILE, AK_IS_PIPE, AK_COUNT
+};
+
+/* AK_OFFSET .. AK_VALUE_KIND */
+#define ARG_REQUIRED ((1u << (AK_VALUE_KIND + 1)) - 1)
+
+#define AFIELD(id, key, kind, member, bit) \
+	[id] = { key, kind, offsetof(aql_kernel_arg, member), bit }
+static const struct field arg_fields[AK_COUNT] = {
+	AFIELD(AK_OFFSET, ".offset", F_U32, offset, 0),
+	AFIELD(AK_SIZE, ".size", F_U32, size, 0),
+	AFIELD(AK_VALUE_KIND, ".value_kind", F_KIND, kind, 0),
+	AFIELD(AK_NAME, ".name", F_STR, name, 0),
+	AFIELD(AK_TYPE_NAME, ".type_name", F_STR, type_name, 0),
+	AFIELD(AK_POINTEE_ALIGN, ".pointee_align", F_U32, pointee_align, 0),
+	AFIELD(AK_ADDRESS_SPACE, ".address_space", F_AS, address_space, 0),
+	AFIELD(AK_ACCESS, ".access", F_ACCESS, access, 0),
+	AFIELD(AK_ACTUAL_ACCESS, ".actual_access", F_ACCESS, actual_access, 0),
+	AFIELD(AK_IS_CONST, ".is_const", F_FLAG, flags, AQL_ARG_IS_CONST),
+	AFIELD(AK_IS_RESTRICT, ".is_restrict", F_FLAG, flags, AQL_ARG_IS_RESTRICT),
+	AFIELD(AK_IS_VOLATILE, ".is_volatile", F_FLAG, flags, AQL_ARG_IS_VOLATILE),
+	AFIELD(AK_IS_PIPE, ".is_pipe", F_FLAG, flags, AQL_ARG_IS_PIPE),
+};
+
+_Static_assert(KK_COUNT <= 32 && AK_COUNT <= 32, "seen-key masks are 32 bits");
+
+/* The arg_fields index of key, or -1; as kernel_key_of(). */
+static int arg_key_of(const char *key, uint32_t len)
+{
+	switch (len) {
+	case 5: KEY(AK_SIZE, ".size"); KEY(AK_NAME, ".name"); break;
+	case 7: KEY(AK_OFFSET, ".offset"); KEY(AK_ACCESS, ".access"); break;
+	case 8: KEY(AK_IS_PIPE, ".is_pipe"); break;
+	case 9: KEY(AK_IS_CONST, ".is_const"); break;
+	case 10: KEY(AK_TYPE_NAME, ".type_name"); break;
+	case 11: KEY(AK_VALUE_KIND, ".value_kind"); break;
+	case 12:
+		KEY(AK_IS_RESTRICT, ".is_restrict");
+		KEY(AK_IS_VOLATILE, ".is_volatile");
+		break;
+	case 14:
+		KEY(AK_ADDRESS_SPACE, ".address_space");
+		KEY(AK_POINTEE_ALIGN, ".pointee_align");
+		KEY(AK_ACTUAL_ACCESS, ".actual_access");
+		break;
+	}
+	return -1;
+#undef KEY
+}
+
+#undef TRY
+#undef SPELLS
 
 /* A bool, or an integer where non-zero means true (LLVM emits both). */
 static aql_status read_truth(struct aql_mp_reader *r, bool *out)
@@ -273,7 +413,8 @@ static aql_status read_truth(struct aql_mp_reader *r, bool *out)
 	if (st != AQL_OK || type == AQL_MP_BOOL)
 		return st ? st : aql_mp_read_bool(r, out);
 	st = aql_mp_read_uint(r, UINT64_MAX, &v);
-	*out = v != 0;
+	if (st == AQL_OK)
+		*out = v != 0;
 	return st;
 }
 
@@ -299,8 +440,13 @@ static aql_status read_u32_array(struct aql_mp_reader *r, uint32_t *dst, uint32_
 	return AQL_OK;
 }
 
-/* Read the value of a scalar field f into obj. Unknown spellings store 0. */
-static aql_status read_field(struct parser *p, const struct field *f, void *obj)
+/*
+ * Read the value of a scalar field f into obj. Unknown spellings store 0.
+ * Inlined into both key loops: it runs once per key, and as a call it cost
+ * about as much as the read itself.
+ */
+__attribute__((always_inline))
+static inline aql_status read_field(struct parser *p, const struct field *f, void *obj)
 {
 	char *dst = (char *)obj + f->off;
 	const char *s;
@@ -341,7 +487,7 @@ static aql_status read_field(struct parser *p, const struct field *f, void *obj)
 		if (st != AQL_OK)
 			return st;
 		if (f->kind == F_KIND)
-			*(enum aql_arg_kind *)dst = aql_arg_kind_from_name(s, len);
+			*(enum aql_arg_kind *)dst = arg_kind_of(s, len);
 		else if (f->kind == F_AS)
 			*(enum aql_address_space *)dst = (enum aql_address_space)lookup_name(
 				address_space_names, 1, COUNT_OF(address_space_names), s, len);
@@ -353,10 +499,10 @@ static aql_status read_field(struct parser *p, const struct field *f, void *obj)
 	return aql_fail(AQL_ERR_INVALID_CODE_OBJECT, "internal: field kind %u", f->kind);
 }
 
-/* Read a map key, which must be a string. */
-static aql_status read_key(struct parser *p, const char **key, uint32_t *len)
+/* The first required key (lowest index) that seen lacks. */
+static const char *first_missing(const struct field *fields, uint32_t required, uint32_t seen)
 {
-	return aql_mp_read_str(&p->r, key, len);
+	return fields[__builtin_ctz(required & ~seen)].key;
 }
 
 /* The furthest-reaching argument seen, checked against the kernarg size. */
@@ -376,33 +522,34 @@ static aql_status parse_arg(struct parser *p, uint32_t index, aql_kernel_arg *ar
 	memset(arg, 0, sizeof(*arg));
 	st = aql_mp_read_map(&p->r, &count);
 	if (st != AQL_OK)
-		return wrap(st, "%s arg %u", p->who, index);
+		return wrap(st, "kernel %u arg %u", p->kernel, index);
 	for (uint32_t n = 0; n < count; n++) {
-		st = read_key(p, &key, &len);
+		st = aql_mp_read_str(&p->r, &key, &len);
 		if (st != AQL_OK)
-			return wrap(st, "%s arg %u: key", p->who, index);
-		i = find_field(arg_fields, COUNT_OF(arg_fields), key, len);
+			return wrap(st, "kernel %u arg %u: key", p->kernel, index);
+		i = arg_key_of(key, len);
 		if (i < 0) {
 			st = aql_mp_skip(&p->r);
 			if (st != AQL_OK)
-				return wrap(st, "%s arg %u key %.*s", p->who, index,
+				return wrap(st, "kernel %u arg %u key %.*s", p->kernel, index,
 					    KEY_SHOWN(len), key);
 			continue;
 		}
 		if (seen & (1u << i))
-			return aql_fail(AQL_ERR_INVALID_CODE_OBJECT, "%s arg %u: duplicate key %s",
-					p->who, index, arg_fields[i].key);
+			return aql_fail(AQL_ERR_INVALID_CODE_OBJECT,
+					"kernel %u arg %u: duplicate key %s", p->kernel, index,
+					arg_fields[i].key);
 		seen |= 1u << i;
 		st = read_field(p, &arg_fields[i], arg);
 		if (st != AQL_OK)
-			return wrap(st, "%s arg %u key %s", p->who, index, arg_fields[i].key);
+			return wrap(st, "kernel %u arg %u key %s", p->kernel, index,
+				    arg_fields[i].key);
 	}
 	aql_mp_leave(&p->r);
-	for (i = 0; i < (int)COUNT_OF(arg_fields); i++)
-		if (arg_fields[i].required && !(seen & (1u << i)))
-			return aql_fail(AQL_ERR_INVALID_CODE_OBJECT,
-					"%s arg %u: required key %s is missing", p->who, index,
-					arg_fields[i].key);
+	if ((seen & ARG_REQUIRED) != ARG_REQUIRED)
+		return aql_fail(AQL_ERR_INVALID_CODE_OBJECT,
+				"kernel %u arg %u: required key %s is missing", p->kernel, index,
+				first_missing(arg_fields, ARG_REQUIRED, seen));
 	if ((uint64_t)arg->offset + arg->size > ext->end) {
 		ext->end = (uint64_t)arg->offset + arg->size;
 		ext->index = index;
@@ -420,7 +567,7 @@ static aql_status parse_args(struct parser *p, aql_kernel_metadata *k, struct ar
 
 	st = aql_mp_read_array(&p->r, &count);
 	if (st != AQL_OK)
-		return wrap(st, "%s key .args", p->who);
+		return wrap(st, "kernel %u key .args", p->kernel);
 	args = arena_array(&p->a, count, sizeof(*args), alignof(aql_kernel_arg));
 	for (uint32_t i = 0; i < count; i++) {
 		st = parse_arg(p, i, args ? &args[i] : &scratch, ext);
@@ -470,23 +617,24 @@ static aql_status parse_kernel_map(struct parser *p, aql_kernel_metadata *k)
 	k->uniform_work_group_size = -1;
 	st = aql_mp_read_map(&p->r, &count);
 	if (st != AQL_OK)
-		return wrap(st, "%s", p->who);
+		return wrap(st, "kernel %u", p->kernel);
 	for (uint32_t n = 0; n < count; n++) {
-		st = read_key(p, &key, &len);
+		st = aql_mp_read_str(&p->r, &key, &len);
 		if (st != AQL_OK)
-			return wrap(st, "%s: key", p->who);
-		i = find_field(kernel_fields, COUNT_OF(kernel_fields), key, len);
+			return wrap(st, "kernel %u: key", p->kernel);
+		i = kernel_key_of(key, len);
 		if (i < 0) {
 			st = aql_mp_skip(&p->r);
 			if (st != AQL_OK)
-				return wrap(st, "%s key %.*s", p->who, KEY_SHOWN(len), key);
+				return wrap(st, "kernel %u key %.*s", p->kernel, KEY_SHOWN(len),
+					    key);
 			continue;
 		}
 		if (seen & (1u << i))
-			return aql_fail(AQL_ERR_INVALID_CODE_OBJECT, "%s: duplicate key %s",
-					p->who, kernel_fields[i].key);
+			return aql_fail(AQL_ERR_INVALID_CODE_OBJECT, "kernel %u: duplicate key %s",
+					p->kernel, kernel_fields[i].key);
 		seen |= 1u << i;
-		if (kernel_fields[i].kind == F_ARGS) {
+		if (i == KK_ARGS) {
 			st = parse_args(p, k, &ext);
 			if (st != AQL_OK)
 				return st;
@@ -494,26 +642,27 @@ static aql_status parse_kernel_map(struct parser *p, aql_kernel_metadata *k)
 		}
 		st = read_field(p, &kernel_fields[i], k);
 		if (st != AQL_OK)
-			return wrap(st, "%s key %s", p->who, kernel_fields[i].key);
+			return wrap(st, "kernel %u key %s", p->kernel, kernel_fields[i].key);
 	}
 	aql_mp_leave(&p->r);
 
-	for (i = 0; i < (int)COUNT_OF(kernel_fields); i++)
-		if (kernel_fields[i].required && !(seen & (1u << i)))
-			return aql_fail(AQL_ERR_INVALID_CODE_OBJECT,
-					"%s: required key %s is missing", p->who,
-					kernel_fields[i].key);
+	if ((seen & KERNEL_REQUIRED) != KERNEL_REQUIRED)
+		return aql_fail(AQL_ERR_INVALID_CODE_OBJECT,
+				"kernel %u: required key %s is missing", p->kernel,
+				first_missing(kernel_fields, KERNEL_REQUIRED, seen));
 	if (ext.end > k->kernarg_segment_size)
 		return aql_fail(AQL_ERR_INVALID_CODE_OBJECT,
-				"%s arg %u: .offset %u + .size %u is past .kernarg_segment_size %u",
-				p->who, ext.index, ext.offset, ext.size, k->kernarg_segment_size);
+				"kernel %u arg %u: .offset %u + .size %u is past .kernarg_segment_size %u",
+				p->kernel, ext.index, ext.offset, ext.size,
+				k->kernarg_segment_size);
 	align = k->kernarg_segment_align;
 	if (!align || (align & (align - 1)))
 		return aql_fail(AQL_ERR_INVALID_CODE_OBJECT,
-				"%s: .kernarg_segment_align %u is not a power of two", p->who, align);
+				"kernel %u: .kernarg_segment_align %u is not a power of two",
+				p->kernel, align);
 	if (k->wavefront_size != 32 && k->wavefront_size != 64)
 		return aql_fail(AQL_ERR_INVALID_CODE_OBJECT,
-				"%s: .wavefront_size %u is neither 32 nor 64", p->who,
+				"kernel %u: .wavefront_size %u is neither 32 nor 64", p->kernel,
 				k->wavefront_size);
 	return AQL_OK;
 }
@@ -525,22 +674,22 @@ static aql_status parse_kernel_map(struct parser *p, aql_kernel_metadata *k)
 static aql_status parse_kernel(struct parser *p, uint32_t index, aql_kernel_metadata *k)
 {
 	struct aql_mp_reader start = p->r;
-	char reason[512];
+	char reason[512], who[32];
 	const char *name;
 	uint32_t len;
 	size_t who_len;
 	aql_status st;
 
-	snprintf(p->who, sizeof(p->who), "kernel %u", index);
+	p->kernel = index;
 	st = parse_kernel_map(p, k);
 	if (st == AQL_OK)
 		return AQL_OK;
 	snprintf(reason, sizeof(reason), "%s", aql_error_message());
 	peek_name(&start, &name, &len);
-	who_len = strlen(p->who);
-	if (!name || strncmp(reason, p->who, who_len) != 0)
+	who_len = (size_t)snprintf(who, sizeof(who), "kernel %u", index);
+	if (!name || strncmp(reason, who, who_len) != 0)
 		return aql_fail(st, "%s", reason);
-	return aql_fail(st, "%s \"%.*s\"%s", p->who, KEY_SHOWN(len), name, reason + who_len);
+	return aql_fail(st, "%s \"%.*s\"%s", who, KEY_SHOWN(len), name, reason + who_len);
 }
 
 static aql_status parse_kernels(struct parser *p, aql_metadata *md)
@@ -607,7 +756,7 @@ static aql_status parse_root(struct parser *p, aql_metadata *md)
 	if (st != AQL_OK)
 		return wrap(st, "metadata root");
 	for (uint32_t n = 0; n < count; n++) {
-		st = read_key(p, &key, &len);
+		st = aql_mp_read_str(&p->r, &key, &len);
 		if (st != AQL_OK)
 			return wrap(st, "metadata root key");
 		for (i = 0; i < ROOT_KEYS; i++)

@@ -269,7 +269,7 @@ aql_status aql_mp_skip(struct aql_mp_reader *r)
 
 static aql_status expect(struct aql_mp_reader *r, enum aql_mp_type want, struct aql_mp_value *v)
 {
-	enum aql_mp_type type;
+	enum aql_mp_type type = AQL_MP_NIL;	/* peek sets it; GCC cannot see that */
 	aql_status st;
 
 	st = peek(r, &type);

@@ -124,7 +124,7 @@ aql_status aql_mp_skip(struct aql_mp_reader *r);
  * messages are the same either way.
  */
 
-/* Any integer encoding; fails on negative values and values above max. */
+/* The general path of each typed read below: every encoding, every error. */
 aql_status aql_mp_read_uint_any(struct aql_mp_reader *r, uint64_t max, uint64_t *out);
 aql_status aql_mp_read_bool_any(struct aql_mp_reader *r, bool *out);
 aql_status aql_mp_read_str_any(struct aql_mp_reader *r, const char **s, uint32_t *len);
@@ -142,7 +142,7 @@ static inline uint32_t aql_mp_be32(const uint8_t *p)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-/* As aql_mp_read_uint_any(). */
+/* Any integer encoding; fails on negative values and values above max. */
 static inline aql_status aql_mp_read_uint(struct aql_mp_reader *r, uint64_t max, uint64_t *out)
 {
 	const uint8_t *p = r->pos;
@@ -172,7 +172,7 @@ static inline aql_status aql_mp_read_uint(struct aql_mp_reader *r, uint64_t max,
 	return AQL_OK;
 }
 
-/* As aql_mp_read_bool_any(). */
+/* A bool. */
 static inline aql_status aql_mp_read_bool(struct aql_mp_reader *r, bool *out)
 {
 	if (r->pos < r->end && (*r->pos | 1) == 0xc3) {

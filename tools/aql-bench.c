@@ -196,6 +196,9 @@ struct result {
 
 struct comgr;
 
+/* The metadata readers --load times, round by round in turn. */
+enum { READER_AQL, READER_PARSE, READER_COMGR, READERS };
+
 /* What --load works on, read once before the first benchmark. */
 struct load_ctx {
 	const char *path;
@@ -207,6 +210,7 @@ struct load_ctx {
 	size_t note_size;
 	struct comgr *comgr;	/* NULL: not installed */
 	char comgr_why[320];	/* why it is NULL */
+	struct duration meta[READERS];	/* see measure_readers() */
 };
 
 struct ctx {
@@ -1386,17 +1390,39 @@ out:
 
 typedef int (*meta_fn)(const struct load_ctx *l, struct walk_sum *sum);
 
-/*
- * Calibrate reps on one untimed call (which also warms caches and lazy
- * initialisation), then time rounds of reps calls each.
- */
-static int bench_meta(struct ctx *ctx, struct result *res, meta_fn once)
+/* reps calls of once; the time per kernel in us. */
+static int time_reps(const struct load_ctx *l, meta_fn once, uint32_t reps,
+		     double *us)
 {
-	const struct load_ctx *l = &ctx->load;
-	uint32_t n = ctx->sz.meta_rounds, reps, i, r;
 	struct walk_sum sum;
-	double *v;
-	uint64_t t0, one;
+	uint64_t t0 = now_ns();
+	uint32_t i;
+
+	for (i = 0; i < reps; i++)
+		if (once(l, &sum))
+			return -1;
+	*us = (double)(now_ns() - t0) / 1e3 / reps / l->kernels;
+	return 0;
+}
+
+/*
+ * All readers at once, interleaved: round r times aql, then the parser,
+ * then comgr, so that a slow spell of this (virtual) machine hits every
+ * reader alike instead of one metric. Each reader first runs once
+ * untimed, which warms caches and lazy set-up and calibrates its reps.
+ * The results wait in ctx->load.meta for the benches that report them.
+ */
+static int measure_readers(struct ctx *ctx)
+{
+	struct load_ctx *l = &ctx->load;
+	const meta_fn fns[READERS] = {
+		aql_meta_once,
+		l->note ? aql_parse_once : NULL,
+		l->comgr ? comgr_meta_once : NULL,
+	};
+	uint32_t n = ctx->sz.meta_rounds, reps[READERS] = { 0 }, r, k;
+	double *v[READERS] = { NULL };
+	double one;
 	int rc = -1;
 
 	if (!l->kernels) {
@@ -1405,28 +1431,69 @@ static int bench_meta(struct ctx *ctx, struct result *res, meta_fn once)
 			"kernel to report\n", l->path);
 		return -1;
 	}
-	v = calloc(n, sizeof(*v));
-	if (!v)
-		return fail_errno("calloc", ENOMEM);
-	t0 = now_ns();
-	if (once(l, &sum))
-		goto out;
-	one = now_ns() - t0;
-	reps = one ? (uint32_t)(ctx->sz.meta_round_ns / one) : 1000;
-	reps = reps < 1 ? 1 : reps > 1000 ? 1000 : reps;
-	for (r = 0; r < n; r++) {
-		t0 = now_ns();
-		for (i = 0; i < reps; i++)
-			if (once(l, &sum))
-				goto out;
-		v[r] = (double)(now_ns() - t0) / 1e3 / reps / l->kernels;
+	for (k = 0; k < READERS; k++) {
+		if (!fns[k])
+			continue;
+		v[k] = calloc(n, sizeof(*v[k]));
+		if (!v[k]) {
+			fail_errno("calloc", ENOMEM);
+			goto out;
+		}
+		if (time_reps(l, fns[k], 1, &one))
+			goto out;
+		one *= 1e3 * l->kernels;	/* ns per call */
+		reps[k] = one >= 1 ? (uint32_t)(ctx->sz.meta_round_ns / one) : 1000;
+		reps[k] = reps[k] < 1 ? 1 : reps[k] > 1000 ? 1000 : reps[k];
 	}
-	res->kind = RESULT_DURATION;
-	duration_stats(v, n, "us/kernel", reps, l->kernels, &res->dur);
+	for (r = 0; r < n; r++)
+		for (k = 0; k < READERS; k++)
+			if (fns[k] && time_reps(l, fns[k], reps[k], &v[k][r]))
+				goto out;
+	for (k = 0; k < READERS; k++)
+		if (fns[k])
+			duration_stats(v[k], n, "us/kernel", reps[k], l->kernels,
+				       &l->meta[k]);
 	rc = 0;
 out:
-	free(v);
+	for (k = 0; k < READERS; k++)
+		free(v[k]);
 	return rc;
+}
+
+static void report_reader(struct ctx *ctx, struct result *res, int k)
+{
+	res->kind = RESULT_DURATION;
+	res->dur = ctx->load.meta[k];
+}
+
+static int bench_meta_aql(struct ctx *ctx, struct result *res)
+{
+	if (measure_readers(ctx))
+		return -1;
+	report_reader(ctx, res, READER_AQL);
+	return 0;
+}
+
+static int bench_parse_aql(struct ctx *ctx, struct result *res)
+{
+	if (!ctx->load.note) {
+		res->kind = RESULT_SKIPPED;
+		res->skipped = "no NT_AMDGPU_METADATA note (host code object?)";
+		return 0;
+	}
+	report_reader(ctx, res, READER_PARSE);
+	return 0;
+}
+
+static int bench_meta_comgr(struct ctx *ctx, struct result *res)
+{
+	if (!ctx->load.comgr) {
+		res->kind = RESULT_SKIPPED;
+		res->skipped = ctx->load.comgr_why;
+		return 0;
+	}
+	report_reader(ctx, res, READER_COMGR);
+	return 0;
 }
 
 static int bench_load_ms(struct ctx *ctx, struct result *res)
@@ -1479,31 +1546,6 @@ static int bench_load_ms(struct ctx *ctx, struct result *res)
 out:
 	free(v);
 	return rc;
-}
-
-static int bench_meta_aql(struct ctx *ctx, struct result *res)
-{
-	return bench_meta(ctx, res, aql_meta_once);
-}
-
-static int bench_parse_aql(struct ctx *ctx, struct result *res)
-{
-	if (!ctx->load.note) {
-		res->kind = RESULT_SKIPPED;
-		res->skipped = "no NT_AMDGPU_METADATA note (host code object?)";
-		return 0;
-	}
-	return bench_meta(ctx, res, aql_parse_once);
-}
-
-static int bench_meta_comgr(struct ctx *ctx, struct result *res)
-{
-	if (!ctx->load.comgr) {
-		res->kind = RESULT_SKIPPED;
-		res->skipped = ctx->load.comgr_why;
-		return 0;
-	}
-	return bench_meta(ctx, res, comgr_meta_once);
 }
 
 /*
