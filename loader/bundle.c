@@ -337,6 +337,19 @@ static aql_status find_fatbin(const uint8_t *p, size_t size, const uint8_t **sec
 			      "ELF image: no section name table: %s", elf_errmsg(-1));
 		goto out;
 	}
+	/* libelf shows a cut-off table as no sections; that is not "no bundle". */
+	GElf_Ehdr eh = { 0 };
+	size_t shdr_size;
+
+	if (!gelf_getehdr(elf, &eh))
+		eh.e_shoff = SIZE_MAX;
+	shdr_size = eh.e_ident[EI_CLASS] == ELFCLASS64 ? sizeof(Elf64_Shdr) : sizeof(Elf32_Shdr);
+	if (eh.e_shoff > size || eh.e_shnum > (size - eh.e_shoff) / shdr_size) {
+		st = aql_fail(AQL_ERR_INVALID_CODE_OBJECT,
+			      "ELF image of %zu bytes: its section header table lies outside it",
+			      size);
+		goto out;
+	}
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		const char *name;
@@ -361,7 +374,7 @@ static aql_status find_fatbin(const uint8_t *p, size_t size, const uint8_t **sec
 		break;
 	}
 	if (!found)
-		st = aql_fail(AQL_ERR_INVALID_CODE_OBJECT,
+		st = aql_fail(AQL_ERR_NOT_FOUND,
 			      "ELF image has no .hip_fatbin section, so holds no offload bundle");
 out:
 	elf_end(elf);

@@ -664,7 +664,7 @@ static void test_fatbin_elf(const uint8_t *elf, size_t size, const uint8_t *bund
 			     sh->sh_name;
 
 		name[10] = 'x';
-		expect_open_error(p, size, AQL_ERR_INVALID_CODE_OBJECT, "no .hip_fatbin",
+		expect_open_error(p, size, AQL_ERR_NOT_FOUND, "no .hip_fatbin",
 				  "section renamed");
 	}
 	free(p);

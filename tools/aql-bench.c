@@ -61,6 +61,8 @@
  * metadata_parse_us_per_kernel
  *	The same with aql_metadata_parse() on the metadata note alone, to
  *	tell the parser's share from the ELF and descriptor work.
+ *	The metadata readers (these two and comgr below) take turns round
+ *	by round, so that a noisy spell hits them all alike.
  *
  * comgr_metadata_us_per_kernel
  *	The same for the ROCm code object manager, dlopen()ed at run time

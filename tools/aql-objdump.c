@@ -219,7 +219,8 @@ static void j_string(const char *str)
 /* Comma and key before a value; key NULL inside arrays. */
 static void j_key(const char *key)
 {
-	if (j_depth > 0) {
+	/* The deepest document here nests 11 levels. */
+	if (j_depth > 0 && j_depth <= JSON_DEPTH) {
 		if (!j_first[j_depth - 1])
 			putchar(',');
 		j_first[j_depth - 1] = false;

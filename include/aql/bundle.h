@@ -37,7 +37,8 @@ bool aql_bundle_is_bundle(const void *data, size_t size);
  * Open the bundle in data. If data is an ELF file with a .hip_fatbin
  * section, the first bundle in that section is opened. Errors:
  * AQL_ERR_INVALID_CODE_OBJECT naming the fault (bad magic, an entry past the end,
- * overlapping entries, a bad id), AQL_ERR_UNSUPPORTED for a compressed
+ * overlapping entries, a bad id), AQL_ERR_NOT_FOUND for an ELF file
+ * without a .hip_fatbin section, AQL_ERR_UNSUPPORTED for a compressed
  * (CCOB) bundle whose method or version this build cannot decode,
  * AQL_ERR_NOMEM. Thread safe.
  */
