@@ -135,6 +135,27 @@ static void test_relocations(const struct image *im)
 	aql_code_object_destroy(co);
 }
 
+/* Give the relocation of ptrs[slot] another type, keeping its symbol. */
+static void retype(struct image *im, uint64_t ptrs_vaddr, unsigned slot, uint32_t type)
+{
+	Elf64_Rela *r = rela(im, reloc_for(im, ptrs_vaddr, slot));
+
+	r->r_info = ELF64_R_INFO(ELF64_R_SYM(r->r_info), type);
+}
+
+/* The 32-bit words of ptrs in a loaded copy, or NULL if it did not load. */
+static uint32_t *loaded_ptrs(const struct image *im, const aql_load_options *opts,
+			     aql_code_object **co)
+{
+	void *addr = NULL;
+	size_t size;
+
+	CHECK_OK(load(im, opts, co));
+	if (*co)
+		CHECK_OK(aql_code_object_symbol(*co, "ptrs", &addr, &size));
+	return addr;
+}
+
 /*
  * ld.lld never emits ABS32_LO/HI/ABS32 dynamically, so retype the fixture's
  * ABS64 relocations and check the 32-bit arithmetic.
@@ -147,39 +168,26 @@ static void test_relocation_types(const struct image *im, uint64_t ptrs_vaddr)
 	struct image c = copy(im);
 	aql_code_object *co = NULL;
 	uint32_t *w;
-	void *addr;
-	size_t size;
 
-	rela(&c, reloc_for(&c, ptrs_vaddr, 2))->r_info = ELF64_R_INFO(
-		ELF64_R_SYM(rela(&c, reloc_for(&c, ptrs_vaddr, 2))->r_info), R_AMDGPU_ABS32_LO);
-	rela(&c, reloc_for(&c, ptrs_vaddr, 3))->r_info = ELF64_R_INFO(
-		ELF64_R_SYM(rela(&c, reloc_for(&c, ptrs_vaddr, 3))->r_info), R_AMDGPU_ABS32);
-	CHECK_OK(load(&c, &opts, &co));
-	if (co) {
-		CHECK_OK(aql_code_object_symbol(co, "ptrs", &addr, &size));
-		w = (uint32_t *)addr;
+	retype(&c, ptrs_vaddr, 2, R_AMDGPU_ABS32_LO);
+	retype(&c, ptrs_vaddr, 3, R_AMDGPU_ABS32);
+	if ((w = loaded_ptrs(&c, &opts, &co))) {
 		CHECK(w[4] == 0x55667708u, "ABS32_LO wrote %#x", w[4]);
 		CHECK(w[5] == 0, "ABS32_LO touched the next word: %#x", w[5]);
 		CHECK(w[6] == 0x89abcdefu, "ABS32 wrote %#x", w[6]);
-		aql_code_object_destroy(co);
 	}
-	rela(&c, reloc_for(&c, ptrs_vaddr, 2))->r_info = ELF64_R_INFO(
-		ELF64_R_SYM(rela(&c, reloc_for(&c, ptrs_vaddr, 2))->r_info), R_AMDGPU_ABS32_HI);
-	CHECK_OK(load(&c, &opts, &co));
-	if (co) {
-		CHECK_OK(aql_code_object_symbol(co, "ptrs", &addr, &size));
-		w = (uint32_t *)addr;
+	aql_code_object_destroy(co);
+	co = NULL;
+	retype(&c, ptrs_vaddr, 2, R_AMDGPU_ABS32_HI);
+	if ((w = loaded_ptrs(&c, &opts, &co)))
 		CHECK(w[4] == 0x11223344u, "ABS32_HI wrote %#x", w[4]);
-		aql_code_object_destroy(co);
-	}
+	aql_code_object_destroy(co);
 	/* ABS32 of a value past 4 GiB cannot be represented. */
-	rela(&c, reloc_for(&c, ptrs_vaddr, 2))->r_info = ELF64_R_INFO(
-		ELF64_R_SYM(rela(&c, reloc_for(&c, ptrs_vaddr, 2))->r_info), R_AMDGPU_ABS32);
+	retype(&c, ptrs_vaddr, 2, R_AMDGPU_ABS32);
 	CHECK(load(&c, &opts, &co) == AQL_ERR_INVALID_CODE_OBJECT &&
 	      th_error_has("does not fit in 32 bits"), "ABS32 overflow");
 	/* A type the runtime must not apply is named. */
-	rela(&c, reloc_for(&c, ptrs_vaddr, 2))->r_info = ELF64_R_INFO(
-		ELF64_R_SYM(rela(&c, reloc_for(&c, ptrs_vaddr, 2))->r_info), R_AMDGPU_REL32);
+	retype(&c, ptrs_vaddr, 2, R_AMDGPU_REL32);
 	CHECK(load(&c, &opts, &co) == AQL_ERR_INVALID_CODE_OBJECT &&
 	      th_error_has("R_AMDGPU_REL32"), "REL32 refused");
 	rela(&c, reloc_for(&c, ptrs_vaddr, 2))->r_info = ELF64_R_INFO(0, 99);
