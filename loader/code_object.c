@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -114,7 +115,8 @@ static aql_status index_symbols(struct aql_code_object *co)
 		const char *n;
 
 		gelf_getsym(co->symbols, (int)i, &sym);
-		if (sym.st_shndx == SHN_UNDEF)
+		/* A local of .symtab must not shadow the global of that name. */
+		if (sym.st_shndx == SHN_UNDEF || GELF_ST_BIND(sym.st_info) == STB_LOCAL)
 			continue;
 		n = aql_co_symbol_name(co, &sym);
 		if (!n)
@@ -179,7 +181,11 @@ static aql_status read_header(struct aql_code_object *co, GElf_Ehdr *eh)
 				"code object: machine %u is neither AMDGPU (224) nor this host's (%u)",
 				eh->e_machine, HOST_MACHINE);
 	}
-	if (eh->e_shnum && (eh->e_shentsize != sizeof(Elf64_Shdr) ||
+	/* Symbols and relocations are found through the sections. */
+	if (eh->e_shnum == 0)
+		return aql_fail(AQL_ERR_INVALID_CODE_OBJECT,
+				"code object has no section headers; the loader finds symbols and relocations through them");
+	if ((eh->e_shentsize != sizeof(Elf64_Shdr) ||
 			    eh->e_shoff > co->image_size ||
 			    eh->e_shnum > (co->image_size - eh->e_shoff) / sizeof(Elf64_Shdr)))
 		return aql_fail(AQL_ERR_INVALID_CODE_OBJECT,
@@ -417,18 +423,20 @@ static aql_status describe_amdgpu_kernels(struct aql_code_object *co)
 	return st;
 }
 
+static void init_libelf(void)
+{
+	elf_version(EV_CURRENT);
+}
+
 /* Takes ownership of image (malloc'd) whatever the outcome. */
 static aql_status co_open(uint8_t *image, size_t size, aql_code_object **out)
 {
-	static int elf_ready;
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	struct aql_code_object *co;
 	GElf_Ehdr eh;
 	aql_status st;
 
-	if (!__atomic_load_n(&elf_ready, __ATOMIC_ACQUIRE)) {
-		elf_version(EV_CURRENT);
-		__atomic_store_n(&elf_ready, 1, __ATOMIC_RELEASE);
-	}
+	pthread_once(&once, init_libelf);
 	co = calloc(1, sizeof(*co));
 	if (!co) {
 		free(image);
@@ -588,16 +596,17 @@ aql_status aql_code_object_load_file(aql_agent *agent, const char *path,
 	if (fd < 0)
 		return aql_fail_errno(errno == ENOENT ? AQL_ERR_NOT_FOUND : AQL_ERR_SYSTEM,
 				      errno, "code object %s", path);
-	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) ||
-	    (uint64_t)sb.st_size > MAX_FILE_SIZE) {
+	if (fstat(fd, &sb) != 0) {
 		int err = errno;
 
 		close(fd);
-		if (err == 0 || !S_ISREG(sb.st_mode))
-			return aql_fail(AQL_ERR_INVALID_ARG,
-					"code object %s is not a regular file of at most %llu bytes",
-					path, (unsigned long long)MAX_FILE_SIZE);
 		return aql_fail_errno(AQL_ERR_SYSTEM, err, "code object %s", path);
+	}
+	if (!S_ISREG(sb.st_mode) || (uint64_t)sb.st_size > MAX_FILE_SIZE) {
+		close(fd);
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"code object %s is not a regular file of at most %llu bytes",
+				path, (unsigned long long)MAX_FILE_SIZE);
 	}
 	image = malloc(sb.st_size ? (size_t)sb.st_size : 1);
 	if (!image) {

@@ -50,110 +50,120 @@ void aql_kd_decode(const uint8_t kd[64], aql_kernel_descriptor_info *out)
 	out->kernarg_preload_offset = (uint16_t)bits(preload, 7, 9);
 }
 
-#define F(n, w, s, b) { n, AQL_KD_##w, s, b }
-
-static const aql_kd_field common_fields[] = {
-	F("GRANULATED_WORKITEM_VGPR_COUNT", RSRC1, 0, 6),
-	F("GRANULATED_WAVEFRONT_SGPR_COUNT", RSRC1, 6, 4),
-	F("PRIORITY", RSRC1, 10, 2),
-	F("FLOAT_ROUND_MODE_32", RSRC1, 12, 2),
-	F("FLOAT_ROUND_MODE_16_64", RSRC1, 14, 2),
-	F("FLOAT_DENORM_MODE_32", RSRC1, 16, 2),
-	F("FLOAT_DENORM_MODE_16_64", RSRC1, 18, 2),
-	F("PRIV", RSRC1, 20, 1),
-	F("ENABLE_DX10_CLAMP", RSRC1, 21, 1),
-	F("DEBUG_MODE", RSRC1, 22, 1),
-	F("ENABLE_IEEE_MODE", RSRC1, 23, 1),
-	F("BULKY", RSRC1, 24, 1),
-	F("CDBG_USER", RSRC1, 25, 1),
-	F("FP16_OVFL", RSRC1, 26, 1),
-	F("ENABLE_PRIVATE_SEGMENT", RSRC2, 0, 1),
-	F("USER_SGPR_COUNT", RSRC2, 1, 5),
-	F("ENABLE_TRAP_HANDLER", RSRC2, 6, 1),
-	F("ENABLE_SGPR_WORKGROUP_ID_X", RSRC2, 7, 1),
-	F("ENABLE_SGPR_WORKGROUP_ID_Y", RSRC2, 8, 1),
-	F("ENABLE_SGPR_WORKGROUP_ID_Z", RSRC2, 9, 1),
-	F("ENABLE_SGPR_WORKGROUP_INFO", RSRC2, 10, 1),
-	F("ENABLE_VGPR_WORKITEM_ID", RSRC2, 11, 2),
-	F("ENABLE_EXCEPTION_ADDRESS_WATCH", RSRC2, 13, 1),
-	F("ENABLE_EXCEPTION_MEMORY", RSRC2, 14, 1),
-	F("GRANULATED_LDS_SIZE", RSRC2, 15, 9),
-	F("ENABLE_EXCEPTION_IEEE_754_FP_INVALID_OPERATION", RSRC2, 24, 1),
-	F("ENABLE_EXCEPTION_FP_DENORMAL_SOURCE", RSRC2, 25, 1),
-	F("ENABLE_EXCEPTION_IEEE_754_FP_DIVISION_BY_ZERO", RSRC2, 26, 1),
-	F("ENABLE_EXCEPTION_IEEE_754_FP_OVERFLOW", RSRC2, 27, 1),
-	F("ENABLE_EXCEPTION_IEEE_754_FP_UNDERFLOW", RSRC2, 28, 1),
-	F("ENABLE_EXCEPTION_IEEE_754_FP_INEXACT", RSRC2, 29, 1),
-	F("ENABLE_EXCEPTION_INT_DIVIDE_BY_ZERO", RSRC2, 30, 1),
-	F("ENABLE_SGPR_PRIVATE_SEGMENT_BUFFER", PROPERTIES, 0, 1),
-	F("ENABLE_SGPR_DISPATCH_PTR", PROPERTIES, 1, 1),
-	F("ENABLE_SGPR_QUEUE_PTR", PROPERTIES, 2, 1),
-	F("ENABLE_SGPR_KERNARG_SEGMENT_PTR", PROPERTIES, 3, 1),
-	F("ENABLE_SGPR_DISPATCH_ID", PROPERTIES, 4, 1),
-	F("ENABLE_SGPR_FLAT_SCRATCH_INIT", PROPERTIES, 5, 1),
-	F("ENABLE_SGPR_PRIVATE_SEGMENT_SIZE", PROPERTIES, 6, 1),
-	F("ENABLE_WAVEFRONT_SIZE32", PROPERTIES, 10, 1),
-	F("USES_DYNAMIC_STACK", PROPERTIES, 11, 1),
-	F("KERNARG_PRELOAD_SPEC_LENGTH", PRELOAD, 0, 7),
-	F("KERNARG_PRELOAD_SPEC_OFFSET", PRELOAD, 7, 9),
+/* Processor families whose descriptor words differ (AMDGPUUsage tables). */
+enum family {
+	GFX9 = 1 << 0,
+	GFX90A = 1 << 1,	/* gfx90a, gfx94x, gfx950: accumulation VGPRs */
+	GFX10 = 1 << 2,
+	GFX11 = 1 << 3,
+	GFX12 = 1 << 4,
+	FAMILIES = 5,
+	ALL = (1 << FAMILIES) - 1,
+	PRE12 = ALL & ~GFX12,
+	WGP = GFX10 | GFX11 | GFX12,
 };
 
-/* gfx90a and gfx940 families: accumulation VGPRs. */
-static const aql_kd_field gfx90a_rsrc3[] = {
-	F("ACCUM_OFFSET", RSRC3, 0, 6),
-	F("TG_SPLIT", RSRC3, 16, 1),
-};
-
-/* gfx10 and later. */
-static const aql_kd_field gfx10_fields[] = {
-	F("WGP_MODE", RSRC1, 29, 1),
-	F("MEM_ORDERED", RSRC1, 30, 1),
-	F("FWD_PROGRESS", RSRC1, 31, 1),
-	F("SHARED_VGPR_COUNT", RSRC3, 0, 4),
-	F("INST_PREF_SIZE", RSRC3, 4, 6),
-	F("TRAP_ON_START", RSRC3, 10, 1),
-	F("TRAP_ON_END", RSRC3, 11, 1),
-	F("IMAGE_OP", RSRC3, 31, 1),
-};
-
+static const struct {
+	aql_kd_field field;
+	unsigned families;
+} fields[] = {
+#define F(fam, n, w, s, b) { { n, AQL_KD_##w, s, b }, fam }
+	F(ALL, "GRANULATED_WORKITEM_VGPR_COUNT", RSRC1, 0, 6),
+	F(ALL, "GRANULATED_WAVEFRONT_SGPR_COUNT", RSRC1, 6, 4),
+	F(ALL, "PRIORITY", RSRC1, 10, 2),
+	F(ALL, "FLOAT_ROUND_MODE_32", RSRC1, 12, 2),
+	F(ALL, "FLOAT_ROUND_MODE_16_64", RSRC1, 14, 2),
+	F(ALL, "FLOAT_DENORM_MODE_32", RSRC1, 16, 2),
+	F(ALL, "FLOAT_DENORM_MODE_16_64", RSRC1, 18, 2),
+	F(ALL, "PRIV", RSRC1, 20, 1),
+	F(PRE12, "ENABLE_DX10_CLAMP", RSRC1, 21, 1),
+	F(GFX12, "WG_RR_EN", RSRC1, 21, 1),
+	F(ALL, "DEBUG_MODE", RSRC1, 22, 1),
+	F(PRE12, "ENABLE_IEEE_MODE", RSRC1, 23, 1),
+	F(GFX12, "DISABLE_PERF", RSRC1, 23, 1),
+	F(ALL, "BULKY", RSRC1, 24, 1),
+	F(ALL, "CDBG_USER", RSRC1, 25, 1),
+	F(ALL, "FP16_OVFL", RSRC1, 26, 1),
+	F(WGP, "WGP_MODE", RSRC1, 29, 1),
+	F(WGP, "MEM_ORDERED", RSRC1, 30, 1),
+	F(WGP, "FWD_PROGRESS", RSRC1, 31, 1),
+	F(ALL, "ENABLE_PRIVATE_SEGMENT", RSRC2, 0, 1),
+	F(ALL, "USER_SGPR_COUNT", RSRC2, 1, 5),
+	F(PRE12, "ENABLE_TRAP_HANDLER", RSRC2, 6, 1),
+	F(ALL, "ENABLE_SGPR_WORKGROUP_ID_X", RSRC2, 7, 1),
+	F(ALL, "ENABLE_SGPR_WORKGROUP_ID_Y", RSRC2, 8, 1),
+	F(ALL, "ENABLE_SGPR_WORKGROUP_ID_Z", RSRC2, 9, 1),
+	F(ALL, "ENABLE_SGPR_WORKGROUP_INFO", RSRC2, 10, 1),
+	F(ALL, "ENABLE_VGPR_WORKITEM_ID", RSRC2, 11, 2),
+	F(ALL, "ENABLE_EXCEPTION_ADDRESS_WATCH", RSRC2, 13, 1),
+	F(ALL, "ENABLE_EXCEPTION_MEMORY", RSRC2, 14, 1),
+	F(ALL, "GRANULATED_LDS_SIZE", RSRC2, 15, 9),
+	F(ALL, "ENABLE_EXCEPTION_IEEE_754_FP_INVALID_OPERATION", RSRC2, 24, 1),
+	F(ALL, "ENABLE_EXCEPTION_FP_DENORMAL_SOURCE", RSRC2, 25, 1),
+	F(ALL, "ENABLE_EXCEPTION_IEEE_754_FP_DIVISION_BY_ZERO", RSRC2, 26, 1),
+	F(ALL, "ENABLE_EXCEPTION_IEEE_754_FP_OVERFLOW", RSRC2, 27, 1),
+	F(ALL, "ENABLE_EXCEPTION_IEEE_754_FP_UNDERFLOW", RSRC2, 28, 1),
+	F(ALL, "ENABLE_EXCEPTION_IEEE_754_FP_INEXACT", RSRC2, 29, 1),
+	F(ALL, "ENABLE_EXCEPTION_INT_DIVIDE_BY_ZERO", RSRC2, 30, 1),
+	F(GFX90A, "ACCUM_OFFSET", RSRC3, 0, 6),
+	F(GFX90A, "TG_SPLIT", RSRC3, 16, 1),
+	F(GFX10 | GFX11, "SHARED_VGPR_COUNT", RSRC3, 0, 4),
+	F(GFX11, "INST_PREF_SIZE", RSRC3, 4, 6),
+	F(GFX12, "INST_PREF_SIZE", RSRC3, 4, 8),
+	F(GFX11, "TRAP_ON_START", RSRC3, 10, 1),
+	F(GFX11, "TRAP_ON_END", RSRC3, 11, 1),
+	F(GFX12, "GLG_EN", RSRC3, 13, 1),
+	F(GFX11 | GFX12, "IMAGE_OP", RSRC3, 31, 1),
+	F(ALL, "ENABLE_SGPR_PRIVATE_SEGMENT_BUFFER", PROPERTIES, 0, 1),
+	F(ALL, "ENABLE_SGPR_DISPATCH_PTR", PROPERTIES, 1, 1),
+	F(ALL, "ENABLE_SGPR_QUEUE_PTR", PROPERTIES, 2, 1),
+	F(ALL, "ENABLE_SGPR_KERNARG_SEGMENT_PTR", PROPERTIES, 3, 1),
+	F(ALL, "ENABLE_SGPR_DISPATCH_ID", PROPERTIES, 4, 1),
+	F(ALL, "ENABLE_SGPR_FLAT_SCRATCH_INIT", PROPERTIES, 5, 1),
+	F(ALL, "ENABLE_SGPR_PRIVATE_SEGMENT_SIZE", PROPERTIES, 6, 1),
+	F(ALL, "ENABLE_WAVEFRONT_SIZE32", PROPERTIES, 10, 1),
+	F(ALL, "USES_DYNAMIC_STACK", PROPERTIES, 11, 1),
+	F(ALL, "KERNARG_PRELOAD_SPEC_LENGTH", PRELOAD, 0, 7),
+	F(ALL, "KERNARG_PRELOAD_SPEC_OFFSET", PRELOAD, 7, 9),
 #undef F
+};
 
-#define COMMON (sizeof(common_fields) / sizeof(common_fields[0]))
-#define MAX_FIELDS (COMMON + sizeof(gfx10_fields) / sizeof(gfx10_fields[0]))
+#define FIELD_COUNT (sizeof(fields) / sizeof(fields[0]))
 
-static aql_kd_field gfx9_table[COMMON], gfx90a_table[COMMON + 2], gfx10_table[MAX_FIELDS];
+/* One contiguous table per family, so callers get a plain array. */
+static aql_kd_field tables[FAMILIES][FIELD_COUNT];
+static uint32_t table_size[FAMILIES];
 
 static void build_tables(void)
 {
-	memcpy(gfx9_table, common_fields, sizeof(common_fields));
-	memcpy(gfx90a_table, common_fields, sizeof(common_fields));
-	memcpy(gfx90a_table + COMMON, gfx90a_rsrc3, sizeof(gfx90a_rsrc3));
-	memcpy(gfx10_table, common_fields, sizeof(common_fields));
-	memcpy(gfx10_table + COMMON, gfx10_fields, sizeof(gfx10_fields));
+	for (unsigned f = 0; f < FAMILIES; f++)
+		for (size_t i = 0; i < FIELD_COUNT; i++)
+			if (fields[i].families & (1u << f))
+				tables[f][table_size[f]++] = fields[i].field;
 }
 
-static int has_accum_vgprs(const char *p)
+static enum family family_of(const char *p)
 {
-	return strcmp(p, "gfx90a") == 0 || strncmp(p, "gfx94", 5) == 0 ||
-	       strcmp(p, "gfx950") == 0 || strcmp(p, "gfx9-4-generic") == 0;
+	if (strncmp(p, "gfx12", 5) == 0)
+		return GFX12;
+	if (strncmp(p, "gfx11", 5) == 0)
+		return GFX11;
+	if (strncmp(p, "gfx10", 5) == 0)
+		return GFX10;
+	if (strcmp(p, "gfx90a") == 0 || strncmp(p, "gfx94", 5) == 0 ||
+	    strcmp(p, "gfx950") == 0 || strcmp(p, "gfx9-4-generic") == 0)
+		return GFX90A;
+	return GFX9;
 }
 
 const aql_kd_field *aql_kd_fields(const aql_target_id *target, uint32_t *count)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
-	const char *p = target ? target->processor : "";
+	unsigned f = (unsigned)__builtin_ctz(family_of(target ? target->processor : ""));
 
 	pthread_once(&once, build_tables);
-	if (strncmp(p, "gfx1", 4) == 0 && p[4] >= '0' && p[4] <= '9') {
-		*count = MAX_FIELDS;
-		return gfx10_table;
-	}
-	if (has_accum_vgprs(p)) {
-		*count = COMMON + 2;
-		return gfx90a_table;
-	}
-	*count = COMMON;
-	return gfx9_table;
+	*count = table_size[f];
+	return tables[f];
 }
 
 uint32_t aql_kd_field_value(const aql_kernel_descriptor_info *kd, const aql_kd_field *f)
@@ -201,6 +211,10 @@ aql_status aql_kd_check(const struct aql_code_object *co, uint64_t kd_vaddr,
 	    kd->uses_dynamic_stack != (uint8_t)md->uses_dynamic_stack)
 		return disagree(md, "uses_dynamic_stack", kd->uses_dynamic_stack,
 				(uint64_t)md->uses_dynamic_stack);
+	if (md->workgroup_processor_mode >= 0 && family_of(co->info.target.processor) & WGP &&
+	    ((kd->compute_pgm_rsrc1 >> 29) & 1) != (uint32_t)md->workgroup_processor_mode)
+		return disagree(md, "WGP_MODE", (kd->compute_pgm_rsrc1 >> 29) & 1,
+				(uint64_t)md->workgroup_processor_mode);
 	if ((uint64_t)kd->kernel_code_entry_byte_offset > UINT64_MAX - kd_vaddr &&
 	    kd->kernel_code_entry_byte_offset > 0)
 		return aql_fail(AQL_ERR_INVALID_CODE_OBJECT,

@@ -113,7 +113,8 @@ aql_status aql_kernarg_build(const aql_kernel *kernel, const aql_dispatch_packet
 						a->type_name ? " " : "",
 						a->type_name ? a->type_name : "", a->size,
 						args[i].size);
-			memcpy(bytes + a->offset, args[i].data, a->size);
+			if (a->size)
+				memcpy(bytes + a->offset, args[i].data, a->size);
 		} else {
 			put(bytes, a, hidden_value(a, packet, hidden, dynamic_lds));
 		}

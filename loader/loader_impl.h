@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Internal: a code object as the loader files hand it to each other. The
- * image is a private copy; libelf reads it in place (ELF_C_READ_MMAP-free
- * elf_memory), and every offset taken from it is checked against
- * image_size before use.
+ * image is a private copy that libelf reads in place (elf_memory); every
+ * offset taken from it is checked against image_size before use.
  */
 #ifndef AQL_LOADER_IMPL_H
 #define AQL_LOADER_IMPL_H
@@ -65,7 +64,7 @@ const void *aql_co_file_bytes(const struct aql_code_object *co, uint64_t vaddr,
 /* Symbol i's name, or NULL when it is not a terminated string in bounds. */
 const char *aql_co_symbol_name(const struct aql_code_object *co, const GElf_Sym *sym);
 
-/* Find a defined symbol by name; returns its index, or 0 if none. */
+/* Find a defined global or weak symbol by name; its index, or 0 if none. */
 size_t aql_co_find_symbol(const struct aql_code_object *co, const char *name,
 			  GElf_Sym *out);
 

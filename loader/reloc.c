@@ -189,6 +189,10 @@ static aql_status for_each_reloc(struct aql_code_object *co, reloc_fn fn, void *
 			return aql_fail(AQL_ERR_INVALID_CODE_OBJECT,
 					"relocation section %zu has no addends (SHT_REL); only SHT_RELA is supported",
 					elf_ndxscn(scn));
+		if (sh.sh_type == SHT_RELR && sh.sh_size)
+			return aql_fail(AQL_ERR_INVALID_CODE_OBJECT,
+					"packed relative relocations (SHT_RELR, section %zu) are not supported; link without -z pack-relative-relocs",
+					elf_ndxscn(scn));
 		if (sh.sh_type != SHT_RELA)
 			continue;
 		d = elf_getdata(scn, NULL);

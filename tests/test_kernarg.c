@@ -211,6 +211,7 @@ static void check_object(const char *path)
 		}
 	}
 	printf("%s: %u hidden arguments checked against the table\n", path, checked);
+	CHECK(info->version < 5 || checked > 0, "%s: a V5 object with no hidden arguments", path);
 	aql_code_object_destroy(co);
 }
 

@@ -344,6 +344,7 @@ static void test_malformed(const struct image *im)
 	EXPECT_BAD("phoff", "program header table", ehdr(&c)->e_phoff = c.size - 8);
 	EXPECT_BAD("phnum", "program header table", ehdr(&c)->e_phnum = 0xfff0);
 	EXPECT_BAD("shoff", "section header table", ehdr(&c)->e_shoff = c.size);
+	EXPECT_BAD("no section headers", "no section headers", ehdr(&c)->e_shnum = 0);
 	EXPECT_BAD("segment past end", "outside the", load_phdr(&c, 1)->p_offset = c.size);
 	EXPECT_BAD("segment file size", "outside the",
 		   load_phdr(&c, 1)->p_filesz = load_phdr(&c, 1)->p_memsz = 1ull << 40);
@@ -483,6 +484,18 @@ static void test_code_object(const char *path)
 			c.bytes[ph->p_offset + (kd - ph->p_vaddr) + 57] ^= 0x04;	/* wave32 */
 			CHECK(aql_code_object_open(c.bytes, c.size, &co) == AQL_ERR_INVALID_CODE_OBJECT &&
 			      th_error_has("wavefront size"), "%s: wave32 cross-check", path);
+			c.bytes[ph->p_offset + (kd - ph->p_vaddr) + 57] ^= 0x04;
+			c.bytes[ph->p_offset + (kd - ph->p_vaddr) + 4] ^= 0x10;	/* private size */
+			CHECK(aql_code_object_open(c.bytes, c.size, &co) == AQL_ERR_INVALID_CODE_OBJECT &&
+			      th_error_has("private_segment_fixed_size"), "%s: private cross-check", path);
+			c.bytes[ph->p_offset + (kd - ph->p_vaddr) + 4] ^= 0x10;
+			c.bytes[ph->p_offset + (kd - ph->p_vaddr) + 9] ^= 0x01;	/* kernarg size */
+			CHECK(aql_code_object_open(c.bytes, c.size, &co) == AQL_ERR_INVALID_CODE_OBJECT &&
+			      th_error_has("kernarg_size"), "%s: kernarg cross-check", path);
+			c.bytes[ph->p_offset + (kd - ph->p_vaddr) + 9] ^= 0x01;
+			c.bytes[ph->p_offset + (kd - ph->p_vaddr) + 16] ^= 0x40;	/* entry offset */
+			CHECK(aql_code_object_open(c.bytes, c.size, &co) == AQL_ERR_INVALID_CODE_OBJECT &&
+			      th_error_has("256-byte aligned"), "%s: entry cross-check", path);
 		}
 		free(c.bytes);
 	}
@@ -537,7 +550,13 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		const char *p = argv[i];
 
-		if (ends_with(p, "reloc.s")) {
+		if (ends_with(p, "reloc-relr.hsaco")) {
+			const aql_symbol_binding syms[] = { { "ext_sym", 1 }, { "ext_sym2", 2 } };
+			const aql_load_options opts = { syms, 2 };
+
+			CHECK(aql_code_object_load_file(th_agent(), p, &opts, &co) ==
+			      AQL_ERR_INVALID_CODE_OBJECT && th_error_has("SHT_RELR"), "RELR refused");
+		} else if (ends_with(p, "reloc.s")) {
 			fprintf(stderr, "llvm-mc or ld.lld missing: relocation fixture not built\n");
 			th_failed++;
 		} else if (ends_with(p, "reloc.hsaco")) {
