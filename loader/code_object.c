@@ -136,11 +136,6 @@ static aql_status index_symbols(struct aql_code_object *co)
 	return AQL_OK;
 }
 
-static aql_status bad(const char *fmt, const char *what)
-{
-	return aql_fail(AQL_ERR_INVALID_CODE_OBJECT, fmt, what);
-}
-
 /* Header checks that decide what kind of code object this is. */
 static aql_status read_header(struct aql_code_object *co, GElf_Ehdr *eh)
 {
@@ -148,11 +143,11 @@ static aql_status read_header(struct aql_code_object *co, GElf_Ehdr *eh)
 	aql_status st;
 
 	if (elf_kind(co->elf) != ELF_K_ELF)
-		return bad("%s: not an ELF file", "code object");
+		return aql_fail(AQL_ERR_INVALID_CODE_OBJECT, "code object: not an ELF file");
 	if (gelf_getclass(co->elf) != ELFCLASS64 || !gelf_getehdr(co->elf, eh))
-		return bad("%s: not a 64-bit ELF file", "code object");
+		return aql_fail(AQL_ERR_INVALID_CODE_OBJECT, "code object: not a 64-bit ELF file");
 	if (eh->e_ident[EI_DATA] != ELFDATA2LSB)
-		return bad("%s: not little endian", "code object");
+		return aql_fail(AQL_ERR_INVALID_CODE_OBJECT, "code object: not little endian");
 	if (eh->e_type != ET_DYN)
 		return aql_fail(AQL_ERR_INVALID_CODE_OBJECT,
 				"code object: e_type %u is not ET_DYN; link it as a shared object (ld.lld -shared)",
@@ -206,13 +201,13 @@ static aql_status read_segments(struct aql_code_object *co, const GElf_Ehdr *eh)
 	/* Checked here: libelf quietly reports 0 headers for a bad table. */
 	if (phnum == PN_XNUM || eh->e_phoff > co->image_size ||
 	    phnum > (co->image_size - eh->e_phoff) / sizeof(Elf64_Phdr))
-		return bad("%s: program header table lies outside the file", "code object");
+		return aql_fail(AQL_ERR_INVALID_CODE_OBJECT, "code object: program header table lies outside the file");
 	for (size_t i = 0; i < phnum; i++) {
 		GElf_Phdr ph;
 		struct aql_segment *s;
 
 		if (!gelf_getphdr(co->elf, (int)i, &ph))
-			return bad("%s: unreadable program header", "code object");
+			return aql_fail(AQL_ERR_INVALID_CODE_OBJECT, "code object: unreadable program header");
 		if (ph.p_type == PT_TLS && ph.p_memsz)
 			return aql_fail(AQL_ERR_UNSUPPORTED,
 					"code object: thread-local storage (PT_TLS) is not supported");
@@ -248,7 +243,7 @@ static aql_status read_segments(struct aql_code_object *co, const GElf_Ehdr *eh)
 		end = ph.p_vaddr + ph.p_memsz;
 	}
 	if (co->segment_count == 0)
-		return bad("%s: no PT_LOAD segment", "code object");
+		return aql_fail(AQL_ERR_INVALID_CODE_OBJECT, "code object: no PT_LOAD segment");
 	co->vaddr_lo = co->segments[0].vaddr & ~(page - 1);
 	co->span = end - co->vaddr_lo;
 	co->alloc_size = (co->span + page - 1) & ~(page - 1);
@@ -263,7 +258,7 @@ static aql_status read_symbols(struct aql_code_object *co)
 		GElf_Shdr sh;
 
 		if (!gelf_getshdr(scn, &sh))
-			return bad("%s: unreadable section header", "code object");
+			return aql_fail(AQL_ERR_INVALID_CODE_OBJECT, "code object: unreadable section header");
 		if (sh.sh_type == SHT_DYNSYM && !dynsym)
 			dynsym = scn;
 		else if (sh.sh_type == SHT_SYMTAB && !symtab)
@@ -285,7 +280,7 @@ static aql_status read_symbols(struct aql_code_object *co)
 	co->symbols = d;
 	co->symbol_count = d->d_size / sizeof(Elf64_Sym);
 	if (co->symbol_count > UINT32_MAX / 4)
-		return bad("%s: too many symbols", "code object");
+		return aql_fail(AQL_ERR_INVALID_CODE_OBJECT, "code object: too many symbols");
 
 	Elf_Scn *strscn = sh.sh_link ? elf_getscn(co->elf, sh.sh_link) : NULL;
 	GElf_Shdr strsh;
@@ -295,7 +290,7 @@ static aql_status read_symbols(struct aql_code_object *co)
 	/* Terminated at its end, every in-bounds name is a C string. */
 	if (!str || !str->d_buf || str->d_size == 0 ||
 	    ((const char *)str->d_buf)[str->d_size - 1])
-		return bad("%s: symbol table has no valid string table", "code object");
+		return aql_fail(AQL_ERR_INVALID_CODE_OBJECT, "code object: symbol table has no valid string table");
 	co->strtab = str->d_buf;
 	co->strtab_size = str->d_size;
 	return index_symbols(co);
@@ -476,21 +471,30 @@ fail:
 	return st;
 }
 
-aql_status aql_code_object_open(const void *image, size_t size, aql_code_object **out)
+/* A private copy of the caller's image, which the object then owns. */
+static aql_status copy_image(const void *image, size_t size, uint8_t **out)
 {
-	uint8_t *copy;
-
-	if (!image || !out)
-		return aql_fail(AQL_ERR_INVALID_ARG, "aql_code_object_open: NULL %s",
-				image ? "out" : "image");
 	if (size > MAX_FILE_SIZE)
 		return aql_fail(AQL_ERR_INVALID_ARG,
 				"code object of %zu bytes exceeds the %llu-byte limit",
 				size, (unsigned long long)MAX_FILE_SIZE);
-	copy = malloc(size ? size : 1);
-	if (!copy)
+	*out = malloc(size ? size : 1);
+	if (!*out)
 		return aql_fail(AQL_ERR_NOMEM, "code object copy of %zu bytes", size);
-	memcpy(copy, image, size);
+	memcpy(*out, image, size);
+	return AQL_OK;
+}
+
+aql_status aql_code_object_open(const void *image, size_t size, aql_code_object **out)
+{
+	uint8_t *copy;
+	aql_status st;
+
+	if (!image || !out)
+		return aql_fail(AQL_ERR_INVALID_ARG, "aql_code_object_open: NULL %s",
+				image ? "out" : "image");
+	if ((st = copy_image(image, size, &copy)) != AQL_OK)
+		return st;
 	return co_open(copy, size, out);
 }
 
@@ -562,14 +566,14 @@ static aql_status check_agent(aql_agent *agent, const void *what, aql_code_objec
 	return AQL_OK;
 }
 
-aql_status aql_code_object_load(aql_agent *agent, const void *image, size_t size,
+/* Open the image (taking ownership) and load it. */
+static aql_status open_and_load(aql_agent *agent, uint8_t *image, size_t size,
 				const aql_load_options *opts, aql_code_object **out)
 {
 	aql_code_object *co;
-	aql_status st;
+	aql_status st = co_open(image, size, &co);
 
-	if ((st = check_agent(agent, image, out)) != AQL_OK ||
-	    (st = aql_code_object_open(image, size, &co)) != AQL_OK)
+	if (st != AQL_OK)
 		return st;
 	st = co_load(agent, co, opts);
 	if (st != AQL_OK) {
@@ -580,10 +584,21 @@ aql_status aql_code_object_load(aql_agent *agent, const void *image, size_t size
 	return AQL_OK;
 }
 
+aql_status aql_code_object_load(aql_agent *agent, const void *image, size_t size,
+				const aql_load_options *opts, aql_code_object **out)
+{
+	uint8_t *copy;
+	aql_status st;
+
+	if ((st = check_agent(agent, image, out)) != AQL_OK ||
+	    (st = copy_image(image, size, &copy)) != AQL_OK)
+		return st;
+	return open_and_load(agent, copy, size, opts, out);
+}
+
 aql_status aql_code_object_load_file(aql_agent *agent, const char *path,
 				     const aql_load_options *opts, aql_code_object **out)
 {
-	aql_code_object *co;
 	struct stat sb;
 	uint8_t *image;
 	aql_status st;
@@ -627,16 +642,8 @@ aql_status aql_code_object_load_file(aql_agent *agent, const char *path,
 		got += (size_t)n;
 	}
 	close(fd);
-	st = co_open(image, got, &co);
-	if (st != AQL_OK)
-		return aql_fail_prefix(st, path);
-	st = co_load(agent, co, opts);
-	if (st != AQL_OK) {
-		aql_code_object_destroy(co);
-		return aql_fail_prefix(st, path);
-	}
-	*out = co;
-	return AQL_OK;
+	st = open_and_load(agent, image, got, opts, out);
+	return st == AQL_OK ? st : aql_fail_prefix(st, path);
 }
 
 void aql_code_object_destroy(aql_code_object *co)

@@ -31,8 +31,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <gelf.h>
-#include <libelf.h>
 
 #include <aql/bundle.h>
 #include <aql/code_object.h>
@@ -110,37 +108,6 @@ fail:
 static bool is_elf(const struct file_buf *fb)
 {
 	return fb->size >= 4 && !memcmp(fb->data, "\x7f" "ELF", 4);
-}
-
-/*
- * Whether an ELF file has a .hip_fatbin section. Decided here, not from
- * aql_bundle_open()'s status, so that a broken bundle in a HIP program
- * is reported as such rather than as "not a code object".
- */
-static bool has_hip_fatbin(const struct file_buf *fb)
-{
-	Elf_Scn *scn = NULL;
-	bool found = false;
-	const char *name;
-	size_t shstrndx;
-	GElf_Shdr sh;
-	Elf *elf;
-
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return false;
-	elf = elf_memory((char *)fb->data, fb->size);
-	if (!elf)
-		return false;
-	if (elf_kind(elf) == ELF_K_ELF && !elf_getshdrstrndx(elf, &shstrndx)) {
-		while (!found && (scn = elf_nextscn(elf, scn)) != NULL) {
-			if (!gelf_getshdr(scn, &sh))
-				continue;
-			name = elf_strptr(elf, shstrndx, sh.sh_name);
-			found = name && !strcmp(name, ".hip_fatbin");
-		}
-	}
-	elf_end(elf);
-	return found;
 }
 
 /* ---- JSON writer -------------------------------------------------------- */
@@ -839,11 +806,11 @@ static int find_bundle(const char *path, const struct file_buf *fb,
 	aql_status st;
 
 	*b = NULL;
-	if (!aql_bundle_is_bundle(fb->data, fb->size) &&
-	    !(is_elf(fb) && has_hip_fatbin(fb)))
+	if (!aql_bundle_is_bundle(fb->data, fb->size) && !is_elf(fb))
 		return 0;
 	st = aql_bundle_open(fb->data, fb->size, b);
-	if (st == AQL_OK)
+	/* An ELF without .hip_fatbin is a plain code object. */
+	if (st == AQL_OK || (st == AQL_ERR_NOT_FOUND && is_elf(fb)))
 		return 0;
 	*b = NULL;
 	aql_reason(why, sizeof(why), "aql_bundle_open", st);

@@ -47,10 +47,10 @@ aql_status aql_bundle_open(const void *data, size_t size, aql_bundle **out);
 /* Free a bundle. NULL is accepted. */
 void aql_bundle_close(aql_bundle *bundle);
 
-/* Number of entries. */
+/* Number of entries of an open bundle. Never fails; thread safe. */
 uint32_t aql_bundle_count(const aql_bundle *bundle);
 
-/* Entry i (< count), valid until aql_bundle_close(). */
+/* Entry i, valid until aql_bundle_close(); NULL if i >= count. Thread safe. */
 const aql_bundle_entry *aql_bundle_get(const aql_bundle *bundle, uint32_t i);
 
 /*

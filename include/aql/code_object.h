@@ -76,7 +76,7 @@ typedef struct aql_kd_field {
  */
 const aql_kd_field *aql_kd_fields(const aql_target_id *target, uint32_t *count);
 
-/* Value of field f in descriptor kd. */
+/* Value of field f in descriptor kd. Never fails; thread safe. */
 uint32_t aql_kd_field_value(const aql_kernel_descriptor_info *kd,
 			    const aql_kd_field *f);
 
@@ -156,7 +156,10 @@ aql_status aql_code_object_load_file(aql_agent *agent, const char *path,
  */
 void aql_code_object_destroy(aql_code_object *co);
 
-/* Description of co, valid until aql_code_object_destroy(). */
+/*
+ * Description of co (not NULL), valid until aql_code_object_destroy().
+ * Never fails; thread safe, as co is not changed after loading.
+ */
 const aql_code_object_info *aql_code_object_get_info(const aql_code_object *co);
 
 /*

@@ -146,7 +146,11 @@ aql_status aql_metadata_parse(const void *data, size_t size,
 /* Free what aql_metadata_parse() returned. NULL is accepted. */
 void aql_metadata_free(aql_metadata *md);
 
-/* "by_value", "hidden_block_count_x", ... ; "unknown" out of range. */
+/*
+ * The metadata spelling of a kind, address space or access ("by_value",
+ * "hidden_block_count_x", "global", "read_only"): static strings, never
+ * NULL ("unknown" out of range). Thread safe.
+ */
 const char *aql_arg_kind_name(enum aql_arg_kind kind);
 const char *aql_address_space_name(enum aql_address_space as);
 const char *aql_access_name(enum aql_access access);

@@ -52,7 +52,7 @@ aql_status aql_target_parse(const char *str, aql_target_id *out);
 /*
  * Write the canonical form ("gfx90a:sramecc+:xnack-", features in
  * alphabetical order, "any" omitted) to buf. Returns the length it needs,
- * as snprintf does.
+ * as snprintf does; buf may be NULL when size is 0. Thread safe.
  */
 size_t aql_target_format(const aql_target_id *id, char *buf, size_t size);
 
