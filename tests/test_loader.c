@@ -249,6 +249,23 @@ static Elf64_Sym *dynsym(struct image *im, const char *name)
 }
 
 /*
+ * A damaged copy must be refused with a message containing needle: by
+ * aql_code_object_load() with opts, or by aql_code_object_open() if opts is
+ * NULL. Frees the copy.
+ */
+static void expect_refused(struct image *c, const aql_load_options *opts,
+			   const char *what, const char *needle)
+{
+	aql_code_object *co = NULL;
+	aql_status st = opts ? load(c, opts, &co) : aql_code_object_open(c->bytes, c->size, &co);
+
+	CHECK(st != AQL_OK && th_error_has(needle), "%s: %s", what, aql_status_str(st));
+	if (st == AQL_OK)
+		aql_code_object_destroy(co);
+	free(c->bytes);
+}
+
+/*
  * Damage the symbol and string tables of a loadable copy: every case must
  * be refused at load with a message that names the problem.
  */
@@ -256,19 +273,13 @@ static void test_bad_symbols(const struct image *im)
 {
 	const aql_symbol_binding syms[] = { { "ext_sym", 1 }, { "ext_sym2", 2 } };
 	const aql_load_options opts = { syms, 2 };
-	aql_code_object *co = NULL;
 	struct image c;
 
 #define EXPECT_LOAD_BAD(what, needle, ...)                                     \
 	do {                                                                   \
 		c = copy(im);                                                  \
 		__VA_ARGS__;                                                   \
-		aql_status st_ = load(&c, &opts, &co);                         \
-		CHECK(st_ != AQL_OK && th_error_has(needle), "%s: %s", what,   \
-		      aql_status_str(st_));                                    \
-		if (st_ == AQL_OK)                                             \
-			aql_code_object_destroy(co);                           \
-		free(c.bytes);                                                 \
+		expect_refused(&c, &opts, what, needle);                       \
 	} while (0)
 
 	EXPECT_LOAD_BAD("symbol outside every section", "outside every loaded segment",
@@ -325,12 +336,7 @@ static void test_malformed(const struct image *im)
 	do {                                                                   \
 		c = copy(im);                                                  \
 		__VA_ARGS__;                                                   \
-		aql_status st_ = aql_code_object_open(c.bytes, c.size, &co);   \
-		CHECK(st_ != AQL_OK && th_error_has(needle), "%s: %s", what,   \
-		      aql_status_str(st_));                                    \
-		if (st_ == AQL_OK)                                             \
-			aql_code_object_destroy(co);                           \
-		free(c.bytes);                                                 \
+		expect_refused(&c, NULL, what, needle);                        \
 	} while (0)
 
 	EXPECT_BAD("not ELF", "not an ELF", c.bytes[1] = 'X');
