@@ -129,6 +129,7 @@ static void test_malformed(void)
 /* Destroy while a kernel runs and 100 more packets wait behind it. */
 struct __attribute__((aligned(16))) sleep_args {
 	unsigned ms;
+	int *started;
 	int *finished;
 };
 
@@ -136,6 +137,7 @@ static void sleep_kernel(const void *kernarg)
 {
 	const struct sleep_args *a = kernarg;
 
+	__atomic_store_n(a->started, 1, __ATOMIC_RELEASE);
 	th_sleep_ms(a->ms);
 	*a->finished = 1;
 }
@@ -148,8 +150,8 @@ static void test_destroy_in_flight(void)
 	enum { WAITING = 100 };
 	aql_queue *q = th_queue(128, AQL_QUEUE_MULTI, 0);
 	aql_signal *running = th_signal(1), *waiting[WAITING];
-	int finished = 0, cancelled = 0;
-	struct sleep_args args = { 50, &finished };
+	int started = 0, finished = 0, cancelled = 0;
+	struct sleep_args args = { 50, &started, &finished };
 	aql_dispatch_packet p = th_dispatch1(&sleep_kd, &args, running);
 
 	th_submit(q, &p);
@@ -158,7 +160,10 @@ static void test_destroy_in_flight(void)
 		p.completion_signal = aql_signal_handle(waiting[i]);
 		th_submit(q, &p);
 	}
-	th_sleep_ms(10);
+	/* A loaded machine may not have started the kernel yet; destroy must
+	 * find it running, not cancel it. */
+	while (!__atomic_load_n(&started, __ATOMIC_ACQUIRE))
+		th_sleep_ms(1);
 	CHECK_OK(aql_queue_destroy(q));
 	CHECK(finished == 1 && running->value == 0,
 	      "running kernel: finished %d, signal %lld", finished, (long long)running->value);
