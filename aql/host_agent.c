@@ -444,6 +444,7 @@ static void get_info(aql_agent *agent, aql_agent_info *info)
 		.max_private_segment_size = MAX_PRIVATE,
 		.max_queue_size = MAX_QUEUE_SIZE,
 		.queue_features = 3,	/* kernel dispatch | agent dispatch */
+		.numa_node = -1,	/* workers run on every CPU */
 	};
 }
 

@@ -30,6 +30,7 @@ typedef struct aql_agent_info {
 	uint32_t max_private_segment_size;	/* bytes per work-item */
 	uint32_t max_queue_size;	/* packets */
 	uint32_t queue_features;	/* as aql_hsa_queue.features */
+	int32_t numa_node;		/* node nearest the agent; -1: spans all */
 } aql_agent_info;
 
 /*

@@ -1,0 +1,3 @@
+/* SPDX-License-Identifier: MIT */
+/* Being written. */
+typedef int aql_placeholder_;

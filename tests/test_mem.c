@@ -1,0 +1,7 @@
+/* SPDX-License-Identifier: MIT */
+#include "helpers.h"
+
+int main(void)
+{
+	return th_finish();
+}
