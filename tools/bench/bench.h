@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * aql-bench internals shared by its modes. A mode (dispatch.c, load.c, ...)
+ * is a list of benchmarks, each filling one struct result, plus the goals
+ * judged on those results; the driver (aql-bench.c) runs one mode and
+ * report.c prints its results as a table or as JSON lines.
+ */
+#ifndef AQL_BENCH_H
+#define AQL_BENCH_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <aql/aql.h>
+
+#define ARRAY_SIZE(a)		(sizeof(a) / sizeof((a)[0]))
+
+#define WAIT_TIMEOUT_NS		(10ull * 1000000000ull)
+#define DEFAULT_THREADS		8u
+#define MAX_THREADS		1024u
+#define MAX_BENCHES		16
+#define COMGR_DEFAULT_LIB	"libamd_comgr.so.2"
+
+/* Iteration counts; --quick divides them by about ten. */
+struct sizes {
+	uint32_t warmup;
+	uint32_t spin_samples;
+	uint32_t block_samples;
+	uint32_t packets;	/* per throughput round, all threads together */
+	uint32_t rounds;
+	uint32_t load_rounds;
+	uint32_t meta_rounds;
+	uint64_t meta_round_ns;	/* reps are calibrated to about this */
+};
+
+struct opts {
+	bool json;
+	bool quick;
+	uint32_t threads;
+	const char *mode;	/* "dispatch", "load", "read", ... */
+	const char *path;	/* the FILE of --load and --read, or NULL */
+};
+
+enum result_kind {
+	RESULT_NONE,
+	RESULT_LATENCY,
+	RESULT_RATE,
+	RESULT_DURATION,
+	RESULT_SKIPPED,
+};
+
+struct latency {
+	uint64_t min, p50, p99, p999;
+	double mean;
+	size_t samples;
+};
+
+struct rate {
+	const char *unit;	/* NULL: "dispatches/s" */
+	double median, min, max;
+	uint32_t rounds;
+	uint32_t threads;
+};
+
+/* Per-round times, in unit. */
+struct duration {
+	const char *unit;	/* "ms", "us/kernel" */
+	double median, p90, min, max;
+	uint32_t rounds;
+	uint32_t reps;		/* repetitions timed together per round */
+	uint32_t kernels;	/* in the code object (--load) */
+};
+
+struct result {
+	const char *metric;
+	enum result_kind kind;
+	union {
+		struct latency lat;
+		struct rate rate;
+		struct duration dur;
+		const char *skipped;	/* why, for RESULT_SKIPPED */
+	};
+};
+
+struct ctx {
+	const struct opts *opts;
+	struct sizes sz;
+	aql_agent *agent;
+	uint32_t queue_size;
+	struct result results[MAX_BENCHES];
+	size_t nresults;
+	void *state;		/* the mode's own, from its setup() */
+};
+
+typedef int (*bench_fn)(struct ctx *ctx, struct result *res);
+
+struct bench {
+	const char *metric;
+	bench_fn run;
+};
+
+/* A goal: num's headline value, divided by den's unless den is NULL. */
+struct goal {
+	const char *metric;
+	const char *label;
+	const char *num;
+	const char *den;
+	bool at_least;
+	double goal;
+	const char *unit;	/* of an absolute goal (den NULL) */
+};
+
+/*
+ * A mode is a list of benchmarks run in order plus the goals judged on
+ * their results, with optional set-up (run before the banner) and
+ * clean-up.
+ */
+struct mode {
+	const char *name;
+	const struct bench *benches;
+	size_t nbenches;
+	const struct goal *goals;
+	size_t ngoals;
+	int (*setup)(struct ctx *ctx);
+	void (*cleanup)(struct ctx *ctx);
+	int (*banner)(const struct ctx *ctx);
+};
+
+extern const struct mode bench_mode_dispatch;
+extern const struct mode bench_mode_load;
+
+/* stats.c: progress line, failure messages, timing and summaries. */
+extern bool progress_on;
+void progress(size_t k, size_t n, const char *name);
+void progress_clear(void);
+int fail_msg(const char *call, aql_status st, const char *msg);
+/* aql_error_message() is per thread: call this on the failing thread. */
+int fail(const char *call, aql_status st);
+int fail_errno(const char *call, int err);
+uint64_t *alloc_samples(uint32_t n);
+double rate_of(uint64_t items, uint64_t ns);
+void latency_stats(uint64_t *samples, size_t n, struct latency *out);
+void rate_stats(double *rates, uint32_t n, uint32_t threads, struct rate *out);
+void duration_stats(double *v, uint32_t n, const char *unit, uint32_t reps,
+		    uint32_t kernels, struct duration *out);
+/* Whole file into a fresh buffer; the caller frees *out. errno on failure. */
+int slurp(const char *path, unsigned char **out, size_t *size);
+int read_fail(const char *path, int err);
+
+/* report.c */
+void print_json(const struct ctx *ctx, const struct mode *m);
+void print_table(const struct ctx *ctx, const struct mode *m);
+
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+#endif

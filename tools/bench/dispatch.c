@@ -1,0 +1,609 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * aql-bench, default mode: dispatch microbenchmarks with machine baselines
+ * measured in the same run, so that the numbers can be judged against what
+ * this machine can do at all.
+ *
+ * All work runs on the default agent (aql_agent_default()) with an empty
+ * host kernel: a 1-D dispatch of one work-item whose function returns at
+ * once, so every number is runtime overhead.
+ *
+ * dispatch_rtt_spin, dispatch_rtt_block
+ *	Round trip of one dispatch on a SINGLE queue (one producer, so
+ *	the cheapest reserve path). Per iteration: reset the completion
+ *	signal to 1, take a CLOCK_MONOTONIC timestamp, submit the packet,
+ *	wait for the signal to drop below 1 (AQL_WAIT_ACTIVE resp.
+ *	AQL_WAIT_BLOCKED), take a timestamp. Warm-up iterations are not
+ *	recorded. Reported as p50/p99/p99.9/min/mean in ns.
+ *
+ * dispatch_rtt_block_parked
+ *	As dispatch_rtt_block, on a private agent whose packet processor
+ *	parks at once when idle: every round trip then takes two futex
+ *	wake-ups (processor, waiter), as baseline_futex_rtt does.
+ *
+ * dispatch_throughput, dispatch_throughput_barrier
+ *	One thread submits N empty dispatches back to back on a SINGLE
+ *	queue, barrier bit off resp. on. Only the last packet carries a
+ *	completion signal; it also sets the barrier bit so that its
+ *	completion implies that every earlier packet has finished too.
+ *	Repeated for R rounds (after one warm-up round); reported as the
+ *	median, min and max of dispatches/s over the rounds.
+ *
+ * dispatch_throughput_mp
+ *	T threads share one MULTI queue and submit N/T packets each, all
+ *	released by one pthread barrier. Each thread's last packet carries
+ *	that thread's completion signal. Timed from the barrier release
+ *	(the earliest post-barrier timestamp) until every signal completed.
+ *
+ * baseline_pingpong_rtt
+ *	Two threads bounce a counter through one cache line, spinning:
+ *	A stores i, B waits for i and answers -i, A waits for -i. Timed
+ *	per round trip with the same clock_gettime() method as above.
+ *
+ * baseline_futex_rtt
+ *	The same ping-pong, but each side sleeps in FUTEX_WAIT_PRIVATE and
+ *	the other wakes it with FUTEX_WAKE_PRIVATE; no spinning at all.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+#define FULL_TIMEOUT_NS		(10ull * 1000000000ull)
+
+/* ---- the empty kernel ------------------------------------------------- */
+
+struct empty_kernarg {
+	uint64_t pad;
+};
+
+static void empty_kernel(const void *kernarg)
+{
+	(void)kernarg;
+}
+
+static const aql_host_kernel_descriptor empty_kd =
+	AQL_HOST_KERNEL_DESCRIPTOR(empty_kernel, struct empty_kernarg,
+				   AQL_HOST_KD_NO_BARRIER);
+
+static _Alignas(16) struct empty_kernarg empty_args;
+
+static aql_packet empty_dispatch(int barrier, aql_signal *completion)
+{
+	aql_packet p;
+	aql_dispatch_packet *d = &p.dispatch;
+
+	memset(&p, 0, sizeof(p));
+	d->header = aql_packet_header(AQL_PACKET_KERNEL_DISPATCH, barrier,
+				      AQL_FENCE_SYSTEM, AQL_FENCE_SYSTEM);
+	d->setup = 1;
+	d->workgroup_size_x = 1;
+	d->workgroup_size_y = 1;
+	d->workgroup_size_z = 1;
+	d->grid_size_x = 1;
+	d->grid_size_y = 1;
+	d->grid_size_z = 1;
+	d->kernel_object = (uint64_t)(uintptr_t)&empty_kd;
+	d->kernarg_address = (uint64_t)(uintptr_t)&empty_args;
+	d->completion_signal = completion ? aql_signal_handle(completion) : 0;
+	return p;
+}
+
+/* ---- queue plumbing ----------------------------------------------------- */
+
+static int queue_open(struct ctx *ctx, aql_agent *agent, enum aql_queue_type type,
+		      aql_queue **q)
+{
+	aql_queue_config cfg = {
+		.size = ctx->queue_size,
+		.type = type,
+		.full_timeout_ns = FULL_TIMEOUT_NS,
+	};
+	aql_status st = aql_queue_create(agent, &cfg, q);
+
+	return st == AQL_OK ? 0 : fail("aql_queue_create", st);
+}
+
+static int queue_close(aql_queue *q)
+{
+	aql_status st = aql_queue_destroy(q);
+
+	return st == AQL_OK ? 0 : fail("aql_queue_destroy", st);
+}
+
+static int signals_create(aql_signal **sigs, uint32_t n)
+{
+	uint32_t i;
+	aql_status st;
+
+	for (i = 0; i < n; i++) {
+		st = aql_signal_create(1, &sigs[i]);
+		if (st != AQL_OK)
+			return fail("aql_signal_create", st);
+	}
+	return 0;
+}
+
+static void signals_destroy(aql_signal **sigs, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n && sigs; i++)
+		aql_signal_destroy(sigs[i]);
+}
+
+/*
+ * A timed-out wait means the queue stopped, or a packet was never picked
+ * up (read < write) or never signalled (read == write): say which.
+ */
+static int await_done(aql_queue *q, aql_signal *sig, enum aql_wait_hint hint)
+{
+	const char *why = NULL;
+	aql_status st;
+	int rc;
+
+	st = aql_signal_wait(sig, AQL_COND_LT, 1, WAIT_TIMEOUT_NS, hint, NULL);
+	if (st == AQL_OK)
+		return 0;
+	rc = fail("aql_signal_wait", st);
+	if (aql_queue_error(q, &why) != AQL_OK && why)
+		fprintf(stderr, "aql-bench: queue stopped: %s\n", why);
+	fprintf(stderr, "aql-bench: queue %" PRIu64 ": write index %" PRIu64
+		", read index %" PRIu64 "\n", q->amd->hsa.id,
+		__atomic_load_n(&q->amd->write_dispatch_id, __ATOMIC_RELAXED),
+		__atomic_load_n(&q->amd->read_dispatch_id, __ATOMIC_RELAXED));
+	return rc;
+}
+
+/*
+ * n packets; only the last one signals. It also sets the barrier bit, so
+ * its completion means every packet before it has completed as well.
+ */
+static aql_status submit_batch(aql_queue *q, int barrier, aql_signal *done,
+			       uint32_t n)
+{
+	const aql_packet body = empty_dispatch(barrier, NULL);
+	const aql_packet last = empty_dispatch(1, done);
+	aql_status st;
+	uint32_t i;
+
+	for (i = 1; i < n; i++) {
+		st = aql_queue_submit(q, &body);
+		if (st != AQL_OK)
+			return st;
+	}
+	return aql_queue_submit(q, &last);
+}
+
+/* ---- (a) dispatch round trip ------------------------------------------ */
+
+/* samples NULL: warm-up, nothing recorded. */
+static int rtt_loop(aql_queue *q, aql_signal *sig, enum aql_wait_hint hint,
+		    uint64_t *samples, uint32_t n)
+{
+	const aql_packet pkt = empty_dispatch(0, sig);
+	aql_status st;
+	uint64_t t0;
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		aql_signal_store(sig, 1, AQL_RELAXED);
+		t0 = now_ns();
+		st = aql_queue_submit(q, &pkt);
+		if (st != AQL_OK)
+			return fail("aql_queue_submit", st);
+		if (await_done(q, sig, hint))
+			return -1;
+		if (samples)
+			samples[i] = now_ns() - t0;
+	}
+	return 0;
+}
+
+static int bench_rtt(struct ctx *ctx, struct result *res, aql_agent *agent,
+		     enum aql_wait_hint hint, uint32_t n)
+{
+	aql_queue *q = NULL;
+	aql_signal *sig = NULL;
+	uint64_t *samples = alloc_samples(n);
+	int rc = -1;
+
+	if (!samples)
+		return fail_errno("malloc", ENOMEM);
+	if (queue_open(ctx, agent, AQL_QUEUE_SINGLE, &q) ||
+	    signals_create(&sig, 1))
+		goto out;
+	if (rtt_loop(q, sig, hint, NULL, ctx->sz.warmup) ||
+	    rtt_loop(q, sig, hint, samples, n))
+		goto out;
+	res->kind = RESULT_LATENCY;
+	latency_stats(samples, n, &res->lat);
+	rc = 0;
+out:
+	if (q && queue_close(q))
+		rc = -1;
+	aql_signal_destroy(sig);
+	free(samples);
+	return rc;
+}
+
+static int bench_rtt_spin(struct ctx *ctx, struct result *res)
+{
+	return bench_rtt(ctx, res, ctx->agent, AQL_WAIT_ACTIVE, ctx->sz.spin_samples);
+}
+
+static int bench_rtt_block(struct ctx *ctx, struct result *res)
+{
+	return bench_rtt(ctx, res, ctx->agent, AQL_WAIT_BLOCKED, ctx->sz.block_samples);
+}
+
+/*
+ * Both sides asleep: a private agent whose processor parks after 1 ns of
+ * polling, so every packet wakes it through the doorbell futex and every
+ * completion wakes the waiter. Two wake-ups per round trip, like
+ * baseline_futex_rtt, whereas in dispatch_rtt_block the empty dispatch
+ * usually completes before the waiter has gone to sleep.
+ */
+static int bench_rtt_block_parked(struct ctx *ctx, struct result *res)
+{
+	aql_host_agent_config cfg = { .workers = 1, .idle_spin_ns = 1 };
+	aql_agent *agent;
+	aql_status st = aql_host_agent_create(&cfg, &agent);
+	int rc;
+
+	if (st != AQL_OK)
+		return fail("aql_host_agent_create", st);
+	rc = bench_rtt(ctx, res, agent, AQL_WAIT_BLOCKED, ctx->sz.block_samples);
+	st = aql_agent_destroy(agent);
+	return st == AQL_OK ? rc : fail("aql_agent_destroy", st);
+}
+
+/* ---- (b) dispatch throughput ------------------------------------------ */
+
+struct tput;
+
+struct mp_worker {
+	pthread_t tid;
+	struct tput *t;
+	aql_signal *sig;
+	uint32_t packets;
+	uint64_t start_ns;
+	aql_status st;
+	char msg[256];
+};
+
+struct tput {
+	aql_queue *q;
+	uint32_t packets;
+	uint32_t threads;
+	int barrier;
+	aql_signal **sigs;		/* one per thread */
+	struct mp_worker *workers;	/* MULTI only */
+	pthread_barrier_t start;
+};
+
+typedef int (*round_fn)(struct tput *t, double *rate);
+
+/* The waiter is idle while packets drain: let it sleep after a short spin. */
+#define TPUT_WAIT_HINT	AQL_WAIT_SPIN_BLOCK
+
+static int tput_round_single(struct tput *t, double *rate)
+{
+	aql_signal *sig = t->sigs[0];
+	aql_status st;
+	uint64_t t0;
+
+	aql_signal_store(sig, 1, AQL_RELAXED);
+	t0 = now_ns();
+	st = submit_batch(t->q, t->barrier, sig, t->packets);
+	if (st != AQL_OK)
+		return fail("aql_queue_submit", st);
+	if (await_done(t->q, sig, TPUT_WAIT_HINT))
+		return -1;
+	*rate = rate_of(t->packets, now_ns() - t0);
+	return 0;
+}
+
+static void *mp_submitter(void *arg)
+{
+	struct mp_worker *w = arg;
+
+	pthread_barrier_wait(&w->t->start);
+	w->start_ns = now_ns();
+	w->st = submit_batch(w->t->q, w->t->barrier, w->sig, w->packets);
+	if (w->st != AQL_OK)
+		snprintf(w->msg, sizeof(w->msg), "%s", aql_error_message());
+	return NULL;
+}
+
+/* Threads parked on the start barrier could never be released: give up. */
+static void die_on(int err, const char *call)
+{
+	if (err) {
+		fail_errno(call, err);
+		exit(EXIT_FAILURE);
+	}
+}
+
+static uint64_t mp_run_threads(struct tput *t)
+{
+	uint64_t t0 = UINT64_MAX;
+	uint32_t i;
+
+	die_on(pthread_barrier_init(&t->start, NULL, t->threads),
+	       "pthread_barrier_init");
+	for (i = 0; i < t->threads; i++) {
+		struct mp_worker *w = &t->workers[i];
+
+		memset(w, 0, sizeof(*w));
+		w->t = t;
+		w->sig = t->sigs[i];
+		w->packets = t->packets / t->threads;
+		aql_signal_store(w->sig, 1, AQL_RELAXED);
+		die_on(pthread_create(&w->tid, NULL, mp_submitter, w),
+		       "pthread_create");
+	}
+	for (i = 0; i < t->threads; i++) {
+		pthread_join(t->workers[i].tid, NULL);
+		if (t->workers[i].start_ns < t0)
+			t0 = t->workers[i].start_ns;
+	}
+	pthread_barrier_destroy(&t->start);
+	return t0;
+}
+
+static int tput_round_mp(struct tput *t, double *rate)
+{
+	uint64_t t0 = mp_run_threads(t);
+	uint32_t i;
+
+	for (i = 0; i < t->threads; i++)
+		if (t->workers[i].st != AQL_OK)
+			return fail_msg("aql_queue_submit", t->workers[i].st,
+					t->workers[i].msg);
+	for (i = 0; i < t->threads; i++)
+		if (await_done(t->q, t->sigs[i], TPUT_WAIT_HINT))
+			return -1;
+	*rate = rate_of((uint64_t)t->workers[0].packets * t->threads,
+			now_ns() - t0);
+	return 0;
+}
+
+/* One discarded warm-up round, then the measured ones. */
+static int tput_rounds(struct ctx *ctx, struct tput *t, round_fn round,
+		       struct result *res)
+{
+	uint32_t n = ctx->sz.rounds, i;
+	double *rates = calloc(n, sizeof(*rates));
+	double warm;
+	int rc = -1;
+
+	if (!rates)
+		return fail_errno("calloc", ENOMEM);
+	if (round(t, &warm))
+		goto out;
+	for (i = 0; i < n; i++)
+		if (round(t, &rates[i]))
+			goto out;
+	res->kind = RESULT_RATE;
+	rate_stats(rates, n, t->threads, &res->rate);
+	rc = 0;
+out:
+	free(rates);
+	return rc;
+}
+
+static int bench_tput_run(struct ctx *ctx, struct result *res,
+			  enum aql_queue_type type, uint32_t threads,
+			  int barrier)
+{
+	struct tput t = {
+		.packets = ctx->sz.packets,
+		.threads = threads,
+		.barrier = barrier,
+	};
+	round_fn round = type == AQL_QUEUE_SINGLE ? tput_round_single
+						  : tput_round_mp;
+	int rc = -1;
+
+	if (t.packets < threads)
+		t.packets = threads;
+	t.sigs = calloc(threads, sizeof(*t.sigs));
+	t.workers = calloc(threads, sizeof(*t.workers));
+	if (!t.sigs || !t.workers) {
+		rc = fail_errno("calloc", ENOMEM);
+		goto out;
+	}
+	if (queue_open(ctx, ctx->agent, type, &t.q) || signals_create(t.sigs, threads))
+		goto out;
+	rc = tput_rounds(ctx, &t, round, res);
+out:
+	if (t.q && queue_close(t.q))
+		rc = -1;
+	signals_destroy(t.sigs, threads);
+	free(t.sigs);
+	free(t.workers);
+	return rc;
+}
+
+static int bench_tput(struct ctx *ctx, struct result *res)
+{
+	return bench_tput_run(ctx, res, AQL_QUEUE_SINGLE, 1, 0);
+}
+
+static int bench_tput_barrier(struct ctx *ctx, struct result *res)
+{
+	return bench_tput_run(ctx, res, AQL_QUEUE_SINGLE, 1, 1);
+}
+
+static int bench_tput_mp(struct ctx *ctx, struct result *res)
+{
+	return bench_tput_run(ctx, res, AQL_QUEUE_MULTI, ctx->opts->threads, 0);
+}
+
+/* ---- (c) machine baselines -------------------------------------------- */
+
+/* word sits alone in its line; the read-only fields live in the next one. */
+struct pingpong {
+	int32_t word __attribute__((aligned(64)));
+	bool futex __attribute__((aligned(64)));
+	uint32_t iters;
+};
+
+static void futex_wait(int32_t *addr, int32_t val)
+{
+	syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+}
+
+static void futex_wake(int32_t *addr)
+{
+	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+static inline void pp_post(struct pingpong *pp, int32_t v)
+{
+	__atomic_store_n(&pp->word, v, __ATOMIC_RELEASE);
+	if (pp->futex)
+		futex_wake(&pp->word);
+}
+
+/* FUTEX_WAIT returns at once if the word already moved on from v. */
+static inline void pp_await(struct pingpong *pp, int32_t want)
+{
+	int32_t v;
+
+	while ((v = __atomic_load_n(&pp->word, __ATOMIC_ACQUIRE)) != want) {
+		if (pp->futex)
+			futex_wait(&pp->word, v);
+		else
+			cpu_relax();
+	}
+}
+
+/* Thread B: answer every i with -i. */
+static void *pp_echo(void *arg)
+{
+	struct pingpong *pp = arg;
+	int32_t i;
+
+	for (i = 1; i <= (int32_t)pp->iters; i++) {
+		pp_await(pp, i);
+		pp_post(pp, -i);
+	}
+	return NULL;
+}
+
+/* Thread A: the first warmup round trips are not recorded. */
+static void pp_serve(struct pingpong *pp, uint32_t warmup, uint64_t *samples)
+{
+	uint64_t t0;
+	int32_t i;
+
+	for (i = 1; i <= (int32_t)pp->iters; i++) {
+		t0 = now_ns();
+		pp_post(pp, i);
+		pp_await(pp, -i);
+		if ((uint32_t)i > warmup)
+			samples[(uint32_t)i - 1 - warmup] = now_ns() - t0;
+	}
+}
+
+static int bench_pingpong(struct ctx *ctx, struct result *res, bool futex,
+			  uint32_t n)
+{
+	struct pingpong pp = {
+		.word = 0,
+		.futex = futex,
+		.iters = ctx->sz.warmup + n,
+	};
+	uint64_t *samples = alloc_samples(n);
+	pthread_t tid;
+	int err;
+
+	if (!samples)
+		return fail_errno("malloc", ENOMEM);
+	err = pthread_create(&tid, NULL, pp_echo, &pp);
+	if (err) {
+		free(samples);
+		return fail_errno("pthread_create", err);
+	}
+	pp_serve(&pp, ctx->sz.warmup, samples);
+	pthread_join(tid, NULL);
+	res->kind = RESULT_LATENCY;
+	latency_stats(samples, n, &res->lat);
+	free(samples);
+	return 0;
+}
+
+static int bench_pingpong_spin(struct ctx *ctx, struct result *res)
+{
+	return bench_pingpong(ctx, res, false, ctx->sz.spin_samples);
+}
+
+static int bench_pingpong_futex(struct ctx *ctx, struct result *res)
+{
+	return bench_pingpong(ctx, res, true, ctx->sz.block_samples);
+}
+
+
+static int dispatch_banner(const struct ctx *ctx)
+{
+	aql_agent_info info;
+	aql_status st = aql_agent_get_info(ctx->agent, &info);
+
+	if (st != AQL_OK)
+		return fail("aql_agent_get_info", st);
+	printf("aql-bench: agent \"%s\" (%" PRIu32 " compute units), "
+	       "queue size %" PRIu32 ", %s run, %" PRIu32 " mp threads\n\n",
+	       info.name, info.compute_units, ctx->queue_size,
+	       ctx->opts->quick ? "quick" : "full", ctx->opts->threads);
+	return 0;
+}
+
+
+/* Each baseline runs right before the metric compared with it, so both
+ * see the same placement of threads on (virtual) CPUs. */
+static const struct bench dispatch_benches[] = {
+	{ "baseline_pingpong_rtt",	 bench_pingpong_spin },
+	{ "dispatch_rtt_spin",		 bench_rtt_spin },
+	{ "baseline_futex_rtt",		 bench_pingpong_futex },
+	{ "dispatch_rtt_block",		 bench_rtt_block },
+	{ "dispatch_rtt_block_parked",	 bench_rtt_block_parked },
+	{ "dispatch_throughput",	 bench_tput },
+	{ "dispatch_throughput_barrier", bench_tput_barrier },
+	{ "dispatch_throughput_mp",	 bench_tput_mp },
+};
+
+static const struct goal dispatch_goals[] = {
+	{ "ratio_dispatch_rtt_spin_vs_pingpong",
+	  "dispatch_rtt_spin p50 / baseline_pingpong_rtt p50",
+	  "dispatch_rtt_spin", "baseline_pingpong_rtt", false, 2.0, NULL },
+	{ "ratio_dispatch_rtt_block_vs_futex",
+	  "dispatch_rtt_block p50 / baseline_futex_rtt p50",
+	  "dispatch_rtt_block", "baseline_futex_rtt", false, 1.3, NULL },
+	{ "ratio_dispatch_rtt_block_parked_vs_futex",
+	  "dispatch_rtt_block_parked p50 / baseline_futex_rtt p50",
+	  "dispatch_rtt_block_parked", "baseline_futex_rtt", false, 1.3, NULL },
+	{ "ratio_dispatch_throughput_mp_vs_single",
+	  "dispatch_throughput_mp / dispatch_throughput",
+	  "dispatch_throughput_mp", "dispatch_throughput", true, 0.30, NULL },
+	{ "goal_dispatch_throughput",
+	  "dispatch_throughput (dispatches/s)",
+	  "dispatch_throughput", NULL, true, 4e6, "dispatches/s" },
+};
+
+const struct mode bench_mode_dispatch = {
+	.name = "dispatch",
+	.benches = dispatch_benches,
+	.nbenches = ARRAY_SIZE(dispatch_benches),
+	.goals = dispatch_goals,
+	.ngoals = ARRAY_SIZE(dispatch_goals),
+	.banner = dispatch_banner,
+};
