@@ -60,6 +60,10 @@ aql_status aql_agent_register_function(aql_agent *agent, uint16_t id, aql_agent_
 {
 	if (!agent)
 		return aql_fail(AQL_ERR_INVALID_ARG, "aql_agent_register_function: agent is NULL");
+	if (id >= AQL_AGENT_FN_RESERVED)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"agent dispatch type %u is reserved for libaql (0x%x and up)", id,
+				AQL_AGENT_FN_RESERVED);
 	if (!agent->ops->register_function)
 		return aql_fail(AQL_ERR_UNSUPPORTED, "this agent runs no agent dispatch packets");
 	return agent->ops->register_function(agent, id, fn, user);

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <aql/agent.h>
 #include <aql/code_object.h>
+#include <aql/packet.h>
 
 struct aql_queue_impl;
 
@@ -33,6 +34,17 @@ struct aql_agent_ops {
 	aql_status (*code_protect)(aql_agent *agent, void *addr, size_t size,
 				   int prot);
 	void (*code_free)(aql_agent *agent, void *base, size_t size);
+	/* Agent memory (aql_agent_mem_alloc()): zeroed, 256-byte aligned. */
+	aql_status (*mem_alloc)(aql_agent *agent, size_t size, void **out);
+	void (*mem_free)(aql_agent *agent, void *ptr);
+	/* Copy now; returns when the bytes have arrived. */
+	aql_status (*copy)(aql_agent *agent, void *dst, const void *src, size_t size);
+	/*
+	 * Fill packet (all but its header and completion signal) with a copy
+	 * that this agent's queues run in packet order.
+	 */
+	void (*encode_copy)(aql_agent *agent, aql_packet *packet, void *dst,
+			    const void *src, size_t size);
 };
 
 struct aql_agent {

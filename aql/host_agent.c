@@ -23,7 +23,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
+
+#include <aql/mem.h>
 
 #include "aql/agent_impl.h"
 #include "aql/clock.h"
@@ -42,6 +45,8 @@
 /* Grids up to this many work-items run on the processor thread: waking a
  * worker costs more than running them. */
 #define INLINE_WORKITEMS 64u
+/* The agent dispatch type of copies (aql/copy.h). */
+#define FN_COPY 0xffffu
 
 struct agent_function {
 	uint16_t id;
@@ -259,6 +264,12 @@ static enum outcome run_agent_function(struct processor *p, aql_packet *slot, ui
 	struct host_agent *agent = p->agent;
 	struct agent_function f = { 0 };
 
+	if (a->type == FN_COPY) {
+		memcpy((void *)(uintptr_t)a->arg[0], (const void *)(uintptr_t)a->arg[1],
+		       (size_t)a->arg[2]);
+		return DONE;
+	}
+
 	pthread_mutex_lock(&agent->functions_lock);
 	for (uint32_t i = 0; i < agent->nfunctions; i++)
 		if (agent->functions[i].id == a->type)
@@ -445,6 +456,7 @@ static void get_info(aql_agent *agent, aql_agent_info *info)
 		.max_queue_size = MAX_QUEUE_SIZE,
 		.queue_features = 3,	/* kernel dispatch | agent dispatch */
 		.numa_node = -1,	/* workers run on every CPU */
+		.unified_memory = !a->config.separate_memory,
 	};
 }
 
@@ -514,6 +526,48 @@ static void code_free(aql_agent *agent, void *base, size_t size)
 	aql_host_mem_free(base, size);
 }
 
+/* Agent memory is ordinary host memory, from the coarse-grained pool: the
+ * agent sees it coherent only at packet boundaries, as a GPU's VRAM. */
+static aql_status mem_alloc(aql_agent *agent, size_t size, void **out)
+{
+	aql_mem_pool *pool;
+	aql_status st;
+
+	(void)agent;
+	st = aql_mem_pool_default(AQL_MEM_COARSE_GRAINED, &pool);
+	if (st == AQL_OK)
+		st = aql_mem_alloc(pool, size, 256, out);
+	if (st == AQL_OK)
+		memset(*out, 0, size);
+	return st;
+}
+
+static void mem_free(aql_agent *agent, void *ptr)
+{
+	(void)agent;
+	aql_mem_free(ptr);
+}
+
+static aql_status copy(aql_agent *agent, void *dst, const void *src, size_t size)
+{
+	(void)agent;
+	memmove(dst, src, size);
+	return AQL_OK;
+}
+
+/* A copy is an agent dispatch of a reserved type that the processor runs
+ * itself, so that it keeps its place among the queue's packets. */
+static void encode_copy(aql_agent *agent, aql_packet *packet, void *dst, const void *src,
+			size_t size)
+{
+	(void)agent;
+	memset(packet, 0, sizeof(*packet));
+	packet->agent.type = FN_COPY;
+	packet->agent.arg[0] = (uint64_t)(uintptr_t)dst;
+	packet->agent.arg[1] = (uint64_t)(uintptr_t)src;
+	packet->agent.arg[2] = size;
+}
+
 static const struct aql_agent_ops host_agent_ops = {
 	.get_info = get_info,
 	.queue_attach = queue_attach,
@@ -523,6 +577,10 @@ static const struct aql_agent_ops host_agent_ops = {
 	.code_alloc = code_alloc,
 	.code_protect = code_protect,
 	.code_free = code_free,
+	.mem_alloc = mem_alloc,
+	.mem_free = mem_free,
+	.copy = copy,
+	.encode_copy = encode_copy,
 };
 
 aql_status aql_host_agent_create(const aql_host_agent_config *config, aql_agent **out)

@@ -7,6 +7,7 @@
 #include "aql/clock.h"
 #include "aql/error.h"
 #include "aql/queue_impl.h"
+#include "aql/timeline.h"
 #include "mem/host_mem.h"
 
 #define DEFAULT_SIZE 4096u
@@ -132,6 +133,7 @@ aql_status aql_queue_destroy(aql_queue *queue)
 		return AQL_OK;
 	q->agent->ops->queue_detach(q->agent, q);
 	cancel_pending(q);
+	aql_timeline_free(q->timeline);
 	__atomic_fetch_sub(&q->agent->queues, 1, __ATOMIC_RELAXED);
 	free_queue(q);
 	return AQL_OK;

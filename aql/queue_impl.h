@@ -14,6 +14,7 @@ struct aql_queue_impl {
 	uint32_t flags;
 	aql_queue_error_fn error_callback;
 	void *error_user;
+	struct aql_timeline *timeline;	/* typed launches and copies; lazily */
 	/* Producers waiting for space sleep on space_seq; the processor wakes
 	 * them. Own cache line: the processor reads it after every packet. */
 	uint32_t space_seq __attribute__((aligned(64)));

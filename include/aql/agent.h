@@ -31,6 +31,7 @@ typedef struct aql_agent_info {
 	uint32_t max_queue_size;	/* packets */
 	uint32_t queue_features;	/* as aql_hsa_queue.features */
 	int32_t numa_node;		/* node nearest the agent; -1: spans all */
+	uint8_t unified_memory;		/* agent memory is host memory (aql/copy.h) */
 } aql_agent_info;
 
 /*
@@ -44,6 +45,9 @@ typedef struct aql_host_agent_config {
 	uint32_t workers;		/* 0: one per online CPU */
 	uint64_t idle_spin_ns;		/* processor polls this long before parking; 0: 50 us */
 	uint32_t max_group_segment_size;	/* 0: 64 KiB */
+	/* Keep agent memory apart from host memory, as a discrete GPU does,
+	 * so that every copy a GPU needs also happens here (aql/copy.h). */
+	uint8_t separate_memory;
 } aql_host_agent_config;
 
 /*
@@ -71,9 +75,12 @@ aql_status aql_agent_get_info(aql_agent *agent, aql_agent_info *info);
 typedef void (*aql_agent_fn)(const uint64_t arg[4], uint64_t return_address,
 			     void *user);
 
+/* Agent dispatch types from here up are libaql's own (copies). */
+#define AQL_AGENT_FN_RESERVED 0xff00u
+
 /*
  * Register fn for AGENT_DISPATCH packets of type id, replacing any earlier
- * one; fn NULL unregisters. Errors: AQL_ERR_INVALID_ARG,
+ * one; fn NULL unregisters. Errors: AQL_ERR_INVALID_ARG (id reserved),
  * AQL_ERR_UNSUPPORTED (the agent takes no agent dispatch). Thread safe; a
  * packet already running keeps the function it started with.
  */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libaql: AQL packets, queues, signals, agents and the code object loader.
+ * libaql: AQL packets, queues, signals, agents, the code object loader,
+ * memory, typed buffers and launches.
  * Include this one header. (aql/kernel.h is the device-side header for
  * kernel sources, not part of this.)
  */
@@ -19,5 +20,12 @@
 #include <aql/code_object.h>
 #include <aql/kernarg.h>
 #include <aql/ptx.h>
+#include <aql/completion.h>
+#include <aql/mem.h>
+#include <aql/copy.h>
+#include <aql/buffer.h>
+#include <aql/launch.h>
+#include <aql/lds.h>
+#include <aql/file.h>
 
 #endif

@@ -333,6 +333,37 @@ AQL_INLINE uint32_t aql_dynamic_lds_size(void)
 }
 
 /* ---------------------------------------------------------------------- */
+/* Dynamic LDS arrays placed by the host (aql_lds_layout, aql/lds.h)       */
+
+/*
+ * AQL_LDS_ARRAY(T, name, offset) declares `aql_local T *const name`: the
+ * array the host's layout placed offset bytes after aql_dynamic_lds(),
+ * offset being the uint32_t that AQL_LDS_ADD() gave the host and the
+ * kernel received as an argument. Declare it where aql_dynamic_lds() may
+ * be called (the kernel body). The host aligned the offset for T, and
+ * refuses alignments above AQL_DYNAMIC_LDS_ALIGN, so that is the limit.
+ *
+ * AQL_LDS_ARRAY_FITS(T, offset, count): whether count elements of T at
+ * offset are aligned for T and lie within the dispatch's dynamic LDS, for
+ * a kernel that checks its arguments.
+ */
+#define AQL_LDS_ARRAY(T, name, offset)                                         \
+	aql_local T *const name = (aql_local T *)aql_lds_at_(offset)
+#define AQL_LDS_ARRAY_FITS(T, offset, count)                                   \
+	((offset) % __alignof__(T) == 0 &&                                     \
+	 aql_lds_fits_((offset), (uint64_t)sizeof(T) * (uint64_t)(count)))
+
+AQL_INLINE aql_local void *aql_lds_at_(uint32_t offset)
+{
+	return (aql_local char *)aql_dynamic_lds() + offset;
+}
+
+AQL_INLINE int aql_lds_fits_(uint32_t offset, uint64_t bytes)
+{
+	return (uint64_t)offset + bytes <= aql_dynamic_lds_size();
+}
+
+/* ---------------------------------------------------------------------- */
 /* Atomics on global memory and LDS                                        */
 
 /*

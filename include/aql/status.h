@@ -22,6 +22,7 @@ typedef enum aql_status {
 	AQL_ERR_SYSTEM,		/* an OS call failed; the message names it */
 	AQL_ERR_INVALID_CODE_OBJECT,	/* malformed ELF, metadata or bundle */
 	AQL_ERR_NOT_FOUND,	/* no kernel, symbol or file of that name */
+	AQL_ERR_BUSY,		/* work in flight still uses it */
 } aql_status;
 
 /*

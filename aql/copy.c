@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/* Agent memory and copies, forwarded to the agent's ops. */
+#include <stdlib.h>
+
+#include <aql/copy.h>
+
+#include "aql/agent_impl.h"
+#include "aql/error.h"
+#include "aql/queue_impl.h"
+#include "aql/timeline.h"
+
+/* More dependencies than this in one call are refused. */
+#define MAX_AFTER 64u
+
+aql_status aql_agent_mem_alloc(aql_agent *agent, size_t size, void **out)
+{
+	if (!agent || !out || !size)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"aql_agent_mem_alloc: agent, out and a non-zero size are required");
+	return agent->ops->mem_alloc(agent, size, out);
+}
+
+void aql_agent_mem_free(aql_agent *agent, void *ptr)
+{
+	if (agent && ptr)
+		agent->ops->mem_free(agent, ptr);
+}
+
+aql_status aql_agent_copy(aql_agent *agent, void *dst, const void *src, size_t size)
+{
+	if (!agent || (size && (!dst || !src)))
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"aql_agent_copy: agent, dst and src are required");
+	if (!size)
+		return AQL_OK;
+	return agent->ops->copy(agent, dst, src, size);
+}
+
+aql_status aql_queue_copy(aql_queue *queue, void *dst, const void *src, size_t size,
+			  const aql_completion *after, uint32_t n, aql_completion *done)
+{
+	struct aql_queue_impl *q = aql_queue_impl(queue);
+	aql_packet packets[MAX_AFTER + 1];
+	struct aql_timeline *t;
+	uint32_t k;
+	aql_status st;
+
+	if (!queue || (size && (!dst || !src)) || (n && !after) || n > MAX_AFTER)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"aql_queue_copy: queue, dst and src are required, and at most %u dependencies",
+				MAX_AFTER);
+	st = aql_timeline_get(queue, &t);
+	if (st != AQL_OK)
+		return st;
+	pthread_mutex_lock(&t->lock);
+	k = aql_timeline_deps(t, after, n, packets);
+	q->agent->ops->encode_copy(q->agent, &packets[k], dst, src, size);
+	packets[k].header = aql_timeline_header(AQL_PACKET_AGENT_DISPATCH);
+	st = aql_timeline_emit(t, queue, packets, k + 1, done);
+	pthread_mutex_unlock(&t->lock);
+	return st;
+}

@@ -1,0 +1,413 @@
+/* SPDX-License-Identifier: MIT */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <aql/kernarg.h>
+#include <aql/launch.h>
+
+#include "aql/agent_impl.h"
+#include "aql/error.h"
+#include "aql/queue_impl.h"
+#include "aql/timeline.h"
+#include "mem/buffer_impl.h"
+#include "mem/type.h"
+
+#define MAX_ARGS 64u
+#define MAX_AFTER 16u
+/* Stale pieces of one buffer copied separately; more become one span. */
+#define MAX_PIECES 4u
+#define MAX_PACKETS (MAX_AFTER + MAX_ARGS * (MAX_PIECES + 1) + 1)
+
+/* What a launch does with one buffer argument. */
+struct use {
+	aql_buf *buf;
+	int writes;		/* the kernel may write it */
+	int copy_in;		/* the agent needs the host's data */
+	int copy_out;		/* the host wants the result */
+	int first_use;		/* no earlier argument names the same buffer */
+	void *agent_ptr;
+};
+
+static const char *arg_name(const aql_kernel_arg *a)
+{
+	return a->name ? a->name : "(unnamed)";
+}
+
+static const char *arg_type(const aql_kernel_arg *a)
+{
+	return a->type_name ? a->type_name : aql_arg_kind_name(a->kind);
+}
+
+static const char *given(const aql_arg *v)
+{
+	switch (v->tag) {
+	case AQL_ARGV_BUFFER:
+		return "a buffer";
+	case AQL_ARGV_SCALAR:
+		return "a scalar";
+	case AQL_ARGV_BYTES:
+		return "by-value bytes";
+	}
+	return "an unknown argument tag";
+}
+
+/* Read-only unless nothing says so: a const pointee or a read_only access. */
+static int may_write(const aql_kernel_arg *a)
+{
+	return !(a->flags & AQL_ARG_IS_CONST) && a->access != AQL_ACCESS_READ_ONLY &&
+	       a->actual_access != AQL_ACCESS_READ_ONLY;
+}
+
+static aql_status check_buffer(const aql_kernel *k, uint32_t i, const aql_kernel_arg *a,
+			       const aql_arg *v, struct use *u)
+{
+	const aql_type *want;
+	aql_buf_info info;
+	int ptr = 0;
+
+	if (v->tag != AQL_ARGV_BUFFER || !v->buf)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"kernel '%s' argument %u '%s': expects a buffer (%s), got %s",
+				k->name, i, arg_name(a), arg_type(a),
+				v->tag == AQL_ARGV_BUFFER ? "a NULL buffer" : given(v));
+	aql_buf_get_info(v->buf, &info);
+	want = aql_type_of_name(a->type_name, &ptr);
+	if (want && want != info.type)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"kernel '%s' argument %u '%s': expects %s, got buffer '%s' of %s",
+				k->name, i, arg_name(a), arg_type(a), info.name, info.type->name);
+	if (!want && a->pointee_align && a->pointee_align > info.type->align &&
+	    a->pointee_align % info.type->align == 0)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"kernel '%s' argument %u '%s': expects %u-byte aligned elements, got buffer '%s' of %s (%u-byte aligned)",
+				k->name, i, arg_name(a), a->pointee_align, info.name,
+				info.type->name, info.type->align);
+	u->buf = v->buf;
+	u->writes = may_write(a);
+	if (info.dir == AQL_IN && u->writes)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"kernel '%s' argument %u '%s' (%s) may be written by the kernel, but buffer '%s' is AQL_IN (read-only); make it AQL_INOUT or declare the parameter const",
+				k->name, i, arg_name(a), arg_type(a), info.name);
+	u->copy_in = info.dir != AQL_OUT || !u->writes;
+	u->copy_out = info.dir != AQL_IN && u->writes;
+	return AQL_OK;
+}
+
+static aql_status check_value(const aql_kernel *k, uint32_t i, const aql_kernel_arg *a,
+			      const aql_arg *v)
+{
+	const aql_type *want;
+	int ptr = 0;
+
+	if (v->tag != AQL_ARGV_SCALAR && v->tag != AQL_ARGV_BYTES)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"kernel '%s' argument %u '%s': expects a %u-byte value (%s), got %s",
+				k->name, i, arg_name(a), a->size, arg_type(a), given(v));
+	if (v->size != a->size || (v->tag == AQL_ARGV_BYTES && !v->bytes))
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"kernel '%s' argument %u '%s': expects %s (%u bytes), got %s%s (%u bytes)",
+				k->name, i, arg_name(a), arg_type(a), a->size,
+				v->type ? v->type->name : "bytes", v->bytes || v->type ? "" : " (NULL)",
+				v->size);
+	want = v->tag == AQL_ARGV_SCALAR ? aql_type_of_name(a->type_name, &ptr) : NULL;
+	if (want && !ptr && (want->cls == AQL_TYPE_FLOAT) != (v->type->cls == AQL_TYPE_FLOAT))
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"kernel '%s' argument %u '%s': expects %s, got %s",
+				k->name, i, arg_name(a), arg_type(a), v->type->name);
+	return AQL_OK;
+}
+
+static aql_status check_args(const aql_kernel *k, const aql_arg *args, uint32_t n,
+			     struct use *uses, uint32_t *nuses)
+{
+	const aql_kernel_metadata *md = k->metadata;
+	aql_status st;
+
+	if (n != k->explicit_arg_count)
+		return aql_fail(AQL_ERR_INVALID_ARG, "kernel '%s' takes %u argument(s), %u given",
+				k->name, k->explicit_arg_count, n);
+	if (n > MAX_ARGS)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"kernel '%s' has %u arguments; typed launches take at most %u",
+				k->name, n, MAX_ARGS);
+	*nuses = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const aql_kernel_arg *a = &md->args[i];
+
+		switch (a->kind) {
+		case AQL_ARG_GLOBAL_BUFFER:
+			st = check_buffer(k, i, a, &args[i], &uses[*nuses]);
+			if (st != AQL_OK)
+				return st;
+			/* A buffer named twice moves once, for both uses. */
+			uses[*nuses].first_use = 1;
+			for (uint32_t j = 0; j < *nuses; j++) {
+				if (uses[j].buf != args[i].buf || !uses[j].first_use)
+					continue;
+				uses[j].writes |= uses[*nuses].writes;
+				uses[j].copy_in |= uses[*nuses].copy_in;
+				uses[j].copy_out |= uses[*nuses].copy_out;
+				uses[*nuses].first_use = 0;
+			}
+			(*nuses)++;
+			break;
+		case AQL_ARG_BY_VALUE:
+			st = check_value(k, i, a, &args[i]);
+			if (st != AQL_OK)
+				return st;
+			break;
+		default:
+			return aql_fail(AQL_ERR_UNSUPPORTED,
+					"kernel '%s' argument %u '%s': kind %s is not supported by typed launches",
+					k->name, i, arg_name(a), aql_arg_kind_name(a->kind));
+		}
+	}
+	return AQL_OK;
+}
+
+/* The work-group size: given, required by the kernel, or the largest of
+ * 256, 128, 64 that both the kernel and the agent allow. */
+static aql_status geometry(const aql_kernel *k, const aql_launch_config *c,
+			   const aql_agent_info *info, aql_dispatch_packet *d)
+{
+	const aql_kernel_metadata *md = k->metadata;
+	uint32_t grid[3] = { c->grid[0], c->grid[1] ? c->grid[1] : 1, c->grid[2] ? c->grid[2] : 1 };
+	uint32_t wg[3] = { c->workgroup[0], c->workgroup[1], c->workgroup[2] };
+	uint32_t limit = info->max_workgroup_size;
+	uint64_t items, group;
+
+	if (md->max_flat_workgroup_size && md->max_flat_workgroup_size < limit)
+		limit = md->max_flat_workgroup_size;
+	if (!grid[0])
+		return aql_fail(AQL_ERR_INVALID_ARG, "kernel '%s': grid x is 0", k->name);
+	if (!wg[0] && md->reqd_workgroup_size[0]) {
+		memcpy(wg, md->reqd_workgroup_size, sizeof(wg));
+	} else if (!wg[0]) {
+		wg[0] = limit >= 256 ? 256 : limit >= 128 ? 128 : limit >= 64 ? 64 : limit;
+		wg[1] = wg[2] = 1;
+	}
+	for (int i = 1; i < 3; i++)
+		if (!wg[i])
+			wg[i] = 1;
+	group = (uint64_t)wg[0] * wg[1] * wg[2];
+	for (int i = 0; i < 3; i++)
+		if (wg[i] > info->max_workgroup_dim[i])
+			return aql_fail(AQL_ERR_INVALID_ARG,
+					"kernel '%s': work-group %ux%ux%u: dimension %d exceeds the agent's limit %u",
+					k->name, wg[0], wg[1], wg[2], i, info->max_workgroup_dim[i]);
+	if (group > limit)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"kernel '%s': work-group %ux%ux%u has %" PRIu64 " work-items; the limit is %u (%s)",
+				k->name, wg[0], wg[1], wg[2], group, limit,
+				limit == md->max_flat_workgroup_size ? "the kernel's max_flat_workgroup_size"
+								     : "the agent's maximum");
+	if (md->reqd_workgroup_size[0] &&
+	    memcmp(wg, md->reqd_workgroup_size, sizeof(wg)))
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"kernel '%s': work-group %ux%ux%u differs from its reqd_work_group_size %ux%ux%u",
+				k->name, wg[0], wg[1], wg[2], md->reqd_workgroup_size[0],
+				md->reqd_workgroup_size[1], md->reqd_workgroup_size[2]);
+	items = (uint64_t)grid[0] * grid[1] * grid[2];
+	if (items > UINT32_MAX && md->uniform_work_group_size == 1)
+		return aql_fail(AQL_ERR_INVALID_ARG, "kernel '%s': grid too large", k->name);
+	for (int i = 0; md->uniform_work_group_size == 1 && i < 3; i++)
+		if (grid[i] % wg[i])
+			return aql_fail(AQL_ERR_INVALID_ARG,
+					"kernel '%s' needs uniform work-groups: grid %u is not a multiple of work-group %u in dimension %d",
+					k->name, grid[i], wg[i], i);
+	d->setup = grid[2] > 1 ? 3 : grid[1] > 1 ? 2 : 1;
+	d->workgroup_size_x = (uint16_t)wg[0];
+	d->workgroup_size_y = (uint16_t)wg[1];
+	d->workgroup_size_z = (uint16_t)wg[2];
+	d->grid_size_x = grid[0];
+	d->grid_size_y = grid[1];
+	d->grid_size_z = grid[2];
+	return AQL_OK;
+}
+
+static aql_status lds(const aql_kernel *k, const aql_launch_config *c,
+		      const aql_agent_info *info, aql_dispatch_packet *d)
+{
+	uint64_t total = (uint64_t)k->group_segment_size + c->dynamic_lds;
+
+	if (total > info->max_group_segment_size)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"kernel '%s': LDS of %" PRIu64 " bytes (%u static + %u dynamic) exceeds the agent's %u",
+				k->name, total, k->group_segment_size, c->dynamic_lds,
+				info->max_group_segment_size);
+	d->group_segment_size = (uint32_t)total;
+	d->private_segment_size = k->private_segment_size;
+	return AQL_OK;
+}
+
+/* Copies of the stale parts of u's range to the agent, into p. */
+static uint32_t plan_in(struct aql_agent *agent, const struct use *u, aql_packet *p,
+			uint64_t *bytes)
+{
+	struct aql_range pieces[MAX_PIECES];
+	const struct aql_buf_root *r = u->buf->root;
+	uint32_t n = aql_buf_stale(u->buf, pieces, MAX_PIECES);
+	size_t esz = r->type->size;
+
+	if (n > MAX_PIECES) {
+		pieces[0].end = pieces[MAX_PIECES - 1].end;
+		n = 1;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		size_t off = (size_t)pieces[i].first * esz;
+		size_t size = (size_t)(pieces[i].end - pieces[i].first) * esz;
+
+		agent->ops->encode_copy(agent, &p[i], (char *)r->agent_mem + off,
+					(const char *)r->host + off, size);
+		p[i].header = aql_timeline_header(AQL_PACKET_AGENT_DISPATCH);
+		*bytes += size;
+	}
+	return n;
+}
+
+static uint32_t plan_out(struct aql_agent *agent, const struct use *u, aql_packet *p,
+			 uint64_t *bytes)
+{
+	const struct aql_buf_root *r = u->buf->root;
+	size_t off = (size_t)u->buf->first * r->type->size;
+	size_t size = (size_t)u->buf->count * r->type->size;
+
+	agent->ops->encode_copy(agent, p, (char *)r->host + off,
+				(const char *)r->agent_mem + off, size);
+	p->header = aql_timeline_header(AQL_PACKET_AGENT_DISPATCH);
+	*bytes += size;
+	return 1;
+}
+
+/* Under both locks: plan, write and record the launch. */
+static aql_status submit(aql_queue *queue, struct aql_timeline *t, const aql_kernel *k,
+			 const aql_launch_config *c, const aql_arg *args, uint32_t n,
+			 struct use *uses, uint32_t nuses, aql_dispatch_packet *d,
+			 aql_completion *done)
+{
+	struct aql_queue_impl *q = aql_queue_impl(queue);
+	aql_kernarg_value values[MAX_ARGS];
+	aql_packet packets[MAX_PACKETS];
+	aql_kernarg_hidden hidden = { .queue_ptr = (uint64_t)(uintptr_t)queue->amd };
+	uint64_t bytes_in = 0, bytes_out = 0;
+	uint32_t np, ndeps, ins, outs = 0, u = 0;
+	aql_completion fin;
+	void *kernarg;
+	aql_status st;
+
+	for (uint32_t i = 0; i < nuses; i++) {
+		st = aql_buf_check(uses[i].buf, queue, uses[i].writes, c->after, c->after_count);
+		if (st == AQL_OK)
+			st = aql_buf_bind(uses[i].buf, q->agent, &uses[i].agent_ptr);
+		if (st != AQL_OK)
+			return st;
+	}
+	np = ndeps = aql_timeline_deps(t, c->after, c->after_count, packets);
+	for (uint32_t i = 0; i < nuses; i++)
+		if (uses[i].copy_in && uses[i].first_use)
+			np += plan_in(q->agent, &uses[i], &packets[np], &bytes_in);
+	ins = np;
+	d->header = aql_timeline_header(AQL_PACKET_KERNEL_DISPATCH);
+	d->kernel_object = k->kernel_object;
+	np++;
+	for (uint32_t i = 0; i < nuses; i++)
+		if (uses[i].copy_out && uses[i].first_use && !uses[i].buf->root->unified)
+			outs += plan_out(q->agent, &uses[i], &packets[np + outs], &bytes_out);
+	np += outs;
+	if (np > queue->size)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"kernel '%s': the launch needs %u packets; the queue holds %u",
+				k->name, np, queue->size);
+	st = aql_timeline_kernarg(t, queue, k->kernarg_size, t->packets + np, &kernarg);
+	if (st != AQL_OK)
+		return st;
+	d->kernarg_address = (uint64_t)(uintptr_t)kernarg;
+	for (uint32_t i = 0; i < n; i++) {
+		if (args[i].tag == AQL_ARGV_BUFFER)
+			values[i] = (aql_kernarg_value){ &uses[u++].agent_ptr, sizeof(void *) };
+		else if (args[i].tag == AQL_ARGV_SCALAR)
+			values[i] = (aql_kernarg_value){ args[i].v.raw, args[i].size };
+		else
+			values[i] = (aql_kernarg_value){ args[i].bytes, args[i].size };
+	}
+	st = aql_kernarg_build(k, d, values, n, &hidden, kernarg, k->kernarg_size);
+	if (st != AQL_OK)
+		return st;
+	memcpy(&packets[ins], d, sizeof(*d));
+	st = aql_timeline_emit(t, queue, packets, np, &fin);
+	if (st != AQL_OK)
+		return st;
+	for (uint32_t i = 0; i < nuses && st == AQL_OK; i++) {
+		if (uses[i].copy_in || uses[i].copy_out)
+			st = aql_buf_mark_current(uses[i].buf);
+		if (st == AQL_OK)
+			st = aql_buf_track(uses[i].buf, uses[i].writes, fin, k->name);
+	}
+	t->stats.launches++;
+	t->stats.copies_in += ins - ndeps;
+	t->stats.copies_out += outs;
+	t->stats.bytes_in += bytes_in;
+	t->stats.bytes_out += bytes_out;
+	if (done)
+		*done = fin;
+	return st;
+}
+
+aql_status aql_launch(aql_queue *queue, const aql_kernel *kernel,
+		      const aql_launch_config *config, const aql_arg *args, uint32_t n,
+		      aql_completion *done)
+{
+	struct use uses[MAX_ARGS];
+	aql_dispatch_packet d = { 0 };
+	struct aql_timeline *t;
+	uint32_t nuses = 0;
+	aql_status st;
+
+	if (!queue || !kernel || !config || (n && !args))
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"aql_launch: queue, kernel, config and args are required");
+	if (!kernel->kernel_object)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"kernel '%s' is not loaded (its code object was only opened)",
+				kernel->name);
+	if (config->after_count > MAX_AFTER || (config->after_count && !config->after))
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"kernel '%s': %u dependencies; a launch takes at most %u",
+				kernel->name, config->after_count, MAX_AFTER);
+	st = check_args(kernel, args, n, uses, &nuses);
+	if (st != AQL_OK)
+		return st;
+	st = aql_timeline_get(queue, &t);
+	if (st != AQL_OK)
+		return st;
+	st = geometry(kernel, config, &t->info, &d);
+	if (st == AQL_OK)
+		st = lds(kernel, config, &t->info, &d);
+	if (st != AQL_OK)
+		return st;
+	pthread_mutex_lock(&t->lock);
+	if (nuses)
+		aql_buf_lock();
+	st = submit(queue, t, kernel, config, args, n, uses, nuses, &d, done);
+	if (nuses)
+		aql_buf_unlock();
+	pthread_mutex_unlock(&t->lock);
+	return st;
+}
+
+aql_status aql_launch_get_stats(aql_queue *queue, aql_launch_stats *out)
+{
+	struct aql_timeline *t;
+	aql_status st;
+
+	if (!queue || !out)
+		return aql_fail(AQL_ERR_INVALID_ARG, "aql_launch_get_stats: queue and out are required");
+	st = aql_timeline_get(queue, &t);
+	if (st != AQL_OK)
+		return st;
+	pthread_mutex_lock(&t->lock);
+	*out = t->stats;
+	pthread_mutex_unlock(&t->lock);
+	return AQL_OK;
+}

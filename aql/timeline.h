@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal: a queue's state for typed launches and copies. Every packet
+ * they write sets the barrier bit and carries the timeline signal, which
+ * starts at t->start (AQL_TIMELINE_START, or lower for a signal handed on
+ * from a destroyed queue) and which the processor decrements by one per
+ * packet. Packet n (counted from 1) has therefore completed, with all
+ * before it, once the value is at most start - n: a completion is that
+ * threshold, and needs no allocation. A failed or cancelled packet stores
+ * -1, which ends every wait.
+ *
+ * Kernarg segments come from a ring in device-visible host memory; each
+ * records the packet whose completion frees it, and a launch that finds
+ * the ring full reclaims what completed, or waits for the oldest.
+ */
+#ifndef AQL_INTERNAL_TIMELINE_H
+#define AQL_INTERNAL_TIMELINE_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <aql/completion.h>
+#include <aql/launch.h>
+#include <aql/queue.h>
+
+#define AQL_TIMELINE_START (INT64_C(1) << 62)
+#define AQL_KERNARG_RING_SIZE (256u << 10)
+#define AQL_KERNARG_ALIGN 64u
+
+struct aql_kernarg_rec {
+	uint64_t end;		/* ring position after the segment */
+	uint64_t seq;		/* packet whose completion frees it */
+};
+
+struct aql_timeline {
+	pthread_mutex_t lock;
+	aql_signal *signal;
+	int64_t start;		/* the signal's value before the first packet */
+	uint64_t packets;	/* written so far; under lock */
+	unsigned char *ring;
+	uint64_t head, tail;	/* ring positions, ever growing */
+	struct aql_kernarg_rec *recs;
+	uint32_t rec_first, rec_count, rec_cap;
+	aql_launch_stats stats;
+	aql_agent_info info;	/* the queue's agent's, read once */
+};
+
+/* The queue's timeline, made on first use. Errors: AQL_ERR_NOMEM. */
+aql_status aql_timeline_get(aql_queue *queue, struct aql_timeline **out);
+
+/* Free it; the queue's processor has stopped. NULL is accepted. */
+void aql_timeline_free(struct aql_timeline *t);
+
+/*
+ * Under t->lock: a kernarg segment of size bytes (64-aligned), freed when
+ * packet seq completes. Waits for older launches if the ring is full.
+ * Errors: AQL_ERR_INVALID_ARG (larger than the ring), AQL_ERR_TIMEOUT.
+ */
+aql_status aql_timeline_kernarg(struct aql_timeline *t, aql_queue *queue, size_t size,
+				uint64_t seq, void **out);
+
+/*
+ * Under t->lock: write packets[0..n) (headers included, barrier bit set
+ * by the caller) with the timeline as completion signal, ring the
+ * doorbell once, and set *done to the completion of the last. Errors:
+ * those of aql_queue_reserve(); nothing was written then.
+ */
+aql_status aql_timeline_emit(struct aql_timeline *t, aql_queue *queue, aql_packet *packets,
+			     uint32_t n, aql_completion *done);
+
+/* The completion of the timeline's packet seq. */
+static inline aql_completion aql_timeline_completion(struct aql_timeline *t, aql_queue *queue,
+						      uint64_t seq)
+{
+	aql_completion c = { t->signal, t->start - (int64_t)seq + 1, queue };
+
+	return c;
+}
+
+/*
+ * BARRIER_VALUE packets into out[] (room for n) that wait for those of
+ * after[0..n) not met yet and not on t (which its packet order covers);
+ * returns their number.
+ */
+uint32_t aql_timeline_deps(const struct aql_timeline *t, const aql_completion *after,
+			   uint32_t n, aql_packet *out);
+
+/* The header every timeline packet of type type carries. */
+static inline uint16_t aql_timeline_header(enum aql_packet_type type)
+{
+	return aql_packet_header(type, 1, AQL_FENCE_SYSTEM, AQL_FENCE_SYSTEM);
+}
+
+#endif

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Typed launches: run a loaded kernel with typed buffers and scalars, on
+ * any agent, in one call. Before any packet is written the arguments are
+ * checked against the kernel's metadata: their number, a buffer for every
+ * global_buffer and a scalar of the right size (and kind, where the type
+ * names say) for every by_value, element types against pointee types, and
+ * an AQL_IN buffer never given to an argument the kernel writes. The grid,
+ * work-group and LDS sizes are checked against the kernel and the agent.
+ *
+ * Then, on the queue, in order: a wait for the dependencies on other
+ * queues, copies of the AQL_IN/AQL_INOUT buffer ranges the agent does not
+ * hold current, the dispatch (kernarg segment from the queue's recycled
+ * pool, hidden arguments filled), and copies back of AQL_OUT/AQL_INOUT
+ * ranges the kernel may write. Every packet sets the barrier bit, so the
+ * launches of one queue run in submission order, as a CUDA stream does.
+ * The launch's completion covers all of it.
+ */
+#ifndef AQL_LAUNCH_H
+#define AQL_LAUNCH_H
+
+#include <stdint.h>
+#include <aql/buffer.h>
+#include <aql/code_object.h>
+#include <aql/completion.h>
+#include <aql/queue.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum aql_arg_tag {
+	AQL_ARGV_BUFFER = 1,
+	AQL_ARGV_SCALAR,	/* a built-in scalar type, by value */
+	AQL_ARGV_BYTES,		/* any by-value bytes (a struct) */
+};
+
+/* One argument of a typed launch; make it with AQL_ARG() or aql_arg_*(). */
+typedef struct aql_arg {
+	enum aql_arg_tag tag;
+	const aql_type *type;	/* scalars; a struct's, if registered */
+	aql_buf *buf;
+	const void *bytes;
+	uint32_t size;
+	union {
+		int64_t i;
+		uint64_t u;
+		double d;
+		float f;
+		unsigned char raw[8];
+	} v;
+} aql_arg;
+
+static inline aql_arg aql_arg_buf(aql_buf *b)
+{
+	aql_arg a = { AQL_ARGV_BUFFER, 0, b, 0, 0, { 0 } };
+
+	return a;
+}
+
+#define AQL_ARG_SCALAR_(name, T, field, tp)                                    \
+	static inline aql_arg aql_arg_##name(T x)                              \
+	{                                                                      \
+		aql_arg a = { AQL_ARGV_SCALAR, &tp, 0, 0, sizeof(T), { 0 } };  \
+		a.v.field = x;                                                 \
+		return a;                                                      \
+	}
+AQL_ARG_SCALAR_(i8, int8_t, i, aql_type_i8)
+AQL_ARG_SCALAR_(u8, uint8_t, u, aql_type_u8)
+AQL_ARG_SCALAR_(i16, int16_t, i, aql_type_i16)
+AQL_ARG_SCALAR_(u16, uint16_t, u, aql_type_u16)
+AQL_ARG_SCALAR_(i32, int32_t, i, aql_type_i32)
+AQL_ARG_SCALAR_(u32, uint32_t, u, aql_type_u32)
+AQL_ARG_SCALAR_(i64, int64_t, i, aql_type_i64)
+AQL_ARG_SCALAR_(u64, uint64_t, u, aql_type_u64)
+AQL_ARG_SCALAR_(f32, float, f, aql_type_f32)
+AQL_ARG_SCALAR_(f64, double, d, aql_type_f64)
+#undef AQL_ARG_SCALAR_
+
+/* By-value bytes, e.g. a struct: aql_arg_bytes(&params, sizeof(params)). */
+static inline aql_arg aql_arg_bytes(const void *p, uint32_t size)
+{
+	aql_arg a = { AQL_ARGV_BYTES, 0, 0, p, size, { 0 } };
+
+	return a;
+}
+
+/* The argument for x: a buffer, or a scalar of x's type, by value. */
+#define AQL_ARG(x)                                                             \
+	_Generic((x), aql_buf *: aql_arg_buf, signed char: aql_arg_i8,         \
+		 char: aql_arg_i8, unsigned char: aql_arg_u8,                  \
+		 short: aql_arg_i16, unsigned short: aql_arg_u16,              \
+		 int: aql_arg_i32, unsigned int: aql_arg_u32,                  \
+		 long: aql_arg_i64, unsigned long: aql_arg_u64,                \
+		 long long: aql_arg_i64, unsigned long long: aql_arg_u64,      \
+		 float: aql_arg_f32, double: aql_arg_f64)(x)
+
+typedef struct aql_launch_config {
+	uint32_t grid[3];	/* work-items per dimension; 0 in y, z: 1 */
+	uint16_t workgroup[3];	/* 0 in x: the kernel's required size, or
+				 * the largest of 64, 128, 256 it allows */
+	uint32_t dynamic_lds;	/* bytes after the kernel's static LDS */
+	const aql_completion *after;	/* wait for these first */
+	uint32_t after_count;
+} aql_launch_config;
+
+/*
+ * Launch kernel on queue with args[0..n), as described above; *done (if
+ * not NULL) gets the completion, valid until the queue is destroyed. On
+ * any error nothing was submitted.
+ *
+ * Errors: AQL_ERR_INVALID_ARG naming the kernel, the argument's index and
+ * name, and both types (wrong count, buffer for a by_value or scalar for
+ * a global_buffer, size or element type mismatch, AQL_IN buffer to a
+ * written argument), or the limit a grid, work-group or LDS size breaks;
+ * AQL_ERR_BUSY when a buffer range this launch would write (or read) is
+ * written (or read) by work in flight on another queue that the launch is
+ * not ordered after (pass that work's completion in after); AQL_ERR_NOMEM;
+ * AQL_ERR_QUEUE_FULL, AQL_ERR_QUEUE_ERROR from the queue.
+ *
+ * Thread safe: launches on one queue from several threads are serialised
+ * by the queue's launch lock.
+ */
+aql_status aql_launch(aql_queue *queue, const aql_kernel *kernel,
+		      const aql_launch_config *config, const aql_arg *args,
+		      uint32_t n, aql_completion *done);
+
+/* aql_launch(q, k, cfg, args, n, done) with the arguments listed inline. */
+#define AQL_LAUNCH(queue, kernel, config, done, ...)                           \
+	aql_launch((queue), (kernel), (config),                                \
+		   (const aql_arg[]){ __VA_ARGS__ },                           \
+		   (uint32_t)(sizeof((aql_arg[]){ __VA_ARGS__ }) /             \
+			      sizeof(aql_arg)),                                \
+		   (done))
+
+typedef struct aql_launch_stats {
+	uint64_t launches;
+	uint64_t copies_in;		/* copy packets to the agent */
+	uint64_t copies_out;		/* copy packets back to the host */
+	uint64_t bytes_in, bytes_out;
+	uint64_t kernarg_bytes;		/* size of the kernarg pool */
+	uint64_t kernarg_waits;		/* launches that waited for a free segment */
+} aql_launch_stats;
+
+/*
+ * Counters of the typed launches and copies made on queue so far.
+ * Errors: AQL_ERR_INVALID_ARG. Thread safe.
+ */
+aql_status aql_launch_get_stats(aql_queue *queue, aql_launch_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,493 @@
+/* SPDX-License-Identifier: MIT */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <aql/copy.h>
+#include <aql/mem.h>
+
+#include "aql/agent_impl.h"
+#include "aql/error.h"
+#include "aql/queue_impl.h"
+#include "aql/timeline.h"
+#include "mem/buffer_impl.h"
+
+/* Copies one aql_buf_to_agent() writes at most; more stale pieces than
+ * this are copied as one span covering them. */
+#define MAX_PIECES 16u
+
+static pthread_mutex_t buf_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t next_id;
+
+void aql_buf_lock(void)
+{
+	pthread_mutex_lock(&buf_lock);
+}
+
+void aql_buf_unlock(void)
+{
+	pthread_mutex_unlock(&buf_lock);
+}
+
+static size_t bytes_of(const struct aql_buf_root *r, uint64_t count)
+{
+	return (size_t)count * r->type->size;
+}
+
+aql_status aql_buf_create(const aql_type *type, uint64_t count, enum aql_direction dir,
+			  const aql_buf_config *config, aql_buf **out)
+{
+	struct aql_buf_root *r;
+	aql_mem_pool *pool;
+	aql_buf *b;
+	uint64_t product = 1;
+	uint32_t ndim = config ? config->ndim : 0;
+	aql_status st;
+
+	if (!type || !out || !count)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"aql_buf_create: a type, a non-zero count and out are required%s",
+				type ? "" : " (is the struct type registered?)");
+	if (dir < AQL_IN || dir > AQL_INOUT)
+		return aql_fail(AQL_ERR_INVALID_ARG, "aql_buf_create: direction %d is unknown",
+				(int)dir);
+	if (count > SIZE_MAX / 2 / type->size)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"aql_buf_create: %" PRIu64 " elements of %s (%u bytes) overflow",
+				count, type->name, type->size);
+	if (ndim > 4)
+		return aql_fail(AQL_ERR_INVALID_ARG, "aql_buf_create: %u dimensions; at most 4",
+				ndim);
+	for (uint32_t i = 0; ndim > 1 && i < ndim; i++) {
+		if (!config->shape[i] || product > UINT64_MAX / config->shape[i])
+			return aql_fail(AQL_ERR_INVALID_ARG,
+					"aql_buf_create: extent %u of the shape is %" PRIu64, i,
+					config->shape[i]);
+		product *= config->shape[i];
+	}
+	if (ndim > 1 && product != count)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"aql_buf_create: the shape has %" PRIu64 " elements, count is %" PRIu64,
+				product, count);
+	r = calloc(1, sizeof(*r));
+	b = calloc(1, sizeof(*b));
+	if (!r || !b) {
+		free(r);
+		free(b);
+		return aql_fail(AQL_ERR_NOMEM, "aql_buf_create: out of memory");
+	}
+	st = aql_mem_pool_default(AQL_MEM_FINE_GRAINED, &pool);
+	if (st == AQL_OK)
+		st = aql_mem_alloc(pool, bytes_of(&(struct aql_buf_root){ .type = type }, count),
+				   type->align > 64 ? type->align : 64, &r->host);
+	if (st != AQL_OK) {
+		free(r);
+		free(b);
+		return aql_fail_prefix(st, "aql_buf_create");
+	}
+	memset(r->host, 0, bytes_of(&(struct aql_buf_root){ .type = type }, count));
+	r->type = type;
+	r->count = count;
+	r->ndim = ndim > 1 ? ndim : 1;
+	if (ndim > 1)
+		memcpy(r->shape, config->shape, sizeof(r->shape));
+	else
+		r->shape[0] = count;
+	if (config && config->name)
+		snprintf(r->name, sizeof(r->name), "%s", config->name);
+	else
+		snprintf(r->name, sizeof(r->name), "buffer #%" PRIu64,
+			 __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED));
+	b->root = r;
+	b->count = count;
+	b->dir = dir;
+	snprintf(b->name, sizeof(b->name), "%s", r->name);
+	*out = b;
+	return AQL_OK;
+}
+
+static void prune(struct aql_buf_root *r)
+{
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < r->ninflight; i++)
+		if (!aql_completion_done(r->inflight[i].done))
+			r->inflight[k++] = r->inflight[i];
+	r->ninflight = k;
+}
+
+aql_status aql_buf_destroy(aql_buf *b)
+{
+	struct aql_buf_root *r;
+
+	if (!b)
+		return AQL_OK;
+	r = b->root;
+	aql_buf_lock();
+	prune(r);
+	if (!b->parent && (r->views || r->ninflight)) {
+		aql_buf_unlock();
+		return aql_fail(AQL_ERR_BUSY, "buffer '%s' still has %u view(s) and %u piece(s) of work in flight",
+				b->name, r->views, r->ninflight);
+	}
+	if (b->parent) {
+		r->views--;
+		aql_buf_unlock();
+		free(b);
+		return AQL_OK;
+	}
+	aql_buf_unlock();
+	if (r->agent_mem && !r->unified)
+		aql_agent_mem_free(r->agent, r->agent_mem);
+	aql_mem_free(r->host);
+	aql_range_free(&r->agent_stale);
+	free(r->inflight);
+	free(r);
+	free(b);
+	return AQL_OK;
+}
+
+aql_status aql_buf_slice(aql_buf *b, uint64_t first, uint64_t count, aql_buf **out)
+{
+	aql_buf *v;
+
+	if (!b || !out)
+		return aql_fail(AQL_ERR_INVALID_ARG, "aql_buf_slice: buffer and out are required");
+	if (!count || first > b->count || count > b->count - first)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"aql_buf_slice: elements [%" PRIu64 ", %" PRIu64 ") are not inside '%s' (%" PRIu64 " elements)",
+				first, first + count, b->name, b->count);
+	v = calloc(1, sizeof(*v));
+	if (!v)
+		return aql_fail(AQL_ERR_NOMEM, "aql_buf_slice: out of memory");
+	v->root = b->root;
+	v->parent = b;
+	v->first = b->first + first;
+	v->count = count;
+	v->dir = b->dir;
+	snprintf(v->name, sizeof(v->name), "%s[%" PRIu64 ":%" PRIu64 "]", b->root->name,
+		 v->first, v->first + count);
+	aql_buf_lock();
+	b->root->views++;
+	aql_buf_unlock();
+	*out = v;
+	return AQL_OK;
+}
+
+aql_status aql_buf_partition(aql_buf *b, uint32_t n, aql_buf **out)
+{
+	uint64_t first = 0, each, extra;
+	aql_status st;
+
+	if (!b || !out || !n || n > b->count)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"aql_buf_partition: %u parts of '%s' (%" PRIu64 " elements): need 1 to %" PRIu64,
+				n, b ? b->name : "(null)", b ? b->count : 0, b ? b->count : 0);
+	each = b->count / n;
+	extra = b->count % n;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t count = each + (i < extra);
+
+		st = aql_buf_slice(b, first, count, &out[i]);
+		if (st != AQL_OK) {
+			while (i--)
+				aql_buf_destroy(out[i]);
+			return st;
+		}
+		first += count;
+	}
+	return AQL_OK;
+}
+
+aql_status aql_buf_get_info(const aql_buf *b, aql_buf_info *out)
+{
+	const struct aql_buf_root *r;
+
+	if (!b || !out)
+		return aql_fail(AQL_ERR_INVALID_ARG, "aql_buf_get_info: buffer and out are required");
+	r = b->root;
+	*out = (aql_buf_info){ .name = b->name, .type = r->type, .count = b->count,
+			       .first = b->first, .ndim = b->parent ? 1 : r->ndim,
+			       .dir = b->dir, .is_view = b->parent != NULL };
+	if (b->parent)
+		out->shape[0] = b->count;
+	else
+		memcpy(out->shape, r->shape, sizeof(out->shape));
+	aql_buf_lock();
+	out->agent = r->agent;
+	aql_buf_unlock();
+	return AQL_OK;
+}
+
+aql_status aql_buf_set_direction(aql_buf *b, enum aql_direction dir)
+{
+	if (!b || dir < AQL_IN || dir > AQL_INOUT)
+		return aql_fail(AQL_ERR_INVALID_ARG, "aql_buf_set_direction: bad buffer or direction");
+	__atomic_store_n(&b->dir, dir, __ATOMIC_RELAXED);
+	return AQL_OK;
+}
+
+static int overlaps(const struct aql_buf_access *a, uint64_t first, uint64_t end)
+{
+	return a->first < end && first < a->end;
+}
+
+/* Work in flight on b's range that conflicts with an access (write or not). */
+static const struct aql_buf_access *busy(struct aql_buf_root *r, const aql_buf *b, int write)
+{
+	prune(r);
+	for (uint32_t i = 0; i < r->ninflight; i++) {
+		const struct aql_buf_access *a = &r->inflight[i];
+
+		if (overlaps(a, b->first, b->first + b->count) && (write || a->write))
+			return a;
+	}
+	return NULL;
+}
+
+static void *host_access(aql_buf *b, const aql_type *type, int write)
+{
+	struct aql_buf_root *r;
+	const struct aql_buf_access *a;
+	aql_status st = AQL_OK;
+
+	if (!b) {
+		aql_fail(AQL_ERR_INVALID_ARG, "host access to a NULL buffer");
+		return NULL;
+	}
+	r = b->root;
+	if (type != r->type) {
+		aql_fail(AQL_ERR_INVALID_ARG, "buffer '%s' holds %s, not %s", b->name,
+			 r->type->name, type ? type->name : "(unregistered type)");
+		return NULL;
+	}
+	aql_buf_lock();
+	a = busy(r, b, write);
+	if (a)
+		st = aql_fail(AQL_ERR_BUSY,
+			      "buffer '%s': elements [%" PRIu64 ", %" PRIu64 ") are %s by %s in flight; wait for its completion (aql_buf_wait)",
+			      b->name, a->first, a->end, a->write ? "written" : "read", a->what);
+	else if (write && r->agent_mem && !r->unified)
+		st = aql_range_add(&r->agent_stale, b->first, b->first + b->count);
+	aql_buf_unlock();
+	if (st != AQL_OK)
+		return NULL;
+	return (char *)r->host + bytes_of(r, b->first);
+}
+
+void *aql_buf_host(aql_buf *b, const aql_type *type)
+{
+	return host_access(b, type, 1);
+}
+
+const void *aql_buf_host_const(aql_buf *b, const aql_type *type)
+{
+	return host_access(b, type, 0);
+}
+
+/* Does c come after (or with) the work whose completion is d? */
+static int ordered_after(aql_completion d, aql_queue *queue, const aql_completion *after,
+			 uint32_t n)
+{
+	struct aql_timeline *t = aql_queue_impl(queue)->timeline;
+
+	if (t && d.signal == t->signal)
+		return 1;	/* the same queue's packets run in order */
+	for (uint32_t i = 0; i < n; i++)
+		if (after[i].signal == d.signal && after[i].below <= d.below)
+			return 1;
+	return 0;
+}
+
+aql_status aql_buf_check(aql_buf *b, aql_queue *queue, int write, const aql_completion *after,
+			 uint32_t n)
+{
+	struct aql_buf_root *r = b->root;
+
+	prune(r);
+	for (uint32_t i = 0; i < r->ninflight; i++) {
+		const struct aql_buf_access *a = &r->inflight[i];
+
+		if (!overlaps(a, b->first, b->first + b->count) || !(write || a->write) ||
+		    ordered_after(a->done, queue, after, n))
+			continue;
+		return aql_fail(AQL_ERR_BUSY,
+				"buffer '%s': elements [%" PRIu64 ", %" PRIu64 ") are %s by %s on another queue, and this work is not ordered after it (pass its completion as a dependency)",
+				b->name, a->first, a->end, a->write ? "written" : "read", a->what);
+	}
+	return AQL_OK;
+}
+
+aql_status aql_buf_bind(aql_buf *b, aql_agent *agent, void **agent_ptr)
+{
+	struct aql_buf_root *r = b->root;
+	aql_agent_info info;
+	aql_status st;
+
+	if (r->agent && r->agent != agent)
+		return aql_fail(AQL_ERR_UNSUPPORTED,
+				"buffer '%s' has storage on another agent; one agent per buffer",
+				b->name);
+	if (!r->agent) {
+		st = aql_agent_get_info(agent, &info);
+		if (st != AQL_OK)
+			return st;
+		if (info.unified_memory) {
+			r->agent_mem = r->host;
+			r->unified = 1;
+		} else {
+			st = aql_agent_mem_alloc(agent, bytes_of(r, r->count), &r->agent_mem);
+			if (st == AQL_OK)
+				st = aql_range_add(&r->agent_stale, 0, r->count);
+			if (st != AQL_OK) {
+				aql_agent_mem_free(agent, r->agent_mem);
+				r->agent_mem = NULL;
+				return aql_fail_prefix(st, b->name);
+			}
+		}
+		r->agent = agent;
+	}
+	*agent_ptr = (char *)r->agent_mem + bytes_of(r, b->first);
+	return AQL_OK;
+}
+
+uint32_t aql_buf_stale(aql_buf *b, struct aql_range *out, uint32_t max)
+{
+	return aql_range_intersect(&b->root->agent_stale, b->first, b->first + b->count, out,
+				   max);
+}
+
+aql_status aql_buf_mark_current(aql_buf *b)
+{
+	return aql_range_remove(&b->root->agent_stale, b->first, b->first + b->count);
+}
+
+aql_status aql_buf_track(aql_buf *b, int write, aql_completion done, const char *what)
+{
+	struct aql_buf_root *r = b->root;
+	struct aql_buf_access *grown, *a;
+	uint32_t i;
+
+	/* Later work of the same queue on the same range supersedes earlier. */
+	for (i = 0; i < r->ninflight; i++) {
+		a = &r->inflight[i];
+		if (a->done.signal == done.signal && a->first == b->first &&
+		    a->end == b->first + b->count && a->write <= write)
+			break;
+	}
+	if (i == r->ninflight) {
+		if (r->ninflight == r->cap) {
+			uint32_t cap = r->cap ? 2 * r->cap : 4;
+
+			grown = realloc(r->inflight, cap * sizeof(*grown));
+			if (!grown)
+				return aql_fail(AQL_ERR_NOMEM, "buffer '%s': out of memory", b->name);
+			r->inflight = grown;
+			r->cap = cap;
+		}
+		r->ninflight++;
+	}
+	a = &r->inflight[i];
+	*a = (struct aql_buf_access){ b->first, b->first + b->count, write, done, "" };
+	snprintf(a->what, sizeof(a->what), "%s", what);
+	return AQL_OK;
+}
+
+aql_status aql_buf_to_agent(aql_buf *b, aql_queue *queue, aql_completion *done)
+{
+	struct aql_queue_impl *q = aql_queue_impl(queue);
+	aql_packet packets[MAX_PIECES];
+	struct aql_range pieces[MAX_PIECES];
+	struct aql_timeline *t;
+	aql_completion c = { 0 };
+	uint32_t n;
+	void *agent_ptr;
+	aql_status st;
+
+	if (!b || !queue)
+		return aql_fail(AQL_ERR_INVALID_ARG, "aql_buf_to_agent: buffer and queue are required");
+	st = aql_timeline_get(queue, &t);
+	if (st != AQL_OK)
+		return st;
+	pthread_mutex_lock(&t->lock);
+	aql_buf_lock();
+	st = aql_buf_check(b, queue, 0, NULL, 0);
+	if (st == AQL_OK)
+		st = aql_buf_bind(b, q->agent, &agent_ptr);
+	n = st == AQL_OK ? aql_buf_stale(b, pieces, MAX_PIECES) : 0;
+	if (n > MAX_PIECES) {
+		pieces[0].end = pieces[MAX_PIECES - 1].end;
+		n = 1;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct aql_buf_root *r = b->root;
+
+		q->agent->ops->encode_copy(q->agent, &packets[i],
+					   (char *)r->agent_mem + bytes_of(r, pieces[i].first),
+					   (char *)r->host + bytes_of(r, pieces[i].first),
+					   bytes_of(r, pieces[i].end - pieces[i].first));
+		packets[i].header = aql_timeline_header(AQL_PACKET_AGENT_DISPATCH);
+		t->stats.bytes_in += bytes_of(r, pieces[i].end - pieces[i].first);
+	}
+	if (n)
+		st = aql_timeline_emit(t, queue, packets, n, &c);
+	if (n && st == AQL_OK) {
+		t->stats.copies_in += n;
+		st = aql_buf_mark_current(b);
+		if (st == AQL_OK)
+			st = aql_buf_track(b, 0, c, "copy");
+	}
+	aql_buf_unlock();
+	pthread_mutex_unlock(&t->lock);
+	if (st != AQL_OK)
+		return st;
+	if (done)
+		*done = c;
+	return done ? AQL_OK : aql_completion_wait(c, AQL_TIMEOUT_INFINITE);
+}
+
+aql_status aql_buf_wait(aql_buf *b, uint64_t timeout_ns)
+{
+	struct aql_buf_root *r;
+	struct aql_buf_access *seen = NULL;
+	aql_status st, first = AQL_OK;
+	uint32_t n;
+
+	if (!b)
+		return aql_fail(AQL_ERR_INVALID_ARG, "aql_buf_wait: buffer is NULL");
+	r = b->root;
+	/* Failed work counts as done; wait on each record before pruning, so
+	 * that its failure is reported once. */
+	for (;;) {
+		aql_buf_lock();
+		n = 0;
+		free(seen);
+		seen = malloc((r->ninflight ? r->ninflight : 1) * sizeof(*seen));
+		for (uint32_t i = 0; seen && i < r->ninflight; i++)
+			if (overlaps(&r->inflight[i], b->first, b->first + b->count))
+				seen[n++] = r->inflight[i];
+		aql_buf_unlock();
+		if (!seen)
+			return aql_fail(AQL_ERR_NOMEM, "aql_buf_wait: out of memory");
+		if (!n)
+			break;
+		for (uint32_t i = 0; i < n; i++) {
+			st = aql_completion_wait(seen[i].done, timeout_ns);
+			if (st == AQL_ERR_TIMEOUT) {
+				free(seen);
+				return aql_fail(st, "buffer '%s': %s still uses elements [%" PRIu64 ", %" PRIu64 ")",
+						b->name, seen[i].what, seen[i].first, seen[i].end);
+			}
+			if (st != AQL_OK && first == AQL_OK)
+				first = aql_fail(st, "buffer '%s': %s on elements [%" PRIu64 ", %" PRIu64 ") failed or was cancelled",
+						 b->name, seen[i].what, seen[i].first, seen[i].end);
+		}
+		aql_buf_lock();
+		prune(r);
+		aql_buf_unlock();
+	}
+	free(seen);
+	return first;
+}

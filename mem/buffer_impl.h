@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal: buffers as launches see them. A root owns the storage and the
+ * state every view of it shares: which element ranges the agent's copy
+ * lacks (the host changed them since), and the work in flight on which
+ * ranges. One process-wide lock guards that state; launches take it after
+ * their queue's launch lock.
+ *
+ * The host's copy is never behind once work completes, because launches
+ * copy AQL_OUT and AQL_INOUT ranges back as part of their own work; so
+ * only the agent's staleness is tracked.
+ */
+#ifndef AQL_INTERNAL_BUFFER_IMPL_H
+#define AQL_INTERNAL_BUFFER_IMPL_H
+
+#include <aql/buffer.h>
+
+#include "mem/range.h"
+
+struct aql_buf_access {
+	uint64_t first, end;	/* elements of the root */
+	int write;
+	aql_completion done;
+	char what[48];		/* the kernel's name, or "copy" */
+};
+
+struct aql_buf_root {
+	const aql_type *type;
+	uint64_t count;
+	void *host;
+	void *agent_mem;	/* NULL until an agent uses it; host if unified */
+	aql_agent *agent;
+	int unified;
+	struct aql_range_set agent_stale;
+	struct aql_buf_access *inflight;
+	uint32_t ninflight, cap;
+	uint32_t views;		/* live views, besides the root itself */
+	uint32_t ndim;
+	uint64_t shape[4];
+	char name[64];
+};
+
+struct aql_buf {
+	struct aql_buf_root *root;
+	struct aql_buf *parent;	/* NULL for the root */
+	uint64_t first, count;
+	enum aql_direction dir;
+	char name[96];
+};
+
+void aql_buf_lock(void);
+void aql_buf_unlock(void);
+
+/*
+ * Under the lock: check that work submitted to queue, after the
+ * completions in after[0..n), may use b's range (writing it if write):
+ * no overlapping work in flight that is not ordered before it, where one
+ * of the two writes. Errors: AQL_ERR_BUSY naming the range and the work.
+ */
+aql_status aql_buf_check(aql_buf *b, aql_queue *queue, int write, const aql_completion *after,
+			 uint32_t n);
+
+/*
+ * Under the lock: give b's root storage on agent (none if unified) and
+ * set *agent_ptr to b's first element there. Errors: AQL_ERR_NOMEM,
+ * AQL_ERR_UNSUPPORTED (storage on another agent already).
+ */
+aql_status aql_buf_bind(aql_buf *b, aql_agent *agent, void **agent_ptr);
+
+/*
+ * Under the lock: the element ranges of b the agent's copy lacks, into
+ * out (room for max); returns their number (possibly above max).
+ */
+uint32_t aql_buf_stale(aql_buf *b, struct aql_range *out, uint32_t max);
+
+/* Under the lock, once the work is submitted: the agent's copy of b's
+ * range is current (copied in, or written whole by the kernel). */
+aql_status aql_buf_mark_current(aql_buf *b);
+
+/* Under the lock, once the work is submitted: it uses b's range until done. */
+aql_status aql_buf_track(aql_buf *b, int write, aql_completion done, const char *what);
+
+#endif
