@@ -62,8 +62,8 @@ static int may_write(const aql_kernel_arg *a)
 static aql_status check_buffer(const aql_kernel *k, uint32_t i, const aql_kernel_arg *a,
 			       const aql_arg *v, struct use *u)
 {
-	const aql_type *want;
-	aql_buf_info info;
+	const aql_type *want = a->type, *have;
+	enum aql_direction dir;
 	int ptr = 0;
 
 	if (v->tag != AQL_ARGV_BUFFER || !v->buf)
@@ -71,34 +71,36 @@ static aql_status check_buffer(const aql_kernel *k, uint32_t i, const aql_kernel
 				"kernel '%s' argument %u '%s': expects a buffer (%s), got %s",
 				k->name, i, arg_name(a), arg_type(a),
 				v->tag == AQL_ARGV_BUFFER ? "a NULL buffer" : given(v));
-	aql_buf_get_info(v->buf, &info);
-	want = aql_type_of_name(a->type_name, &ptr);
-	if (want && want != info.type)
+	have = v->buf->root->type;
+	dir = __atomic_load_n(&v->buf->dir, __ATOMIC_RELAXED);
+	/* A struct registered after loading is looked up now. */
+	if (!want && a->type_name)
+		want = aql_type_of_name(a->type_name, &ptr);
+	if (want && want != have)
 		return aql_fail(AQL_ERR_INVALID_ARG,
 				"kernel '%s' argument %u '%s': expects %s, got buffer '%s' of %s",
-				k->name, i, arg_name(a), arg_type(a), info.name, info.type->name);
-	if (!want && a->pointee_align && a->pointee_align > info.type->align &&
-	    a->pointee_align % info.type->align == 0)
+				k->name, i, arg_name(a), arg_type(a), v->buf->name, have->name);
+	if (!want && a->pointee_align && a->pointee_align > have->align &&
+	    a->pointee_align % have->align == 0)
 		return aql_fail(AQL_ERR_INVALID_ARG,
 				"kernel '%s' argument %u '%s': expects %u-byte aligned elements, got buffer '%s' of %s (%u-byte aligned)",
-				k->name, i, arg_name(a), a->pointee_align, info.name,
-				info.type->name, info.type->align);
+				k->name, i, arg_name(a), a->pointee_align, v->buf->name, have->name,
+				have->align);
 	u->buf = v->buf;
 	u->writes = may_write(a);
-	if (info.dir == AQL_IN && u->writes)
+	if (dir == AQL_IN && u->writes)
 		return aql_fail(AQL_ERR_INVALID_ARG,
 				"kernel '%s' argument %u '%s' (%s) may be written by the kernel, but buffer '%s' is AQL_IN (read-only); make it AQL_INOUT or declare the parameter const",
-				k->name, i, arg_name(a), arg_type(a), info.name);
-	u->copy_in = info.dir != AQL_OUT || !u->writes;
-	u->copy_out = info.dir != AQL_IN && u->writes;
+				k->name, i, arg_name(a), arg_type(a), v->buf->name);
+	u->copy_in = dir != AQL_OUT || !u->writes;
+	u->copy_out = dir != AQL_IN && u->writes;
 	return AQL_OK;
 }
 
 static aql_status check_value(const aql_kernel *k, uint32_t i, const aql_kernel_arg *a,
 			      const aql_arg *v)
 {
-	const aql_type *want;
-	int ptr = 0;
+	const aql_type *want = a->type;
 
 	if (v->tag != AQL_ARGV_SCALAR && v->tag != AQL_ARGV_BYTES)
 		return aql_fail(AQL_ERR_INVALID_ARG,
@@ -110,8 +112,8 @@ static aql_status check_value(const aql_kernel *k, uint32_t i, const aql_kernel_
 				k->name, i, arg_name(a), arg_type(a), a->size,
 				v->type ? v->type->name : "bytes", v->bytes || v->type ? "" : " (NULL)",
 				v->size);
-	want = v->tag == AQL_ARGV_SCALAR ? aql_type_of_name(a->type_name, &ptr) : NULL;
-	if (want && !ptr && (want->cls == AQL_TYPE_FLOAT) != (v->type->cls == AQL_TYPE_FLOAT))
+	if (v->tag == AQL_ARGV_SCALAR && want &&
+	    (want->cls == AQL_TYPE_FLOAT) != (v->type->cls == AQL_TYPE_FLOAT))
 		return aql_fail(AQL_ERR_INVALID_ARG,
 				"kernel '%s' argument %u '%s': expects %s, got %s",
 				k->name, i, arg_name(a), arg_type(a), v->type->name);

@@ -14,6 +14,7 @@
 #include "aql/error.h"
 #include "loader/metadata_impl.h"
 #include "loader/msgpack.h"
+#include "mem/type.h"
 
 /* A spelling with its length, so lookups compare lengths before bytes. */
 struct name {
@@ -835,6 +836,22 @@ static aql_status run(struct parser *p, const void *data, size_t size, aql_metad
 	return AQL_OK;
 }
 
+/* The element type of every argument: typed launches compare it. */
+static void resolve_types(aql_metadata *md)
+{
+	aql_kernel_metadata *k = (aql_kernel_metadata *)md->kernels;
+
+	for (uint32_t i = 0; i < md->kernel_count; i++) {
+		aql_kernel_arg *args = (aql_kernel_arg *)k[i].args;
+
+		for (uint32_t j = 0; j < k[i].arg_count; j++) {
+			int pointer = 0;
+
+			args[j].type = aql_type_of_name(args[j].type_name, &pointer);
+		}
+	}
+}
+
 aql_status aql_metadata_parse(const void *data, size_t size, aql_metadata **out)
 {
 	struct parser p = { 0 };
@@ -861,6 +878,7 @@ aql_status aql_metadata_parse(const void *data, size_t size, aql_metadata **out)
 		free(p.a.base);
 		return st;
 	}
+	resolve_types(md);
 	*out = md;
 	return AQL_OK;
 }
@@ -939,6 +957,7 @@ aql_status aql_metadata_copy(const aql_metadata *src, aql_metadata **out)
 	/* The header is the arena's first allocation. */
 	copy_into(&a, src);
 	*out = (aql_metadata *)a.base;
+	resolve_types(*out);
 	return AQL_OK;
 }
 

@@ -17,6 +17,8 @@
 /* Copies one aql_buf_to_agent() writes at most; more stale pieces than
  * this are copied as one span covering them. */
 #define MAX_PIECES 16u
+/* Records of work in flight a root keeps before dropping completed ones. */
+#define PRUNE_AT 8u
 
 static pthread_mutex_t buf_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t next_id;
@@ -306,12 +308,15 @@ aql_status aql_buf_check(aql_buf *b, aql_queue *queue, int write, const aql_comp
 {
 	struct aql_buf_root *r = b->root;
 
-	prune(r);
+	/* The queue's own records need no look at their signal, which its
+	 * processor keeps writing: aql_buf_track() supersedes them. */
+	if (r->ninflight > PRUNE_AT)
+		prune(r);
 	for (uint32_t i = 0; i < r->ninflight; i++) {
 		const struct aql_buf_access *a = &r->inflight[i];
 
 		if (!overlaps(a, b->first, b->first + b->count) || !(write || a->write) ||
-		    ordered_after(a->done, queue, after, n))
+		    ordered_after(a->done, queue, after, n) || aql_completion_done(a->done))
 			continue;
 		return aql_fail(AQL_ERR_BUSY,
 				"buffer '%s': elements [%" PRIu64 ", %" PRIu64 ") are %s by %s on another queue, and this work is not ordered after it (pass its completion as a dependency)",
@@ -390,8 +395,7 @@ aql_status aql_buf_track(aql_buf *b, int write, aql_completion done, const char 
 		r->ninflight++;
 	}
 	a = &r->inflight[i];
-	*a = (struct aql_buf_access){ b->first, b->first + b->count, write, done, "" };
-	snprintf(a->what, sizeof(a->what), "%s", what);
+	*a = (struct aql_buf_access){ b->first, b->first + b->count, write, done, what };
 	return AQL_OK;
 }
 

@@ -21,7 +21,7 @@ struct aql_buf_access {
 	uint64_t first, end;	/* elements of the root */
 	int write;
 	aql_completion done;
-	char what[48];		/* the kernel's name, or "copy" */
+	const char *what;	/* the kernel's name (loaded while its work runs), or "copy" */
 };
 
 struct aql_buf_root {

@@ -83,9 +83,15 @@ enum aql_arg_flag {
 	AQL_ARG_IS_PIPE = 1u << 3,
 };
 
+struct aql_type;
+
 typedef struct aql_kernel_arg {
 	const char *name;		/* .name, or NULL */
 	const char *type_name;		/* .type_name, or NULL */
+	/* The type .type_name names (for a pointer, the pointee), among the
+	 * built-in scalars and the struct types registered when the metadata
+	 * was read (aql/buffer.h), or NULL. */
+	const struct aql_type *type;
 	uint32_t offset;		/* .offset in the kernarg segment */
 	uint32_t size;			/* .size in bytes */
 	uint32_t pointee_align;		/* .pointee_align, or 0 */

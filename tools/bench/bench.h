@@ -132,6 +132,11 @@ struct mode {
 	int (*banner)(const struct ctx *ctx);
 };
 
+/* launch.c: typed launches, part of the default mode. */
+int bench_launch_raw(struct ctx *ctx, struct result *res);
+int bench_launch_typed(struct ctx *ctx, struct result *res);
+int bench_launch_overhead(struct ctx *ctx, struct result *res);
+
 extern const struct mode bench_mode_dispatch;
 extern const struct mode bench_mode_load;
 

@@ -579,6 +579,9 @@ static const struct bench dispatch_benches[] = {
 	{ "dispatch_throughput",	 bench_tput },
 	{ "dispatch_throughput_barrier", bench_tput_barrier },
 	{ "dispatch_throughput_mp",	 bench_tput_mp },
+	{ "launch_raw_ns",		 bench_launch_raw },
+	{ "launch_typed_ns",		 bench_launch_typed },
+	{ "launch_overhead_ns",		 bench_launch_overhead },
 };
 
 static const struct goal dispatch_goals[] = {
@@ -597,6 +600,9 @@ static const struct goal dispatch_goals[] = {
 	{ "goal_dispatch_throughput",
 	  "dispatch_throughput (dispatches/s)",
 	  "dispatch_throughput", NULL, true, 4e6, "dispatches/s" },
+	{ "goal_launch_overhead_ns",
+	  "launch_overhead_ns p50 (ns, 4-argument kernel)",
+	  "launch_overhead_ns", NULL, false, 100, "ns" },
 };
 
 const struct mode bench_mode_dispatch = {
