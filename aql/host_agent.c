@@ -526,15 +526,15 @@ static void code_free(aql_agent *agent, void *base, size_t size)
 	aql_host_mem_free(base, size);
 }
 
-/* Agent memory is ordinary host memory, from the coarse-grained pool: the
- * agent sees it coherent only at packet boundaries, as a GPU's VRAM. */
+/* Agent memory is ordinary host memory, from the coarse-grained data pool:
+ * the agent sees it coherent only at packet boundaries, as a GPU's VRAM. */
 static aql_status mem_alloc(aql_agent *agent, size_t size, void **out)
 {
 	aql_mem_pool *pool;
 	aql_status st;
 
 	(void)agent;
-	st = aql_mem_pool_default(AQL_MEM_COARSE_GRAINED, &pool);
+	st = aql_mem_pool_data(AQL_MEM_COARSE_GRAINED, &pool);
 	if (st == AQL_OK)
 		st = aql_mem_alloc(pool, size, 256, out);
 	if (st == AQL_OK)

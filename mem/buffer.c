@@ -80,7 +80,7 @@ aql_status aql_buf_create(const aql_type *type, uint64_t count, enum aql_directi
 		free(b);
 		return aql_fail(AQL_ERR_NOMEM, "aql_buf_create: out of memory");
 	}
-	st = aql_mem_pool_default(AQL_MEM_FINE_GRAINED, &pool);
+	st = aql_mem_pool_data(AQL_MEM_FINE_GRAINED, &pool);
 	if (st == AQL_OK)
 		st = aql_mem_alloc(pool, bytes_of(&(struct aql_buf_root){ .type = type }, count),
 				   type->align > 64 ? type->align : 64, &r->host);
@@ -293,7 +293,7 @@ const void *aql_buf_host_const(aql_buf *b, const aql_type *type)
 static int ordered_after(aql_completion d, aql_queue *queue, const aql_completion *after,
 			 uint32_t n)
 {
-	struct aql_timeline *t = aql_queue_impl(queue)->timeline;
+	struct aql_timeline *t = __atomic_load_n(&aql_queue_impl(queue)->timeline, __ATOMIC_ACQUIRE);
 
 	if (t && d.signal == t->signal)
 		return 1;	/* the same queue's packets run in order */
@@ -480,9 +480,10 @@ aql_status aql_buf_wait(aql_buf *b, uint64_t timeout_ns)
 		for (uint32_t i = 0; i < n; i++) {
 			st = aql_completion_wait(seen[i].done, timeout_ns);
 			if (st == AQL_ERR_TIMEOUT) {
+				st = aql_fail(st, "buffer '%s': %s still uses elements [%" PRIu64 ", %" PRIu64 ")",
+					      b->name, seen[i].what, seen[i].first, seen[i].end);
 				free(seen);
-				return aql_fail(st, "buffer '%s': %s still uses elements [%" PRIu64 ", %" PRIu64 ")",
-						b->name, seen[i].what, seen[i].first, seen[i].end);
+				return st;
 			}
 			if (st != AQL_OK && first == AQL_OK)
 				first = aql_fail(st, "buffer '%s': %s on elements [%" PRIu64 ", %" PRIu64 ") failed or was cancelled",

@@ -14,7 +14,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,7 +22,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <liburing.h>
@@ -37,15 +35,39 @@
 #define MAX_DEPTH		1024u
 /* When statx cannot tell the direct I/O alignment: right for any device. */
 #define GUESS_DIO_ALIGN		4096u
-/* io_uring refuses registered buffers of more than 1 GiB each. */
-#define FIXED_MAX		(1ull << 30)
 /* EINTR/EAGAIN/ECANCELED resubmissions of one piece before pread takes it. */
 #define MAX_RETRIES		8
 /* Submissions refused with nothing in flight before the read gives up. */
 #define MAX_SUBMIT_STALLS	1000
 
+/*
+ * liburing maps its rings with raw system calls that ThreadSanitizer does
+ * not see, so a ring mapped where another thread's ring was unmapped looks
+ * like a race with that thread. Ring memory accesses are left unchecked.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define AQL_TSAN_ 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define AQL_TSAN_ 1
+#endif
+#endif
+#ifdef AQL_TSAN_
+void AnnotateIgnoreReadsBegin(const char *file, int line);
+void AnnotateIgnoreReadsEnd(const char *file, int line);
+void AnnotateIgnoreWritesBegin(const char *file, int line);
+void AnnotateIgnoreWritesEnd(const char *file, int line);
+#define RING_BEGIN() (AnnotateIgnoreReadsBegin(__FILE__, __LINE__), \
+		      AnnotateIgnoreWritesBegin(__FILE__, __LINE__))
+#define RING_END() (AnnotateIgnoreWritesEnd(__FILE__, __LINE__), \
+		    AnnotateIgnoreReadsEnd(__FILE__, __LINE__))
+#else
+#define RING_BEGIN() ((void)0)
+#define RING_END() ((void)0)
+#endif
+
 #ifndef __NR_cachestat
-#define __NR_cachestat		451	/* the same on every architecture */
+#define __NR_cachestat		451	/* on every architecture but alpha */
 #endif
 
 enum slot_state { SLOT_FREE, SLOT_READY, SLOT_BUSY };
@@ -79,7 +101,7 @@ struct job {
 
 	/* The run. */
 	enum aql_file_method method;
-	int fixed;		/* dst is registered with the ring */
+	int punt;		/* page cache reads go to io_uring's workers */
 	int direct_failed;	/* AUTO met EINVAL: no more O_DIRECT */
 	int stop;
 	int called;		/* progress was called at least once */
@@ -158,7 +180,6 @@ static int reopen(int fd, const struct stat *st, int flags)
 	return nfd;
 }
 
-/* Bytes of the range that sit in the page cache, or -1 if unknown. */
 struct cachestat_range_ {
 	uint64_t off, len;
 };
@@ -167,6 +188,7 @@ struct cachestat_ {
 	uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
 };
 
+/* Bytes of the range that sit in the page cache, or -1 if unknown. */
 static int64_t cached_bytes(int fd, uint64_t off, uint64_t len)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -230,8 +252,7 @@ static aql_status check_options(const aql_file_read_options *o)
 	if ((unsigned)o->direct > AQL_FILE_DIRECT_ON)
 		return aql_fail(AQL_ERR_INVALID_ARG, "file read: direct mode %d is unknown",
 				(int)o->direct);
-	if (o->flags & ~(uint32_t)(AQL_FILE_READ_PREAD | AQL_FILE_READ_SHORT_OK |
-				   AQL_FILE_READ_FIXED_BUFFERS))
+	if (o->flags & ~(uint32_t)(AQL_FILE_READ_PREAD | AQL_FILE_READ_SHORT_OK))
 		return aql_fail(AQL_ERR_INVALID_ARG, "file read: flags 0x%x has unknown bits",
 				o->flags);
 	return AQL_OK;
@@ -524,8 +545,6 @@ static int next_piece(struct job *j, struct slot *s)
 	} else {
 		n = min64(j->chunk, j->end - p);
 	}
-	if (j->fixed)	/* a piece stays inside one registered buffer */
-		n = min64(n, FIXED_MAX - p % FIXED_MAX);
 	*s = (struct slot){ .pos = p, .len = (uint32_t)n, .state = SLOT_READY,
 			    .direct = (uint8_t)direct };
 	j->next = p + n;
@@ -672,37 +691,59 @@ static int ring_init(struct io_uring *ring, unsigned depth)
 	return ret;
 }
 
-static void register_dst(struct job *j, struct io_uring *ring)
+/* Queue the read of slot s; 0 if the submission queue is full. */
+static int queue(struct job *j, struct io_uring *ring, struct slot *s)
 {
-	uint64_t n = (j->end + FIXED_MAX - 1) / FIXED_MAX;
-	struct iovec *iov;
+	struct io_uring_sqe *sqe;
 
-	if (!(j->o.flags & AQL_FILE_READ_FIXED_BUFFERS) || !j->end || n > 16384)
-		return;
-	iov = calloc((size_t)n, sizeof(*iov));
-	if (!iov)
-		return;
-	for (uint64_t i = 0; i < n; i++) {
-		iov[i].iov_base = j->dst + i * FIXED_MAX;
-		iov[i].iov_len = (size_t)min64(FIXED_MAX, j->end - i * FIXED_MAX);
+	RING_BEGIN();
+	sqe = io_uring_get_sqe(ring);
+	if (sqe) {
+		io_uring_prep_read(sqe, s->direct ? j->dfd : j->fd, j->dst + s->pos, s->len,
+				   j->offset + s->pos);
+		io_uring_sqe_set_data64(sqe, (uint64_t)(s - j->slots));
+		/*
+		 * A page cache read tried inline copies in this thread, one
+		 * piece after another, no faster than read(); in io_uring's
+		 * workers the pieces are copied, or wait for the device, on
+		 * every core at once. O_DIRECT reads are asynchronous anyway.
+		 */
+		if (j->punt && !s->direct)
+			io_uring_sqe_set_flags(sqe, IOSQE_ASYNC);
 	}
-	j->fixed = io_uring_register_buffers(ring, iov, (unsigned)n) == 0;
-	free(iov);
+	RING_END();
+	if (!sqe)
+		return 0;
+	s->state = SLOT_BUSY;
+	return 1;
 }
 
-static void prep(struct job *j, struct io_uring_sqe *sqe, struct slot *s)
+/* Take one completion, if there is one: its slot index and result. */
+static int take_cqe(struct io_uring *ring, uint64_t *slot, int *res)
 {
-	int fd = s->direct ? j->dfd : j->fd;
+	struct io_uring_cqe *cqe;
+	int got;
 
-	if (j->fixed)
-		io_uring_prep_read_fixed(sqe, fd, j->dst + s->pos, s->len, j->offset + s->pos,
-					 (int)(s->pos / FIXED_MAX));
-	else
-		io_uring_prep_read(sqe, fd, j->dst + s->pos, s->len, j->offset + s->pos);
-	io_uring_sqe_set_data64(sqe, (uint64_t)(s - j->slots));
-	if (getenv("EXP_ASYNC") && !s->direct)
-		io_uring_sqe_set_flags(sqe, IOSQE_ASYNC);
-	s->state = SLOT_BUSY;
+	RING_BEGIN();
+	got = io_uring_peek_cqe(ring, &cqe) == 0;
+	if (got) {
+		*slot = io_uring_cqe_get_data64(cqe);
+		*res = cqe->res;
+		io_uring_cqe_seen(ring, cqe);
+	}
+	RING_END();
+	return got;
+}
+
+/* Submission entries queued but not yet handed to the kernel. */
+static unsigned unsubmitted(struct io_uring *ring)
+{
+	unsigned n;
+
+	RING_BEGIN();
+	n = io_uring_sq_ready(ring);
+	RING_END();
+	return n;
 }
 
 /*
@@ -715,7 +756,6 @@ static unsigned fill(struct job *j, struct io_uring *ring)
 
 	for (uint32_t i = 0; i < j->depth; i++) {
 		struct slot *s = &j->slots[i];
-		struct io_uring_sqe *sqe;
 
 		if (s->state == SLOT_FREE && !next_piece(j, s))
 			continue;
@@ -724,61 +764,56 @@ static unsigned fill(struct job *j, struct io_uring *ring)
 		/* Retries ran out: finish it here, synchronously. */
 		while (s->state == SLOT_READY && s->sync && !j->stop)
 			pread_once(j, s);
-		if (s->state == SLOT_READY) {
-			sqe = io_uring_get_sqe(ring);
-			if (!sqe) {
-				job_fail(j, AQL_ERR_SYSTEM, EBUSY, "file %s: io_uring queue full",
-					 j->name);
-				slot_abandon(j, s);
-				continue;
-			}
-			prep(j, sqe, s);
+		if (s->state == SLOT_READY && !queue(j, ring, s)) {
+			job_fail(j, AQL_ERR_SYSTEM, EBUSY, "file %s: io_uring queue full", j->name);
+			slot_abandon(j, s);
 		}
 		busy += s->state == SLOT_BUSY;
 	}
 	return busy;
 }
 
+static void complete_cqe(struct job *j, uint64_t i, int res)
+{
+	if (i < j->depth && j->slots[i].state == SLOT_BUSY)
+		complete(j, &j->slots[i], res);
+}
+
 static void reap(struct job *j, struct io_uring *ring)
 {
-	struct io_uring_cqe *cqe;
+	uint64_t i;
+	int res;
 
-	while (io_uring_peek_cqe(ring, &cqe) == 0) {
-		uint64_t i = io_uring_cqe_get_data64(cqe);
-		int res = cqe->res;
-
-		io_uring_cqe_seen(ring, cqe);
-		if (i < j->depth && j->slots[i].state == SLOT_BUSY)
-			complete(j, &j->slots[i], res);
-	}
+	while (take_cqe(ring, &i, &res))
+		complete_cqe(j, i, res);
 }
 
 /* Wait for every request the kernel has, after a failed submission. */
 static void drain(struct job *j, struct io_uring *ring, unsigned busy)
 {
-	unsigned in_kernel = busy - io_uring_sq_ready(ring);
+	unsigned in_kernel = busy - unsubmitted(ring);
 	struct io_uring_cqe *cqe;
+	uint64_t i;
+	int res;
 
 	while (in_kernel) {
-		int ret = io_uring_wait_cqe(ring, &cqe);
+		int ret;
 
+		RING_BEGIN();
+		ret = io_uring_wait_cqe(ring, &cqe);
+		RING_END();
 		if (ret == -EINTR || ret == -EAGAIN)
 			continue;
 		if (ret < 0)
 			break;	/* the ring is unusable; queue_exit waits for the rest */
-		while (in_kernel && io_uring_peek_cqe(ring, &cqe) == 0) {
-			uint64_t i = io_uring_cqe_get_data64(cqe);
-			int res = cqe->res;
-
-			io_uring_cqe_seen(ring, cqe);
+		while (in_kernel && take_cqe(ring, &i, &res)) {
 			in_kernel--;
-			if (i < j->depth && j->slots[i].state == SLOT_BUSY)
-				complete(j, &j->slots[i], res);
+			complete_cqe(j, i, res);
 		}
 	}
-	for (uint32_t i = 0; i < j->depth; i++)
-		if (j->slots[i].state != SLOT_FREE)
-			slot_abandon(j, &j->slots[i]);
+	for (uint32_t k = 0; k < j->depth; k++)
+		if (j->slots[k].state != SLOT_FREE)
+			slot_abandon(j, &j->slots[k]);
 }
 
 static void run_uring(struct job *j, struct io_uring *ring)
@@ -787,7 +822,8 @@ static void run_uring(struct job *j, struct io_uring *ring)
 	int ret;
 
 	j->method = AQL_FILE_METHOD_URING;
-	register_dst(j, ring);
+	/* One piece: nothing to overlap, and the inline copy costs least. */
+	j->punt = j->end > j->chunk && j->depth > 1;
 	while ((busy = fill(j, ring)) > 0) {
 		ret = io_uring_submit_and_wait(ring, 1);
 		if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY) {
@@ -795,7 +831,7 @@ static void run_uring(struct job *j, struct io_uring *ring)
 			drain(j, ring, busy);
 			break;
 		}
-		if (ret < 0 && busy == io_uring_sq_ready(ring)) {
+		if (ret < 0 && busy == unsubmitted(ring)) {
 			/* Nothing in flight to wait for: back off, but not forever. */
 			if (++stalls > MAX_SUBMIT_STALLS) {
 				job_fail(j, AQL_ERR_SYSTEM, -ret, "file %s: io_uring_enter", j->name);
@@ -809,8 +845,6 @@ static void run_uring(struct job *j, struct io_uring *ring)
 		reap(j, ring);
 		report(j, 0);
 	}
-	if (j->fixed)
-		io_uring_unregister_buffers(ring);
 }
 
 static void run(struct job *j)
@@ -855,7 +889,7 @@ static aql_status finish(struct job *j, aql_file_read_result *result)
 		*result = (aql_file_read_result){
 			.bytes = bytes, .expected = j->expected,
 			.direct_bytes = min64(j->direct_done, bytes),
-			.method = j->method, .fixed_buffers = (uint32_t)j->fixed,
+			.method = j->method,
 		};
 	job_close(j);
 	if (j->status != AQL_OK)

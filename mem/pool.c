@@ -107,7 +107,7 @@ static struct aql_mem_pool pools[AQL_MEM_MAX_POOLS];
 static uint64_t ranges[AQL_MEM_MAX_POOLS];	/* 0 for a free slot */
 static uint32_t pool_limit;			/* slots ever used */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static aql_mem_pool *defaults[2];
+static aql_mem_pool *defaults[2][2];	/* [kind][pinned] */
 
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
@@ -761,31 +761,41 @@ aql_status aql_mem_pool_destroy(aql_mem_pool *pool)
 	return AQL_OK;
 }
 
-aql_status aql_mem_pool_default(enum aql_mem_kind kind, aql_mem_pool **out)
+static aql_status default_pool(enum aql_mem_kind kind, int pinned, aql_mem_pool **out)
 {
 	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	aql_mem_pool_config c = {
-		.kind = kind, .flags = AQL_MEM_PINNED, .numa_node = AQL_NUMA_ANY,
+		.kind = kind, .flags = pinned ? AQL_MEM_PINNED : 0, .numa_node = AQL_NUMA_ANY,
 	};
 	aql_mem_pool *p;
 	aql_status st = AQL_OK;
 
 	if (!out || (kind != AQL_MEM_FINE_GRAINED && kind != AQL_MEM_COARSE_GRAINED))
-		return aql_fail(AQL_ERR_INVALID_ARG, "aql_mem_pool_default: kind %d or out invalid",
+		return aql_fail(AQL_ERR_INVALID_ARG, "default memory pool: kind %d or out invalid",
 				(int)kind);
-	p = __atomic_load_n(&defaults[kind], __ATOMIC_ACQUIRE);
+	p = __atomic_load_n(&defaults[kind][pinned], __ATOMIC_ACQUIRE);
 	if (!p) {
 		/* Not pthread_once: a failed creation is retried by the next call. */
 		pthread_mutex_lock(&lock);
-		p = defaults[kind];
+		p = defaults[kind][pinned];
 		if (!p && (st = create_pool(&c, 1, &p)) == AQL_OK)
-			__atomic_store_n(&defaults[kind], p, __ATOMIC_RELEASE);
+			__atomic_store_n(&defaults[kind][pinned], p, __ATOMIC_RELEASE);
 		pthread_mutex_unlock(&lock);
 		if (st != AQL_OK)
 			return st;
 	}
 	*out = p;
 	return AQL_OK;
+}
+
+aql_status aql_mem_pool_default(enum aql_mem_kind kind, aql_mem_pool **out)
+{
+	return default_pool(kind, 1, out);
+}
+
+aql_status aql_mem_pool_data(enum aql_mem_kind kind, aql_mem_pool **out)
+{
+	return default_pool(kind, 0, out);
 }
 
 aql_status aql_mem_pool_get_stats(aql_mem_pool *pool, aql_mem_pool_stats *out)

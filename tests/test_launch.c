@@ -459,6 +459,7 @@ static void test_kernarg_recycling(void)
 	aql_completion done = { 0 };
 	int64_t want = 0;
 
+	/* The kernarg ring lives in the pinned default pool. */
 	CHECK_OK(aql_mem_pool_default(AQL_MEM_FINE_GRAINED, &pool));
 	for (int i = 0; i < 1000; i++)
 		CHECK_OK(AQL_LAUNCH(q, k_add, &c, &done, AQL_ARG(acc), AQL_ARG(1), AQL_ARG((uint32_t)N)));

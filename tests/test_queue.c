@@ -147,6 +147,9 @@ static void test_full_queue(void)
 	CHECK(q->amd->write_dispatch_id == 4, "a failed reservation moved the write index to %llu",
 	      (unsigned long long)q->amd->write_dispatch_id);
 	aql_signal_store(gate, 0, AQL_RELEASE);
+	/* The 50 ms full timeout is for the refusal above, not for a loaded
+	 * machine's processor to drain the ring. */
+	th_wait_read_index(q, 4);
 	p.completion_signal = aql_signal_handle(done);
 	th_submit(q, &p);
 	CHECK(th_wait_done(done) == 0, "queue did not recover");

@@ -3,7 +3,8 @@
  * File loads: read a file, or a byte range of it, straight into caller
  * memory (typically a device-visible host buffer). Reads go through
  * io_uring, cut into chunks with several in flight, and use O_DIRECT where
- * the destination address, file offset and length allow it; without
+ * the destination address, file offset and length allow it and the file
+ * is not in the page cache already; without
  * io_uring (old kernel, seccomp, the io_uring_disabled sysctl) the same
  * plan runs with pread(), after a one-line notice on stderr printed once
  * per process.
@@ -11,6 +12,14 @@
  * The asynchronous form runs the read on a thread of its own and
  * completes on an aql_signal, so a barrier-AND packet can make a kernel
  * launch wait for the data without a host round trip.
+ *
+ * Speed: reads through the page cache go to io_uring's worker threads,
+ * several pieces at once. O_DIRECT throughput depends on how many
+ * physically contiguous segments a request has: a destination backed by
+ * huge pages reads faster than one in 4 KiB pages. io_uring registered
+ * (fixed) buffers are not used: registering the destination for a single
+ * read pins all of it first, which cost more than it saved in 4 KiB pages
+ * and about as much in huge pages (measured on a 256 MiB file).
  *
  * Setting the environment variable AQL_FILE_NO_URING to a non-empty value
  * other than "0" forces the pread path, as AQL_FILE_READ_PREAD does.
@@ -31,9 +40,11 @@ extern "C" {
 enum aql_file_direct {
 	/*
 	 * Where allowed: the aligned body of the range goes through O_DIRECT,
-	 * an unaligned head or tail through the page cache. Falls back to the
-	 * page cache altogether when the destination is misaligned or the
-	 * file system refuses O_DIRECT (EINVAL at open or on a read).
+	 * an unaligned head or tail through the page cache. The page cache
+	 * serves it all when dst is misaligned against the offset, the file
+	 * system refuses O_DIRECT (EINVAL at open or on a read), or half the
+	 * range or more is cached already (copying it beats reading the
+	 * device again).
 	 */
 	AQL_FILE_DIRECT_AUTO = 0,
 	AQL_FILE_DIRECT_OFF,	/* always through the page cache */
@@ -64,21 +75,17 @@ enum aql_file_read_flag {
 	 * that shrinks during the read is an error.
 	 */
 	AQL_FILE_READ_SHORT_OK = 1u << 1,
-	/*
-	 * Register dst with io_uring as a fixed buffer before reading. The
-	 * registration pins every page of the range at once; on this
-	 * kernel it does not make reads faster (see tools/bench/read.c), so
-	 * it is off by default. Ignored by the pread path; if registration
-	 * fails the read goes on without it.
-	 */
-	AQL_FILE_READ_FIXED_BUFFERS = 1u << 2,
 };
 
 /*
  * Progress of a read: done of total bytes are in dst (done counts
- * completed pieces, which may finish out of order). Return 0 to go on, or
- * non-zero to cancel the read. Called on the reading thread (the caller's,
- * or the background thread of an asynchronous read).
+ * completed pieces, which may finish out of order; total is the bytes the
+ * read will ask for). Called after at least progress_interval more bytes
+ * completed, and once more at the end: the last call of a read that
+ * succeeds has done == total (an empty read gets one call, 0 of 0).
+ * Return 0 to go on, or non-zero to cancel the read; no call follows.
+ * Called on the reading thread (the caller's, or the background thread of
+ * an asynchronous read), never concurrently for one read.
  */
 typedef int (*aql_file_progress_fn)(uint64_t done, uint64_t total, void *user);
 
@@ -94,7 +101,7 @@ typedef struct aql_file_read_options {
 	uint32_t flags;			/* enum aql_file_read_flag */
 	aql_file_progress_fn progress;	/* NULL: no progress calls */
 	void *progress_user;
-	/* Bytes between progress calls, at least; 0: one chunk. */
+	/* Bytes between progress calls, at least; 0: chunk_size. */
 	uint64_t progress_interval;
 } aql_file_read_options;
 
@@ -103,14 +110,15 @@ typedef struct aql_file_read_result {
 	uint64_t expected;	/* bytes asked for: length, or file size - offset */
 	uint64_t direct_bytes;	/* of bytes, those read with O_DIRECT */
 	enum aql_file_method method;
-	uint32_t fixed_buffers;	/* 1 if dst was registered with io_uring */
 } aql_file_read_result;
 
 /*
  * Read path from offset into dst, at most capacity bytes, and fill
- * *result (may be NULL). Blocks until the read is done. With a progress
- * callback, a non-zero return cancels the read: requests in flight are
- * waited for, none is started after, and the call fails as below.
+ * *result (may be NULL). opts may be NULL (all defaults). Blocks until the
+ * read is done. With a progress callback, a non-zero return cancels the
+ * read: requests in flight are waited for, none is started after, and the
+ * call fails as below. The file is opened for this call and closed before
+ * it returns.
  *
  * What is read: opts->length bytes, or with length 0 the rest of the
  * file from offset (its size when opened; a file that grows meanwhile is
@@ -170,7 +178,10 @@ typedef struct aql_file_read_op aql_file_read_op;
  *   to 0; one created with value n goes to 0 after n reads completed.
  *   A barrier-AND packet on it makes a launch wait for the data.
  * - failure or cancellation: it is set to -1 (a negative value, as a
- *   failed packet's signal; later decrements keep it negative).
+ *   failed packet's signal; later decrements keep it negative). A
+ *   barrier-AND waits for exactly 0, so a launch chained behind a failed
+ *   read never runs: learn of the failure from aql_file_read_wait() or a
+ *   wait for the signal to drop below 1, then tear the queue down.
  * The thread touches neither completion nor dst after that change, so
  * a waiter may reuse both at once. The progress callback, if any, runs on
  * the background thread. Errors: as aql_file_read(), and AQL_ERR_SYSTEM
@@ -188,7 +199,8 @@ aql_status aql_file_read_async(const char *path, void *dst, size_t capacity, uin
  * Errors: AQL_ERR_TIMEOUT if the read is still running (the handle stays
  * valid; wait again or free it), AQL_ERR_INVALID_ARG for a NULL op, or
  * the read's error. Thread safe; several threads may wait on one op, but
- * none may wait while another frees it.
+ * none may wait while another frees it, and the read's own progress
+ * callback must not wait on it.
  */
 aql_status aql_file_read_wait(aql_file_read_op *op, uint64_t timeout_ns,
 			      aql_file_read_result *result);
@@ -205,7 +217,8 @@ void aql_file_read_cancel(aql_file_read_op *op);
  * Release the handle. A read still running is canceled and waited for
  * first (bounded by the requests already in flight), so after this
  * returns the read writes neither dst nor its signal. NULL is accepted.
- * Not to be called concurrently with another call on the same op.
+ * Not to be called concurrently with another call on the same op, nor
+ * from the read's own progress callback (it would wait for itself).
  */
 void aql_file_read_free(aql_file_read_op *op);
 

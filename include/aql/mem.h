@@ -129,6 +129,15 @@ aql_status aql_mem_pool_destroy(aql_mem_pool *pool);
 aql_status aql_mem_pool_default(enum aql_mem_kind kind, aql_mem_pool **out);
 
 /*
+ * The process-wide unpinned pool of a kind, for bulk data: typed buffers'
+ * host storage and the CPU agent's agent memory come from it, so that
+ * their size is not bounded by RLIMIT_MEMLOCK (an agent that needs pages
+ * locked for DMA registers them itself). Otherwise as
+ * aql_mem_pool_default().
+ */
+aql_status aql_mem_pool_data(enum aql_mem_kind kind, aql_mem_pool **out);
+
+/*
  * Allocate size bytes aligned to align (a power of two up to
  * AQL_MEM_MAX_ALIGN; 0 means no requirement). The block is aligned to at
  * least min(its usable size, AQL_MEM_CHUNK_SIZE), so blocks of a page or

@@ -132,6 +132,10 @@ struct mode {
 	int (*banner)(const struct ctx *ctx);
 };
 
+/* mem.c: the pool sub-allocator, part of the default mode. */
+int bench_alloc_free(struct ctx *ctx, struct result *res);
+int bench_baseline_malloc_free(struct ctx *ctx, struct result *res);
+
 /* launch.c: typed launches, part of the default mode. */
 int bench_launch_raw(struct ctx *ctx, struct result *res);
 int bench_launch_typed(struct ctx *ctx, struct result *res);

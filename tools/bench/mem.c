@@ -29,10 +29,6 @@
 #define LIVE 8u
 #define WARMUP 100u
 
-/* Until bench.h declares them. */
-int bench_alloc_free(struct ctx *ctx, struct result *res);
-int bench_baseline_malloc_free(struct ctx *ctx, struct result *res);
-
 struct mem_bench {
 	aql_mem_pool *pool;
 	size_t sizes[BATCH];
