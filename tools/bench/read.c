@@ -17,10 +17,10 @@
  *	Cached: the file is in the page cache (a warm-up read of each kind
  *	comes first, and also checks that both read the same bytes).
  *	aql_file_read() with default options (io_uring, 1 MiB pieces, 16 in
- *	flight; AUTO direct I/O, which a cached file does not take) against
- *	read(fd, dst + done, size - done) until the end. They take turns
- *	round by round, first one then the other, so a noisy spell of this
- *	(virtual) machine hits both alike.
+ *	flight; AUTO direct I/O, which a cached file does not take: checked
+ *	every round) against read(fd, dst + done, size - done) until the
+ *	end. Every round runs both, which one goes first alternating, so a
+ *	noisy spell of this (virtual) machine hits both alike.
  *
  * read_uring_direct_gbps, read_plain_uncached_gbps, read_uring_uncached_gbps
  *	Uncached: before every round, fdatasync() and
@@ -32,9 +32,10 @@
  *	readahead helps it); io_uring uses aql_file_read() with default
  *	options, which reads the dropped file's aligned body with O_DIRECT
  *	(checked every round); read_uring_uncached_gbps is io_uring through
- *	the page cache (AQL_FILE_DIRECT_OFF) on the same dropped file. The
- *	three take turns as above. Skipped, and said so, where FILE's file
- *	system has no O_DIRECT or the drop does not work (tmpfs).
+ *	the page cache (AQL_FILE_DIRECT_OFF) on the same dropped file. Every
+ *	round runs the three, the first one rotating. Skipped, and said so,
+ *	where FILE's file system has no O_DIRECT or the drop does not work
+ *	(tmpfs).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -114,6 +115,10 @@ static int plain_read(const struct read_ctx *r)
 	return 0;
 }
 
+/*
+ * aql_file_read() of the whole file; want_direct says whether the run is
+ * to check that O_DIRECT read the file (dropped) or nothing of it (cached).
+ */
 static int uring_read(struct read_ctx *r, enum aql_file_direct direct, bool want_direct)
 {
 	aql_file_read_options o = { .direct = direct };
@@ -129,12 +134,12 @@ static int uring_read(struct read_ctx *r, enum aql_file_direct direct, bool want
 			" bytes\n", r->path, res.bytes, r->size);
 		return -1;
 	}
-	/* The aligned body, at least, must have bypassed the page cache. */
-	if (want_direct && res.direct_bytes + 4096 < r->size) {
+	/* Dropped: the aligned body, at least, must bypass the page cache. */
+	if (want_direct ? res.direct_bytes + 4096 < r->size : res.direct_bytes != 0) {
 		progress_clear();
-		fprintf(stderr, "aql-bench: aql_file_read of the dropped %s read only %" PRIu64
-			" of %" PRIu64 " bytes with O_DIRECT\n", r->path, res.direct_bytes,
-			r->size);
+		fprintf(stderr, "aql-bench: aql_file_read of the %s %s read %" PRIu64
+			" of %" PRIu64 " bytes with O_DIRECT\n", want_direct ? "dropped" : "cached",
+			r->path, res.direct_bytes, r->size);
 		return -1;
 	}
 	r->method = res.method;
@@ -403,7 +408,7 @@ static int read_banner(const struct ctx *ctx)
 	       ctx->opts->quick ? "quick" : "full");
 	printf("reads with %s; destination %.0f%% in huge pages\n",
 	       r->method == AQL_FILE_METHOD_URING ? "io_uring"
-						  : "pread (io_uring unavailable)",
+						  : "pread (no io_uring, or AQL_FILE_NO_URING set)",
 	       100.0 * (double)r->huge_bytes / (double)r->capacity);
 	if (r->uncached_why[0])
 		printf("%s\n", r->uncached_why);
