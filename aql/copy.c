@@ -52,11 +52,12 @@ aql_status aql_queue_copy(aql_queue *queue, void *dst, const void *src, size_t s
 	st = aql_timeline_get(queue, &t);
 	if (st != AQL_OK)
 		return st;
-	pthread_mutex_lock(&t->lock);
+	aql_lock_take(&t->lock);
 	k = aql_timeline_deps(t, after, n, packets);
 	q->agent->ops->encode_copy(q->agent, &packets[k], dst, src, size);
 	packets[k].header = aql_timeline_header(AQL_PACKET_AGENT_DISPATCH);
+	aql_timeline_sign(t, packets, k + 1);
 	st = aql_timeline_emit(t, queue, packets, k + 1, done);
-	pthread_mutex_unlock(&t->lock);
+	aql_lock_release(&t->lock);
 	return st;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <aql/kernarg.h>
@@ -17,7 +18,9 @@
 #define MAX_AFTER 16u
 /* Stale pieces of one buffer copied separately; more become one span. */
 #define MAX_PIECES 4u
-#define MAX_PACKETS (MAX_AFTER + MAX_ARGS * (MAX_PIECES + 1) + 1)
+/* Packets a launch writes from the stack; more come from the heap. The
+ * stack array stays small so that no frame needs stack-clash probes. */
+#define STACK_PACKETS 16u
 
 /* What a launch does with one buffer argument. */
 struct use {
@@ -286,11 +289,10 @@ static uint32_t plan_out(struct aql_agent *agent, const struct use *u, aql_packe
 static aql_status submit(aql_queue *queue, struct aql_timeline *t, const aql_kernel *k,
 			 const aql_launch_config *c, const aql_arg *args, uint32_t n,
 			 struct use *uses, uint32_t nuses, aql_dispatch_packet *d,
-			 aql_completion *done)
+			 aql_packet *packets, aql_completion *done)
 {
 	struct aql_queue_impl *q = aql_queue_impl(queue);
 	aql_kernarg_value values[MAX_ARGS];
-	aql_packet packets[MAX_PACKETS];
 	aql_kernarg_hidden hidden = { .queue_ptr = (uint64_t)(uintptr_t)queue->amd };
 	uint64_t bytes_in = 0, bytes_out = 0;
 	uint32_t np, ndeps, ins, outs = 0, u = 0;
@@ -307,11 +309,12 @@ static aql_status submit(aql_queue *queue, struct aql_timeline *t, const aql_ker
 	}
 	np = ndeps = aql_timeline_deps(t, c->after, c->after_count, packets);
 	for (uint32_t i = 0; i < nuses; i++)
-		if (uses[i].copy_in && uses[i].first_use)
+		if (uses[i].copy_in && uses[i].first_use && !uses[i].buf->root->unified)
 			np += plan_in(q->agent, &uses[i], &packets[np], &bytes_in);
 	ins = np;
 	d->header = aql_timeline_header(AQL_PACKET_KERNEL_DISPATCH);
 	d->kernel_object = k->kernel_object;
+	packets[ins].dispatch = *d;
 	np++;
 	for (uint32_t i = 0; i < nuses; i++)
 		if (uses[i].copy_out && uses[i].first_use && !uses[i].buf->root->unified)
@@ -321,10 +324,11 @@ static aql_status submit(aql_queue *queue, struct aql_timeline *t, const aql_ker
 		return aql_fail(AQL_ERR_INVALID_ARG,
 				"kernel '%s': the launch needs %u packets; the queue holds %u",
 				k->name, np, queue->size);
+	aql_timeline_sign(t, packets, np);
 	st = aql_timeline_kernarg(t, queue, k->kernarg_size, t->packets + np, &kernarg);
 	if (st != AQL_OK)
 		return st;
-	d->kernarg_address = (uint64_t)(uintptr_t)kernarg;
+	packets[ins].dispatch.kernarg_address = (uint64_t)(uintptr_t)kernarg;
 	for (uint32_t i = 0; i < n; i++) {
 		if (args[i].tag == AQL_ARGV_BUFFER)
 			values[i] = (aql_kernarg_value){ &uses[u++].agent_ptr, sizeof(void *) };
@@ -336,12 +340,11 @@ static aql_status submit(aql_queue *queue, struct aql_timeline *t, const aql_ker
 	st = aql_kernarg_build(k, d, values, n, &hidden, kernarg, k->kernarg_size);
 	if (st != AQL_OK)
 		return st;
-	memcpy(&packets[ins], d, sizeof(*d));
 	st = aql_timeline_emit(t, queue, packets, np, &fin);
 	if (st != AQL_OK)
 		return st;
 	for (uint32_t i = 0; i < nuses && st == AQL_OK; i++) {
-		if (uses[i].copy_in || uses[i].copy_out)
+		if ((uses[i].copy_in || uses[i].copy_out) && !uses[i].buf->root->unified)
 			st = aql_buf_mark_current(uses[i].buf);
 		if (st == AQL_OK)
 			st = aql_buf_track(uses[i].buf, uses[i].writes, fin, k->name);
@@ -362,8 +365,9 @@ aql_status aql_launch(aql_queue *queue, const aql_kernel *kernel,
 {
 	struct use uses[MAX_ARGS];
 	aql_dispatch_packet d = { 0 };
+	aql_packet stack[STACK_PACKETS], *packets = stack;
 	struct aql_timeline *t;
-	uint32_t nuses = 0;
+	uint32_t nuses = 0, most;
 	aql_status st;
 
 	if (!queue || !kernel || !config || (n && !args))
@@ -388,13 +392,24 @@ aql_status aql_launch(aql_queue *queue, const aql_kernel *kernel,
 		st = lds(kernel, config, &t->info, &d);
 	if (st != AQL_OK)
 		return st;
-	pthread_mutex_lock(&t->lock);
+	/* Unified buffers add no copies; binding happens later, so a first use
+	 * counts as separate. */
+	most = config->after_count + 1;
+	for (uint32_t i = 0; i < nuses; i++)
+		most += __atomic_load_n(&uses[i].buf->root->unified, __ATOMIC_RELAXED)
+				? 0 : MAX_PIECES + 1;
+	if (most > STACK_PACKETS && !(packets = malloc(most * sizeof(*packets))))
+		return aql_fail(AQL_ERR_NOMEM, "kernel '%s': %u packets: out of memory",
+				kernel->name, most);
+	aql_lock_take(&t->lock);
 	if (nuses)
 		aql_buf_lock();
-	st = submit(queue, t, kernel, config, args, n, uses, nuses, &d, done);
+	st = submit(queue, t, kernel, config, args, n, uses, nuses, &d, packets, done);
 	if (nuses)
 		aql_buf_unlock();
-	pthread_mutex_unlock(&t->lock);
+	aql_lock_release(&t->lock);
+	if (packets != stack)
+		free(packets);
 	return st;
 }
 
@@ -408,8 +423,8 @@ aql_status aql_launch_get_stats(aql_queue *queue, aql_launch_stats *out)
 	st = aql_timeline_get(queue, &t);
 	if (st != AQL_OK)
 		return st;
-	pthread_mutex_lock(&t->lock);
+	aql_lock_take(&t->lock);
 	*out = t->stats;
-	pthread_mutex_unlock(&t->lock);
+	aql_lock_release(&t->lock);
 	return AQL_OK;
 }

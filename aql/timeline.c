@@ -84,7 +84,6 @@ static aql_status timeline_create(aql_agent *agent, struct aql_timeline **out)
 		return st;
 	}
 	aql_agent_get_info(agent, &t->info);
-	pthread_mutex_init(&t->lock, NULL);
 	t->start = aql_signal_load(t->signal, AQL_RELAXED);
 	t->stats.kernarg_bytes = AQL_KERNARG_RING_SIZE;
 	*out = t;
@@ -118,7 +117,6 @@ void aql_timeline_free(struct aql_timeline *t)
 {
 	if (!t)
 		return;
-	pthread_mutex_destroy(&t->lock);
 	retire_signal(t->signal);
 	aql_mem_free(t->ring);
 	free(t->recs);
@@ -187,10 +185,8 @@ aql_status aql_timeline_emit(struct aql_timeline *t, aql_queue *queue, aql_packe
 
 	if (st != AQL_OK)
 		return st;
-	for (uint32_t i = 0; i < n; i++) {
-		packets[i].dispatch.completion_signal = aql_signal_handle(t->signal);
+	for (uint32_t i = 0; i < n; i++)
 		aql_packet_store(aql_queue_slot(queue, first + i), &packets[i]);
-	}
 	aql_queue_ring_doorbell(queue, first + n - 1);
 	t->packets += n;
 	if (done)

@@ -16,12 +16,13 @@
 #ifndef AQL_INTERNAL_TIMELINE_H
 #define AQL_INTERNAL_TIMELINE_H
 
-#include <pthread.h>
 #include <stdint.h>
 
 #include <aql/completion.h>
 #include <aql/launch.h>
 #include <aql/queue.h>
+
+#include "aql/lock.h"
 
 #define AQL_TIMELINE_START (INT64_C(1) << 62)
 #define AQL_KERNARG_RING_SIZE (256u << 10)
@@ -33,7 +34,7 @@ struct aql_kernarg_rec {
 };
 
 struct aql_timeline {
-	pthread_mutex_t lock;
+	aql_lock lock;
 	aql_signal *signal;
 	int64_t start;		/* the signal's value before the first packet */
 	uint64_t packets;	/* written so far; under lock */
@@ -60,10 +61,22 @@ aql_status aql_timeline_kernarg(struct aql_timeline *t, aql_queue *queue, size_t
 				uint64_t seq, void **out);
 
 /*
+ * Give packets[0..n) the timeline as completion signal. Call it well
+ * before aql_timeline_emit(): a load of a packet right after a narrower
+ * store into it cannot be forwarded and stalls the hot path.
+ */
+static inline void aql_timeline_sign(const struct aql_timeline *t, aql_packet *packets,
+				     uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		packets[i].dispatch.completion_signal = aql_signal_handle(t->signal);
+}
+
+/*
  * Under t->lock: write packets[0..n) (headers included, barrier bit set
- * by the caller) with the timeline as completion signal, ring the
- * doorbell once, and set *done to the completion of the last. Errors:
- * those of aql_queue_reserve(); nothing was written then.
+ * and signed by the caller), ring the doorbell once, and set *done to the
+ * completion of the last. Errors: those of aql_queue_reserve(); nothing
+ * was written then.
  */
 aql_status aql_timeline_emit(struct aql_timeline *t, aql_queue *queue, aql_packet *packets,
 			     uint32_t n, aql_completion *done);

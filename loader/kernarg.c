@@ -11,6 +11,22 @@
 #include "aql/error.h"
 #include <aql/kernarg.h>
 
+/* The common sizes as single moves: a libc call per argument would cost
+ * more than the rest of a typed launch's kernarg fill. */
+static inline void copy_arg(uint8_t *dst, const void *src, uint32_t size)
+{
+	switch (size) {
+	case 4:
+		memcpy(dst, src, 4);
+		break;
+	case 8:
+		memcpy(dst, src, 8);
+		break;
+	default:
+		memcpy(dst, src, size);
+	}
+}
+
 static void put(uint8_t *out, const aql_kernel_arg *a, uint64_t v)
 {
 	uint32_t n = a->size < 8 ? a->size : 8;
@@ -113,8 +129,7 @@ aql_status aql_kernarg_build(const aql_kernel *kernel, const aql_dispatch_packet
 						a->type_name ? " " : "",
 						a->type_name ? a->type_name : "", a->size,
 						args[i].size);
-			if (a->size)
-				memcpy(bytes + a->offset, args[i].data, a->size);
+			copy_arg(bytes + a->offset, args[i].data, a->size);
 		} else {
 			put(bytes, a, hidden_value(a, packet, hidden, dynamic_lds));
 		}

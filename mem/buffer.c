@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +9,7 @@
 
 #include "aql/agent_impl.h"
 #include "aql/error.h"
+#include "aql/lock.h"
 #include "aql/queue_impl.h"
 #include "aql/timeline.h"
 #include "mem/buffer_impl.h"
@@ -20,17 +20,17 @@
 /* Records of work in flight a root keeps before dropping completed ones. */
 #define PRUNE_AT 8u
 
-static pthread_mutex_t buf_lock = PTHREAD_MUTEX_INITIALIZER;
+static aql_lock buf_lock = AQL_LOCK_INIT;
 static uint64_t next_id;
 
 void aql_buf_lock(void)
 {
-	pthread_mutex_lock(&buf_lock);
+	aql_lock_take(&buf_lock);
 }
 
 void aql_buf_unlock(void)
 {
-	pthread_mutex_unlock(&buf_lock);
+	aql_lock_release(&buf_lock);
 }
 
 static size_t bytes_of(const struct aql_buf_root *r, uint64_t count)
@@ -341,7 +341,8 @@ aql_status aql_buf_bind(aql_buf *b, aql_agent *agent, void **agent_ptr)
 			return st;
 		if (info.unified_memory) {
 			r->agent_mem = r->host;
-			r->unified = 1;
+			/* Read unlocked by aql_launch() to size its packet array. */
+			__atomic_store_n(&r->unified, 1, __ATOMIC_RELAXED);
 		} else {
 			st = aql_agent_mem_alloc(agent, bytes_of(r, r->count), &r->agent_mem);
 			if (st == AQL_OK)
@@ -415,7 +416,7 @@ aql_status aql_buf_to_agent(aql_buf *b, aql_queue *queue, aql_completion *done)
 	st = aql_timeline_get(queue, &t);
 	if (st != AQL_OK)
 		return st;
-	pthread_mutex_lock(&t->lock);
+	aql_lock_take(&t->lock);
 	aql_buf_lock();
 	st = aql_buf_check(b, queue, 0, NULL, 0);
 	if (st == AQL_OK)
@@ -435,6 +436,7 @@ aql_status aql_buf_to_agent(aql_buf *b, aql_queue *queue, aql_completion *done)
 		packets[i].header = aql_timeline_header(AQL_PACKET_AGENT_DISPATCH);
 		t->stats.bytes_in += bytes_of(r, pieces[i].end - pieces[i].first);
 	}
+	aql_timeline_sign(t, packets, n);
 	if (n)
 		st = aql_timeline_emit(t, queue, packets, n, &c);
 	if (n && st == AQL_OK) {
@@ -444,7 +446,7 @@ aql_status aql_buf_to_agent(aql_buf *b, aql_queue *queue, aql_completion *done)
 			st = aql_buf_track(b, 0, c, "copy");
 	}
 	aql_buf_unlock();
-	pthread_mutex_unlock(&t->lock);
+	aql_lock_release(&t->lock);
 	if (st != AQL_OK)
 		return st;
 	if (done)

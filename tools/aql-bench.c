@@ -7,6 +7,7 @@
  *
  *	(default)	dispatch.c: dispatch round trips and throughput
  *	--load FILE	load.c: code-object loading, metadata vs comgr
+ *	--read FILE	read.c: file loads, io_uring vs read()
  *
  * The goals printed at the end are reported, never enforced: the exit
  * status only says whether every run succeeded.
@@ -48,6 +49,7 @@ static const struct sizes quick_sizes = {
 static const struct mode *const modes[] = {
 	&bench_mode_dispatch,
 	&bench_mode_load,
+	&bench_mode_read,
 };
 
 static const struct mode *find_mode(const char *name)
@@ -104,6 +106,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: aql-bench [--json] [--quick] [--threads N] [--help]\n"
 		"       aql-bench [--json] [--quick] --load FILE\n"
+		"       aql-bench [--json] [--quick] --read FILE\n"
 		"\n"
 		"Dispatch microbenchmarks on the default agent, with machine\n"
 		"baselines from the same run and the goals they are judged by.\n"
@@ -117,6 +120,8 @@ static void usage(FILE *f)
 		"  --load FILE  time loading the code object FILE and reading\n"
 		"               its metadata (AQL_BENCH_COMGR: comgr library\n"
 		"               to dlopen, default " COMGR_DEFAULT_LIB ")\n"
+		"  --read FILE  time reading FILE into memory: io_uring\n"
+		"               (aql_file_read) vs read(), cached and uncached\n"
 		"  --help       show this text\n"
 		"\n"
 		"Goals are reported, not enforced; the exit status is non-zero\n"
@@ -144,6 +149,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "quick", no_argument, NULL, 'q' },
 		{ "threads", required_argument, NULL, 't' },
 		{ "load", required_argument, NULL, 'l' },
+		{ "read", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -171,6 +177,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'l':
 			o->mode = "load";
+			o->path = optarg;
+			break;
+		case 'r':
+			o->mode = "read";
 			o->path = optarg;
 			break;
 		case 'h':

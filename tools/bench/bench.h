@@ -143,6 +143,7 @@ int bench_launch_overhead(struct ctx *ctx, struct result *res);
 
 extern const struct mode bench_mode_dispatch;
 extern const struct mode bench_mode_load;
+extern const struct mode bench_mode_read;
 
 /* stats.c: progress line, failure messages, timing and summaries. */
 extern bool progress_on;
