@@ -498,3 +498,45 @@ aql_status aql_buf_wait(aql_buf *b, uint64_t timeout_ns)
 	free(seen);
 	return first;
 }
+
+aql_status aql_buf_read_file(aql_buf *b, const char *path, uint64_t offset,
+			     const aql_file_read_options *opts, aql_signal *completion,
+			     aql_file_read_op **op)
+{
+	aql_file_read_options o = opts ? *opts : (aql_file_read_options){ 0 };
+	struct aql_buf_root *r;
+	const struct aql_buf_access *a;
+	aql_status st = AQL_OK;
+	size_t bytes;
+
+	if (!b || !path || (completion && !op))
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"aql_buf_read_file: buffer, path (and op with a completion) are required");
+	r = b->root;
+	bytes = bytes_of(r, b->count);
+	if (o.length && o.length != bytes)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"aql_buf_read_file: length %" PRIu64 " is not the %zu bytes of '%s'",
+				o.length, bytes, b->name);
+	o.length = bytes;
+	aql_buf_lock();
+	a = busy(r, b, 1);
+	if (a)
+		st = aql_fail(AQL_ERR_BUSY,
+			      "buffer '%s': elements [%" PRIu64 ", %" PRIu64 ") are %s by %s in flight",
+			      b->name, a->first, a->end, a->write ? "written" : "read", a->what);
+	else if (r->agent_mem && !r->unified)
+		st = aql_range_add(&r->agent_stale, b->first, b->first + b->count);
+	/* A background read is work in flight from the moment it starts. */
+	if (st == AQL_OK && completion) {
+		st = aql_file_read_async(path, (char *)r->host + bytes_of(r, b->first), bytes, offset,
+					 &o, completion, op);
+		if (st == AQL_OK)
+			st = aql_buf_track(b, 1, aql_completion_of_signal(completion), "a file read");
+	}
+	aql_buf_unlock();
+	if (st != AQL_OK || completion)
+		return st;
+	return aql_file_read(path, (char *)r->host + bytes_of(r, b->first), bytes, offset, &o,
+			     NULL);
+}

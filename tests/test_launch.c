@@ -8,6 +8,7 @@
  */
 #include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "helpers.h"
 
@@ -547,6 +548,71 @@ static void test_threads(void)
 	aql_queue_destroy(q);
 }
 
+/* A progress callback that holds the read in flight until released. */
+static int held_read(uint64_t done, uint64_t total, void *user)
+{
+	int *release = user;
+
+	(void)done;
+	(void)total;
+	while (!__atomic_load_n(release, __ATOMIC_ACQUIRE))
+		th_sleep_ms(1);
+	return 0;
+}
+
+/* A file read into a buffer chains into a launch with no host round trip. */
+static void test_file_chain(void)
+{
+	aql_host_agent_config cfg = { .workers = 1, .separate_memory = 1 };
+	enum { N = 4096 };
+	char path[] = "/var/tmp/aql-test-launch-XXXXXX";
+	int fd = mkstemp(path), release = 0, bad = 0;
+	int32_t *data = malloc(N * sizeof(*data));
+	aql_agent *agent = NULL;
+	aql_queue *q = NULL;
+	aql_buf *in = buf_i32(N, AQL_IN, "from file"), *out = buf_i32(N, AQL_OUT, "doubled");
+	aql_signal *read_done = th_signal(1);
+	aql_file_read_options o = { .progress = held_read, .progress_user = &release };
+	aql_file_read_op *op = NULL;
+	aql_launch_config c = grid1(N);
+	aql_completion after, done;
+
+	CHECK(fd >= 0 && data, "temporary file %s", path);
+	for (int i = 0; i < N; i++)
+		data[i] = 3 * i - 7;
+	CHECK(write(fd, data, N * sizeof(*data)) == (ssize_t)(N * sizeof(*data)), "write %s", path);
+	close(fd);
+	CHECK_OK(aql_host_agent_create(&cfg, &agent));
+	CHECK_OK(aql_queue_create(agent, NULL, &q));
+	CHECK(aql_buf_read_file(in, path, 4, NULL, NULL, NULL) == AQL_ERR_INVALID_ARG,
+	      "a read past the end of the file was accepted: %s", aql_error_message());
+	CHECK_OK(aql_buf_read_file(in, path, 0, &o, read_done, &op));
+	expect_refused(AQL_LAUNCH(q, k_twice, &c, NULL, AQL_ARG(in), AQL_ARG(out), AQL_ARG((uint32_t)N)),
+		       AQL_ERR_BUSY, "launch on a buffer still being read", "written by a file read");
+	after = aql_completion_of_signal(read_done);
+	c.after = &after;
+	c.after_count = 1;
+	CHECK_OK(AQL_LAUNCH(q, k_twice, &c, &done, AQL_ARG(in), AQL_ARG(out), AQL_ARG((uint32_t)N)));
+	th_sleep_ms(5);
+	CHECK(!aql_completion_done(done), "the launch ran before the file was read");
+	__atomic_store_n(&release, 1, __ATOMIC_RELEASE);
+	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK_OK(aql_file_read_wait(op, TH_TIMEOUT_NS, NULL));
+	const int32_t *h = aql_buf_data_const(out, int32_t);
+
+	for (int i = 0; i < N && h; i++)
+		bad += h[i] != 2 * (3 * i - 7);
+	CHECK(h && bad == 0, "%d wrong elements computed from the file", bad);
+	aql_file_read_free(op);
+	unlink(path);
+	free(data);
+	aql_signal_destroy(read_done);
+	aql_buf_destroy(in);
+	aql_buf_destroy(out);
+	aql_queue_destroy(q);
+	CHECK_OK(aql_agent_destroy(agent));
+}
+
 /* Destroying a queue cancels launches behind a gate: their completions fail. */
 static void test_cancelled(void)
 {
@@ -590,6 +656,7 @@ int main(int argc, char **argv)
 	test_struct_elements();
 	test_kernarg_recycling();
 	test_threads();
+	test_file_chain();
 	test_cancelled();
 	aql_code_object_destroy(co);
 	return th_finish();

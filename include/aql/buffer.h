@@ -27,6 +27,7 @@
 #include <stdint.h>
 #include <aql/agent.h>
 #include <aql/completion.h>
+#include <aql/file.h>
 #include <aql/queue.h>
 
 #ifdef __cplusplus
@@ -181,6 +182,27 @@ aql_status aql_buf_to_agent(aql_buf *buf, aql_queue *queue, aql_completion *done
  * work failed or was cancelled). Thread safe.
  */
 aql_status aql_buf_wait(aql_buf *buf, uint64_t timeout_ns);
+
+/*
+ * Fill buf's range with count * element-size bytes of path from offset,
+ * with aql_file_read() (io_uring, O_DIRECT where the alignment allows, or
+ * pread): the file must hold them all. opts may be NULL; its length must
+ * be 0 or that byte count. The range then counts as changed on the host.
+ *
+ * completion NULL: the read is done when the call returns. Otherwise it
+ * runs in the background and *op gets its handle (free it with
+ * aql_file_read_free()); completion is decremented when the data is in,
+ * or set to -1 on failure (aql/file.h), and until then the range counts as
+ * written by work in flight: pass aql_completion_of_signal(completion) in
+ * a launch's after to use the data with no host round trip.
+ *
+ * Errors: AQL_ERR_INVALID_ARG (NULL, a length that is not the range's),
+ * AQL_ERR_BUSY (work in flight uses the range), and those of
+ * aql_file_read() and aql_file_read_async(). Thread safe.
+ */
+aql_status aql_buf_read_file(aql_buf *buf, const char *path, uint64_t offset,
+			     const aql_file_read_options *opts, aql_signal *completion,
+			     aql_file_read_op **op);
 
 /*
  * A typed handle whose accessors the compiler checks. After

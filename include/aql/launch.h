@@ -9,7 +9,8 @@
  * work-group and LDS sizes are checked against the kernel and the agent.
  *
  * Then, on the queue, in order: a wait for the dependencies on other
- * queues, copies of the AQL_IN/AQL_INOUT buffer ranges the agent does not
+ * queues (a dependency that failed counts as met, as a BARRIER_VALUE
+ * packet's does; its own completion reports the failure), copies of the AQL_IN/AQL_INOUT buffer ranges the agent does not
  * hold current, the dispatch (kernarg segment from the queue's recycled
  * pool, hidden arguments filled), and copies back of AQL_OUT/AQL_INOUT
  * ranges the kernel may write. Every packet sets the barrier bit, so the
