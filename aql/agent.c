@@ -33,7 +33,7 @@ aql_status aql_agent_default(aql_agent **out)
 
 aql_status aql_agent_destroy(aql_agent *agent)
 {
-	uint32_t queues;
+	uint32_t queues, buffers;
 
 	if (!agent)
 		return AQL_OK;
@@ -43,6 +43,11 @@ aql_status aql_agent_destroy(aql_agent *agent)
 	if (queues)
 		return aql_fail(AQL_ERR_INVALID_ARG, "agent still has %u queue(s); destroy them first",
 				queues);
+	buffers = __atomic_load_n(&agent->buffers, __ATOMIC_ACQUIRE);
+	if (buffers)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"agent still holds storage of %u typed buffer(s); destroy them first",
+				buffers);
 	agent->ops->destroy(agent);
 	return AQL_OK;
 }

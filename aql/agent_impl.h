@@ -50,6 +50,7 @@ struct aql_agent_ops {
 struct aql_agent {
 	const struct aql_agent_ops *ops;
 	uint32_t queues;	/* attached queues, for aql_agent_destroy() */
+	uint32_t buffers;	/* typed buffers with storage on it, likewise */
 	int is_default;
 };
 

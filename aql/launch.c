@@ -6,6 +6,7 @@
 
 #include <aql/kernarg.h>
 #include <aql/launch.h>
+#include <aql/lds.h>
 
 #include "aql/agent_impl.h"
 #include "aql/error.h"
@@ -16,8 +17,6 @@
 
 #define MAX_ARGS 64u
 #define MAX_AFTER 16u
-/* Stale pieces of one buffer copied separately; more become one span. */
-#define MAX_PIECES 4u
 /* Packets a launch writes from the stack; more come from the heap. The
  * stack array stays small so that no frame needs stack-clash probes. */
 #define STACK_PACKETS 16u
@@ -29,6 +28,7 @@ struct use {
 	int copy_in;		/* the agent needs the host's data */
 	int copy_out;		/* the host wants the result */
 	int first_use;		/* no earlier argument names the same buffer */
+	int filled;		/* this launch copies to the agent's copy */
 	void *agent_ptr;
 };
 
@@ -109,6 +109,10 @@ static aql_status check_value(const aql_kernel *k, uint32_t i, const aql_kernel_
 		return aql_fail(AQL_ERR_INVALID_ARG,
 				"kernel '%s' argument %u '%s': expects a %u-byte value (%s), got %s",
 				k->name, i, arg_name(a), a->size, arg_type(a), given(v));
+	if (v->tag == AQL_ARGV_SCALAR && (!v->type || v->size != v->type->size || v->size > 8))
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"kernel '%s' argument %u '%s': a scalar argument needs a built-in type and its size (make it with AQL_ARG)",
+				k->name, i, arg_name(a));
 	if (v->size != a->size || (v->tag == AQL_ARGV_BYTES && !v->bytes))
 		return aql_fail(AQL_ERR_INVALID_ARG,
 				"kernel '%s' argument %u '%s': expects %s (%u bytes), got %s%s (%u bytes)",
@@ -180,7 +184,7 @@ static aql_status geometry(const aql_kernel *k, const aql_launch_config *c,
 	uint32_t grid[3] = { c->grid[0], c->grid[1] ? c->grid[1] : 1, c->grid[2] ? c->grid[2] : 1 };
 	uint32_t wg[3] = { c->workgroup[0], c->workgroup[1], c->workgroup[2] };
 	uint32_t limit = info->max_workgroup_size;
-	uint64_t items, group;
+	uint64_t group;
 
 	if (md->max_flat_workgroup_size && md->max_flat_workgroup_size < limit)
 		limit = md->max_flat_workgroup_size;
@@ -213,9 +217,6 @@ static aql_status geometry(const aql_kernel *k, const aql_launch_config *c,
 				"kernel '%s': work-group %ux%ux%u differs from its reqd_work_group_size %ux%ux%u",
 				k->name, wg[0], wg[1], wg[2], md->reqd_workgroup_size[0],
 				md->reqd_workgroup_size[1], md->reqd_workgroup_size[2]);
-	items = (uint64_t)grid[0] * grid[1] * grid[2];
-	if (items > UINT32_MAX && md->uniform_work_group_size == 1)
-		return aql_fail(AQL_ERR_INVALID_ARG, "kernel '%s': grid too large", k->name);
 	for (int i = 0; md->uniform_work_group_size == 1 && i < 3; i++)
 		if (grid[i] % wg[i])
 			return aql_fail(AQL_ERR_INVALID_ARG,
@@ -231,44 +232,31 @@ static aql_status geometry(const aql_kernel *k, const aql_launch_config *c,
 	return AQL_OK;
 }
 
+/* Dynamic LDS starts where aql_dynamic_lds() puts it: the static size
+ * rounded up, as aql/lds.h lays it out. */
 static aql_status lds(const aql_kernel *k, const aql_launch_config *c,
 		      const aql_agent_info *info, aql_dispatch_packet *d)
 {
-	uint64_t total = (uint64_t)k->group_segment_size + c->dynamic_lds;
+	uint32_t total = k->group_segment_size;
+	aql_status st;
 
+	if (c->dynamic_lds) {
+		st = aql_lds_group_size(k, c->dynamic_lds, &total);
+		if (st != AQL_OK)
+			return st;
+	}
 	if (total > info->max_group_segment_size)
 		return aql_fail(AQL_ERR_INVALID_ARG,
-				"kernel '%s': LDS of %" PRIu64 " bytes (%u static + %u dynamic) exceeds the agent's %u",
+				"kernel '%s': LDS of %u bytes (%u static + %u dynamic) exceeds the agent's %u",
 				k->name, total, k->group_segment_size, c->dynamic_lds,
 				info->max_group_segment_size);
-	d->group_segment_size = (uint32_t)total;
+	if (k->private_segment_size > info->max_private_segment_size)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"kernel '%s': %u bytes of private segment per work-item exceed the agent's %u",
+				k->name, k->private_segment_size, info->max_private_segment_size);
+	d->group_segment_size = total;
 	d->private_segment_size = k->private_segment_size;
 	return AQL_OK;
-}
-
-/* Copies of the stale parts of u's range to the agent, into p. */
-static uint32_t plan_in(struct aql_agent *agent, const struct use *u, aql_packet *p,
-			uint64_t *bytes)
-{
-	struct aql_range pieces[MAX_PIECES];
-	const struct aql_buf_root *r = u->buf->root;
-	uint32_t n = aql_buf_stale(u->buf, pieces, MAX_PIECES);
-	size_t esz = r->type->size;
-
-	if (n > MAX_PIECES) {
-		pieces[0].end = pieces[MAX_PIECES - 1].end;
-		n = 1;
-	}
-	for (uint32_t i = 0; i < n; i++) {
-		size_t off = (size_t)pieces[i].first * esz;
-		size_t size = (size_t)(pieces[i].end - pieces[i].first) * esz;
-
-		agent->ops->encode_copy(agent, &p[i], (char *)r->agent_mem + off,
-					(const char *)r->host + off, size);
-		p[i].header = aql_timeline_header(AQL_PACKET_AGENT_DISPATCH);
-		*bytes += size;
-	}
-	return n;
 }
 
 static uint32_t plan_out(struct aql_agent *agent, const struct use *u, aql_packet *p,
@@ -286,10 +274,14 @@ static uint32_t plan_out(struct aql_agent *agent, const struct use *u, aql_packe
 }
 
 /* Under both locks: plan, write and record the launch. */
+/*
+ * Under both locks, with the kernarg segment taken: plan, write and record
+ * the launch. Whatever can fail does so before any packet is written.
+ */
 static aql_status submit(aql_queue *queue, struct aql_timeline *t, const aql_kernel *k,
 			 const aql_launch_config *c, const aql_arg *args, uint32_t n,
 			 struct use *uses, uint32_t nuses, aql_dispatch_packet *d,
-			 aql_packet *packets, aql_completion *done)
+			 aql_packet *packets, void *kernarg, aql_completion *done)
 {
 	struct aql_queue_impl *q = aql_queue_impl(queue);
 	aql_kernarg_value values[MAX_ARGS];
@@ -297,23 +289,30 @@ static aql_status submit(aql_queue *queue, struct aql_timeline *t, const aql_ker
 	uint64_t bytes_in = 0, bytes_out = 0;
 	uint32_t np, ndeps, ins, outs = 0, u = 0;
 	aql_completion fin;
-	void *kernarg;
 	aql_status st;
 
 	for (uint32_t i = 0; i < nuses; i++) {
 		st = aql_buf_check(uses[i].buf, queue, uses[i].writes, c->after, c->after_count);
 		if (st == AQL_OK)
 			st = aql_buf_bind(uses[i].buf, q->agent, &uses[i].agent_ptr);
+		if (st == AQL_OK)
+			st = aql_buf_reserve(uses[i].buf, nuses);
 		if (st != AQL_OK)
 			return st;
 	}
 	np = ndeps = aql_timeline_deps(t, c->after, c->after_count, packets);
-	for (uint32_t i = 0; i < nuses; i++)
+	for (uint32_t i = 0; i < nuses; i++) {
+		uint32_t copies = 0;
+
 		if (uses[i].copy_in && uses[i].first_use && !uses[i].buf->root->unified)
-			np += plan_in(q->agent, &uses[i], &packets[np], &bytes_in);
+			copies = aql_buf_plan_in(uses[i].buf, q->agent, &packets[np], &bytes_in);
+		uses[i].filled = copies != 0;
+		np += copies;
+	}
 	ins = np;
 	d->header = aql_timeline_header(AQL_PACKET_KERNEL_DISPATCH);
 	d->kernel_object = k->kernel_object;
+	d->kernarg_address = (uint64_t)(uintptr_t)kernarg;
 	packets[ins].dispatch = *d;
 	np++;
 	for (uint32_t i = 0; i < nuses; i++)
@@ -325,10 +324,6 @@ static aql_status submit(aql_queue *queue, struct aql_timeline *t, const aql_ker
 				"kernel '%s': the launch needs %u packets; the queue holds %u",
 				k->name, np, queue->size);
 	aql_timeline_sign(t, packets, np);
-	st = aql_timeline_kernarg(t, queue, k->kernarg_size, t->packets + np, &kernarg);
-	if (st != AQL_OK)
-		return st;
-	packets[ins].dispatch.kernarg_address = (uint64_t)(uintptr_t)kernarg;
 	for (uint32_t i = 0; i < n; i++) {
 		if (args[i].tag == AQL_ARGV_BUFFER)
 			values[i] = (aql_kernarg_value){ &uses[u++].agent_ptr, sizeof(void *) };
@@ -338,16 +333,17 @@ static aql_status submit(aql_queue *queue, struct aql_timeline *t, const aql_ker
 			values[i] = (aql_kernarg_value){ args[i].bytes, args[i].size };
 	}
 	st = aql_kernarg_build(k, d, values, n, &hidden, kernarg, k->kernarg_size);
+	if (st == AQL_OK)
+		st = aql_timeline_emit(t, queue, packets, np, &fin);
 	if (st != AQL_OK)
 		return st;
-	st = aql_timeline_emit(t, queue, packets, np, &fin);
-	if (st != AQL_OK)
-		return st;
-	for (uint32_t i = 0; i < nuses && st == AQL_OK; i++) {
+	aql_timeline_kernarg_commit(t, t->packets);
+	/* Capacity was reserved above: none of this fails. A fill counts as
+	 * a write, so that no unordered reader sees the agent's copy early. */
+	for (uint32_t i = 0; i < nuses; i++) {
 		if ((uses[i].copy_in || uses[i].copy_out) && !uses[i].buf->root->unified)
-			st = aql_buf_mark_current(uses[i].buf);
-		if (st == AQL_OK)
-			st = aql_buf_track(uses[i].buf, uses[i].writes, fin, k->name);
+			aql_buf_mark_current(uses[i].buf);
+		aql_buf_track(uses[i].buf, uses[i].writes || uses[i].filled, fin, k->name);
 	}
 	t->stats.launches++;
 	t->stats.copies_in += ins - ndeps;
@@ -356,7 +352,7 @@ static aql_status submit(aql_queue *queue, struct aql_timeline *t, const aql_ker
 	t->stats.bytes_out += bytes_out;
 	if (done)
 		*done = fin;
-	return st;
+	return AQL_OK;
 }
 
 aql_status aql_launch(aql_queue *queue, const aql_kernel *kernel,
@@ -368,16 +364,20 @@ aql_status aql_launch(aql_queue *queue, const aql_kernel *kernel,
 	aql_packet stack[STACK_PACKETS], *packets = stack;
 	struct aql_timeline *t;
 	uint32_t nuses = 0, most;
+	void *kernarg;
 	aql_status st;
 
 	if (!queue || !kernel || !config || (n && !args))
-		return aql_fail(AQL_ERR_INVALID_ARG,
-				"aql_launch: queue, kernel, config and args are required");
+		return aql_fail(AQL_ERR_INVALID_ARG, "aql_launch: %s is NULL",
+				!queue ? "queue" : !kernel ? "kernel" : !config ? "config" : "args");
 	if (!kernel->kernel_object)
 		return aql_fail(AQL_ERR_INVALID_ARG,
 				"kernel '%s' is not loaded (its code object was only opened)",
 				kernel->name);
-	if (config->after_count > MAX_AFTER || (config->after_count && !config->after))
+	if (config->after_count && !config->after)
+		return aql_fail(AQL_ERR_INVALID_ARG, "kernel '%s': after_count %u with after NULL",
+				kernel->name, config->after_count);
+	if (config->after_count > MAX_AFTER)
 		return aql_fail(AQL_ERR_INVALID_ARG,
 				"kernel '%s': %u dependencies; a launch takes at most %u",
 				kernel->name, config->after_count, MAX_AFTER);
@@ -397,16 +397,23 @@ aql_status aql_launch(aql_queue *queue, const aql_kernel *kernel,
 	most = config->after_count + 1;
 	for (uint32_t i = 0; i < nuses; i++)
 		most += __atomic_load_n(&uses[i].buf->root->unified, __ATOMIC_RELAXED)
-				? 0 : MAX_PIECES + 1;
+				? 0 : AQL_BUF_MAX_PIECES + 1;
 	if (most > STACK_PACKETS && !(packets = malloc(most * sizeof(*packets))))
 		return aql_fail(AQL_ERR_NOMEM, "kernel '%s': %u packets: out of memory",
 				kernel->name, most);
 	aql_lock_take(&t->lock);
-	if (nuses)
-		aql_buf_lock();
-	st = submit(queue, t, kernel, config, args, n, uses, nuses, &d, packets, done);
-	if (nuses)
-		aql_buf_unlock();
+	/* Taken before the buffer lock: it may wait for older launches. */
+	st = aql_timeline_kernarg(t, queue, kernel->kernarg_size, &kernarg);
+	if (st == AQL_OK) {
+		if (nuses)
+			aql_buf_lock();
+		st = submit(queue, t, kernel, config, args, n, uses, nuses, &d, packets, kernarg,
+			    done);
+		if (nuses)
+			aql_buf_unlock();
+		if (st != AQL_OK)
+			aql_timeline_kernarg_cancel(t);
+	}
 	aql_lock_release(&t->lock);
 	if (packets != stack)
 		free(packets);
@@ -416,13 +423,14 @@ aql_status aql_launch(aql_queue *queue, const aql_kernel *kernel,
 aql_status aql_launch_get_stats(aql_queue *queue, aql_launch_stats *out)
 {
 	struct aql_timeline *t;
-	aql_status st;
 
 	if (!queue || !out)
 		return aql_fail(AQL_ERR_INVALID_ARG, "aql_launch_get_stats: queue and out are required");
-	st = aql_timeline_get(queue, &t);
-	if (st != AQL_OK)
-		return st;
+	t = __atomic_load_n(&aql_queue_impl(queue)->timeline, __ATOMIC_ACQUIRE);
+	if (!t) {
+		*out = (aql_launch_stats){ 0 };
+		return AQL_OK;
+	}
 	aql_lock_take(&t->lock);
 	*out = t->stats;
 	aql_lock_release(&t->lock);

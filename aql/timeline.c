@@ -138,7 +138,7 @@ static void reclaim(struct aql_timeline *t)
 }
 
 aql_status aql_timeline_kernarg(struct aql_timeline *t, aql_queue *queue, size_t size,
-				uint64_t seq, void **out)
+				void **out)
 {
 	uint64_t pos, off;
 	aql_status st;
@@ -166,15 +166,25 @@ aql_status aql_timeline_kernarg(struct aql_timeline *t, aql_queue *queue, size_t
 				     t->start - (int64_t)t->recs[t->rec_first].seq + 1,
 				     KERNARG_WAIT_NS, AQL_WAIT_SPIN_BLOCK, NULL);
 		if (st != AQL_OK)
-			return aql_fail(st, "no kernarg segment came free on queue %p: packet %llu of its launches has not completed",
-					(void *)queue,
+			return aql_fail(st, "no kernarg segment came free on queue %llu: packet %llu of its launches has not completed",
+					(unsigned long long)queue->amd->hsa.id,
 					(unsigned long long)t->recs[t->rec_first].seq);
 	}
+	t->undo_head = t->head;
 	t->head = pos + size;
-	t->recs[(t->rec_first + t->rec_count) % t->rec_cap] = (struct aql_kernarg_rec){ t->head, seq };
+	/* Until committed, its seq is one no packet reaches before the
+	 * launch is emitted: the wait above only ever waits for older ones. */
+	t->recs[(t->rec_first + t->rec_count) % t->rec_cap] =
+		(struct aql_kernarg_rec){ t->head, UINT64_MAX };
 	t->rec_count++;
 	*out = t->ring + pos % AQL_KERNARG_RING_SIZE;
 	return AQL_OK;
+}
+
+void aql_timeline_kernarg_cancel(struct aql_timeline *t)
+{
+	t->rec_count--;
+	t->head = t->undo_head;
 }
 
 aql_status aql_timeline_emit(struct aql_timeline *t, aql_queue *queue, aql_packet *packets,

@@ -40,6 +40,7 @@ struct aql_timeline {
 	uint64_t packets;	/* written so far; under lock */
 	unsigned char *ring;
 	uint64_t head, tail;	/* ring positions, ever growing */
+	uint64_t undo_head;	/* head before the segment taken last */
 	struct aql_kernarg_rec *recs;
 	uint32_t rec_first, rec_count, rec_cap;
 	aql_launch_stats stats;
@@ -53,12 +54,23 @@ aql_status aql_timeline_get(aql_queue *queue, struct aql_timeline **out);
 void aql_timeline_free(struct aql_timeline *t);
 
 /*
- * Under t->lock: a kernarg segment of size bytes (64-aligned), freed when
- * packet seq completes. Waits for older launches if the ring is full.
- * Errors: AQL_ERR_INVALID_ARG (larger than the ring), AQL_ERR_TIMEOUT.
+ * Under t->lock: a kernarg segment of size bytes (64-aligned). Waits for
+ * older launches if the ring is full. Then, still under the lock, either
+ * aql_timeline_kernarg_commit() (packets emitted) or _cancel() (not).
+ * Errors: AQL_ERR_INVALID_ARG (more than a quarter of the ring),
+ * AQL_ERR_TIMEOUT.
  */
 aql_status aql_timeline_kernarg(struct aql_timeline *t, aql_queue *queue, size_t size,
-				uint64_t seq, void **out);
+				void **out);
+
+/* The segment taken last is freed once packet seq completes. */
+static inline void aql_timeline_kernarg_commit(struct aql_timeline *t, uint64_t seq)
+{
+	t->recs[(t->rec_first + t->rec_count - 1) % t->rec_cap].seq = seq;
+}
+
+/* Give back the segment taken last. */
+void aql_timeline_kernarg_cancel(struct aql_timeline *t);
 
 /*
  * Give packets[0..n) the timeline as completion signal. Call it well

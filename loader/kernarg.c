@@ -23,7 +23,8 @@ static inline void copy_arg(uint8_t *dst, const void *src, uint32_t size)
 		memcpy(dst, src, 8);
 		break;
 	default:
-		memcpy(dst, src, size);
+		if (size)
+			memcpy(dst, src, size);
 	}
 }
 

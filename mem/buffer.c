@@ -14,9 +14,6 @@
 #include "aql/timeline.h"
 #include "mem/buffer_impl.h"
 
-/* Copies one aql_buf_to_agent() writes at most; more stale pieces than
- * this are copied as one span covering them. */
-#define MAX_PIECES 16u
 /* Records of work in flight a root keeps before dropping completed ones. */
 #define PRUNE_AT 8u
 
@@ -143,6 +140,8 @@ aql_status aql_buf_destroy(aql_buf *b)
 	aql_buf_unlock();
 	if (r->agent_mem && !r->unified)
 		aql_agent_mem_free(r->agent, r->agent_mem);
+	if (r->agent)
+		__atomic_fetch_sub(&r->agent->buffers, 1, __ATOMIC_RELEASE);
 	aql_mem_free(r->host);
 	aql_range_free(&r->agent_stale);
 	free(r->inflight);
@@ -354,15 +353,51 @@ aql_status aql_buf_bind(aql_buf *b, aql_agent *agent, void **agent_ptr)
 			}
 		}
 		r->agent = agent;
+		__atomic_fetch_add(&agent->buffers, 1, __ATOMIC_RELAXED);
 	}
 	*agent_ptr = (char *)r->agent_mem + bytes_of(r, b->first);
 	return AQL_OK;
 }
 
-uint32_t aql_buf_stale(aql_buf *b, struct aql_range *out, uint32_t max)
+uint32_t aql_buf_plan_in(aql_buf *b, aql_agent *agent, aql_packet *out, uint64_t *bytes)
 {
-	return aql_range_intersect(&b->root->agent_stale, b->first, b->first + b->count, out,
-				   max);
+	struct aql_buf_root *r = b->root;
+	struct aql_range pieces[AQL_BUF_MAX_PIECES];
+	uint32_t n = aql_range_intersect(&r->agent_stale, b->first, b->first + b->count, pieces,
+					 AQL_BUF_MAX_PIECES);
+
+	if (n > AQL_BUF_MAX_PIECES) {
+		pieces[0].end = pieces[AQL_BUF_MAX_PIECES - 1].end;
+		n = 1;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		size_t off = bytes_of(r, pieces[i].first);
+		size_t size = bytes_of(r, pieces[i].end - pieces[i].first);
+
+		agent->ops->encode_copy(agent, &out[i], (char *)r->agent_mem + off,
+					(const char *)r->host + off, size);
+		out[i].header = aql_timeline_header(AQL_PACKET_AGENT_DISPATCH);
+		*bytes += size;
+	}
+	return n;
+}
+
+aql_status aql_buf_reserve(aql_buf *b, uint32_t n)
+{
+	struct aql_buf_root *r = b->root;
+	struct aql_buf_access *grown;
+	uint32_t cap = r->cap ? r->cap : 4;
+
+	while (cap < r->ninflight + n)
+		cap *= 2;
+	if (cap != r->cap) {
+		grown = realloc(r->inflight, cap * sizeof(*grown));
+		if (!grown)
+			return aql_fail(AQL_ERR_NOMEM, "buffer '%s': out of memory", b->name);
+		r->inflight = grown;
+		r->cap = cap;
+	}
+	return aql_range_reserve(&r->agent_stale, r->agent_stale.n + n);
 }
 
 aql_status aql_buf_mark_current(aql_buf *b)
@@ -373,7 +408,7 @@ aql_status aql_buf_mark_current(aql_buf *b)
 aql_status aql_buf_track(aql_buf *b, int write, aql_completion done, const char *what)
 {
 	struct aql_buf_root *r = b->root;
-	struct aql_buf_access *grown, *a;
+	struct aql_buf_access *a;
 	uint32_t i;
 
 	/* Later work of the same queue on the same range supersedes earlier. */
@@ -384,15 +419,10 @@ aql_status aql_buf_track(aql_buf *b, int write, aql_completion done, const char 
 			break;
 	}
 	if (i == r->ninflight) {
-		if (r->ninflight == r->cap) {
-			uint32_t cap = r->cap ? 2 * r->cap : 4;
+		aql_status st = aql_buf_reserve(b, 1);
 
-			grown = realloc(r->inflight, cap * sizeof(*grown));
-			if (!grown)
-				return aql_fail(AQL_ERR_NOMEM, "buffer '%s': out of memory", b->name);
-			r->inflight = grown;
-			r->cap = cap;
-		}
+		if (st != AQL_OK)
+			return st;
 		r->ninflight++;
 	}
 	a = &r->inflight[i];
@@ -400,14 +430,26 @@ aql_status aql_buf_track(aql_buf *b, int write, aql_completion done, const char 
 	return AQL_OK;
 }
 
+/* The latest write in flight on b's range: what a reader must wait for. */
+static aql_completion last_write(struct aql_buf_root *r, const aql_buf *b)
+{
+	aql_completion c = { 0 };
+
+	prune(r);
+	for (uint32_t i = 0; i < r->ninflight; i++)
+		if (r->inflight[i].write && overlaps(&r->inflight[i], b->first, b->first + b->count))
+			c = r->inflight[i].done;
+	return c;
+}
+
 aql_status aql_buf_to_agent(aql_buf *b, aql_queue *queue, aql_completion *done)
 {
 	struct aql_queue_impl *q = aql_queue_impl(queue);
-	aql_packet packets[MAX_PIECES];
-	struct aql_range pieces[MAX_PIECES];
+	aql_packet packets[AQL_BUF_MAX_PIECES];
 	struct aql_timeline *t;
 	aql_completion c = { 0 };
-	uint32_t n;
+	uint64_t bytes = 0;
+	uint32_t n = 0;
 	void *agent_ptr;
 	aql_status st;
 
@@ -418,32 +460,25 @@ aql_status aql_buf_to_agent(aql_buf *b, aql_queue *queue, aql_completion *done)
 		return st;
 	aql_lock_take(&t->lock);
 	aql_buf_lock();
-	st = aql_buf_check(b, queue, 0, NULL, 0);
+	/* Filling the agent's copy writes it: no unordered reader may overlap. */
+	st = aql_buf_check(b, queue, 1, NULL, 0);
 	if (st == AQL_OK)
 		st = aql_buf_bind(b, q->agent, &agent_ptr);
-	n = st == AQL_OK ? aql_buf_stale(b, pieces, MAX_PIECES) : 0;
-	if (n > MAX_PIECES) {
-		pieces[0].end = pieces[MAX_PIECES - 1].end;
-		n = 1;
-	}
-	for (uint32_t i = 0; i < n; i++) {
-		struct aql_buf_root *r = b->root;
-
-		q->agent->ops->encode_copy(q->agent, &packets[i],
-					   (char *)r->agent_mem + bytes_of(r, pieces[i].first),
-					   (char *)r->host + bytes_of(r, pieces[i].first),
-					   bytes_of(r, pieces[i].end - pieces[i].first));
-		packets[i].header = aql_timeline_header(AQL_PACKET_AGENT_DISPATCH);
-		t->stats.bytes_in += bytes_of(r, pieces[i].end - pieces[i].first);
-	}
+	if (st == AQL_OK)
+		st = aql_buf_reserve(b, 1);
+	if (st == AQL_OK)
+		n = aql_buf_plan_in(b, q->agent, packets, &bytes);
 	aql_timeline_sign(t, packets, n);
 	if (n)
 		st = aql_timeline_emit(t, queue, packets, n, &c);
 	if (n && st == AQL_OK) {
 		t->stats.copies_in += n;
-		st = aql_buf_mark_current(b);
-		if (st == AQL_OK)
-			st = aql_buf_track(b, 0, c, "copy");
+		t->stats.bytes_in += bytes;
+		aql_buf_mark_current(b);
+		aql_buf_track(b, 1, c, "a copy to the agent");
+	} else if (st == AQL_OK) {
+		/* Nothing to copy; an earlier fill may still be on its way. */
+		c = last_write(b->root, b);
 	}
 	aql_buf_unlock();
 	aql_lock_release(&t->lock);

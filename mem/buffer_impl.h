@@ -67,11 +67,23 @@ aql_status aql_buf_check(aql_buf *b, aql_queue *queue, int write, const aql_comp
  */
 aql_status aql_buf_bind(aql_buf *b, aql_agent *agent, void **agent_ptr);
 
+/* Copy packets one buffer's move to the agent writes at most. */
+#define AQL_BUF_MAX_PIECES 4u
+
 /*
- * Under the lock: the element ranges of b the agent's copy lacks, into
- * out (room for max); returns their number (possibly above max).
+ * Under the lock, after aql_buf_bind(): copy packets (headers set) into
+ * out[0..AQL_BUF_MAX_PIECES) for the parts of b's range the agent's copy
+ * lacks; more pieces than that become one span from the first to the
+ * last. Adds the bytes to *bytes and returns the packet count.
  */
-uint32_t aql_buf_stale(aql_buf *b, struct aql_range *out, uint32_t max);
+uint32_t aql_buf_plan_in(aql_buf *b, aql_agent *agent, aql_packet *out, uint64_t *bytes);
+
+/*
+ * Under the lock: room for n more records and for the splits that
+ * aql_buf_mark_current() may make, so that nothing fails after packets
+ * are submitted. Errors: AQL_ERR_NOMEM.
+ */
+aql_status aql_buf_reserve(aql_buf *b, uint32_t n);
 
 /* Under the lock, once the work is submitted: the agent's copy of b's
  * range is current (copied in, or written whole by the kernel). */

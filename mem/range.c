@@ -5,7 +5,7 @@
 #include "aql/error.h"
 #include "mem/range.h"
 
-static aql_status reserve(struct aql_range_set *s, uint32_t n)
+aql_status aql_range_reserve(struct aql_range_set *s, uint32_t n)
 {
 	struct aql_range *grown;
 	uint32_t cap = s->cap ? s->cap : 4;
@@ -39,7 +39,7 @@ aql_status aql_range_add(struct aql_range_set *s, uint64_t first, uint64_t end)
 			end = s->r[j].end;
 	}
 	if (j == i) {
-		st = reserve(s, s->n + 1);
+		st = aql_range_reserve(s, s->n + 1);
 		if (st != AQL_OK)
 			return st;
 		memmove(&s->r[i + 1], &s->r[i], (s->n - i) * sizeof(*s->r));
@@ -65,7 +65,7 @@ aql_status aql_range_remove(struct aql_range_set *s, uint64_t first, uint64_t en
 			continue;
 		if (r->first < first && r->end > end) {
 			/* [first, end) is strictly inside: split in two. */
-			st = reserve(s, s->n + 1);
+			st = aql_range_reserve(s, s->n + 1);
 			if (st != AQL_OK)
 				return st;
 			r = &s->r[i];
@@ -101,6 +101,8 @@ uint32_t aql_range_intersect(const struct aql_range_set *s, uint64_t first, uint
 			continue;
 		if (k < max)
 			out[k] = (struct aql_range){ a, b };
+		else if (max)
+			out[max - 1].end = b;	/* the last slot spans the rest */
 		k++;
 	}
 	return k;

@@ -21,9 +21,13 @@ aql_status aql_range_add(struct aql_range_set *s, uint64_t first, uint64_t end);
 /* Remove [first, end), splitting a range that spans it. Errors: AQL_ERR_NOMEM. */
 aql_status aql_range_remove(struct aql_range_set *s, uint64_t first, uint64_t end);
 
+/* Room for n ranges. Errors: AQL_ERR_NOMEM. */
+aql_status aql_range_reserve(struct aql_range_set *s, uint32_t n);
+
 /*
  * The parts of s inside [first, end), in order, into out (room for max);
- * returns how many there are (which may exceed max).
+ * returns how many there are (which may exceed max: then out[max - 1]
+ * ends where the last part ends).
  */
 uint32_t aql_range_intersect(const struct aql_range_set *s, uint64_t first, uint64_t end,
 			     struct aql_range *out, uint32_t max);

@@ -20,7 +20,7 @@ struct particle {
 AQL_BUF_DECLARE(particle, struct particle)
 
 static aql_code_object *co;
-static const aql_kernel *k_axpy, *k_twice, *k_add, *k_move, *k_ids, *k_fill;
+static const aql_kernel *k_axpy, *k_twice, *k_add, *k_move, *k_ids, *k_fill, *k_dyn;
 
 static const aql_kernel *kernel(const char *name)
 {
@@ -225,6 +225,83 @@ static void test_out_direction(aql_agent *agent)
 	aql_queue_destroy(q);
 }
 
+/* Host writes to more separate pieces than a launch copies one by one. */
+static void test_many_pieces(aql_agent *agent)
+{
+	enum { N = 100, PIECES = 7 };
+	aql_queue *q = NULL;
+	aql_buf *b = buf_i32(N, AQL_INOUT, "pieces"), *one;
+	aql_launch_config c = grid1(N);
+	aql_completion done;
+	int bad = 0;
+
+	CHECK_OK(aql_queue_create(agent, NULL, &q));
+	CHECK_OK(AQL_LAUNCH(q, k_add, &c, &done, AQL_ARG(b), AQL_ARG(1), AQL_ARG((uint32_t)N)));
+	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
+	for (int i = 0; i < PIECES; i++) {
+		CHECK_OK(aql_buf_slice(b, 10 + 2 * (uint64_t)i, 1, &one));
+		int32_t *h = aql_buf_data(one, int32_t);
+
+		if (h)
+			*h = 1000 + i;
+		aql_buf_destroy(one);
+	}
+	CHECK_OK(AQL_LAUNCH(q, k_add, &c, &done, AQL_ARG(b), AQL_ARG(1), AQL_ARG((uint32_t)N)));
+	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
+	const int32_t *h = aql_buf_data_const(b, int32_t);
+
+	for (int i = 0; i < N && h; i++) {
+		int piece = i >= 10 && i < 10 + 2 * PIECES && (i - 10) % 2 == 0;
+
+		bad += h[i] != (piece ? 1000 + (i - 10) / 2 + 1 : 2);
+	}
+	CHECK(h && bad == 0, "%d elements lost among %d host-written pieces", bad, PIECES);
+	aql_buf_destroy(b);
+	aql_queue_destroy(q);
+}
+
+/* A copy to the agent on one queue is a write: another queue that reads
+ * the buffer must be ordered after it, not see the agent's copy early. */
+static void test_fill_across_queues(aql_agent *agent)
+{
+	enum { N = 64 };
+	aql_queue *q1 = NULL, *q2 = NULL;
+	aql_buf *x = buf_i32(N, AQL_IN, "shared input"), *o1 = buf_i32(N, AQL_OUT, "o1"),
+		*o2 = buf_i32(N, AQL_OUT, "o2");
+	int32_t *hx = aql_buf_data(x, int32_t);
+	aql_launch_config c = grid1(N);
+	aql_completion first, second;
+	aql_signal *gate;
+	int bad = 0;
+
+	CHECK_OK(aql_queue_create(agent, NULL, &q1));
+	CHECK_OK(aql_queue_create(agent, NULL, &q2));
+	for (int i = 0; i < N && hx; i++)
+		hx[i] = i;
+	gate = gate_close(q1);
+	CHECK_OK(AQL_LAUNCH(q1, k_twice, &c, &first, AQL_ARG(x), AQL_ARG(o1), AQL_ARG((uint32_t)N)));
+	expect_refused(AQL_LAUNCH(q2, k_twice, &c, NULL, AQL_ARG(x), AQL_ARG(o2), AQL_ARG((uint32_t)N)),
+		       AQL_ERR_BUSY, "read while another queue fills the agent's copy",
+		       "written by twice");
+	c.after = &first;
+	c.after_count = 1;
+	CHECK_OK(AQL_LAUNCH(q2, k_twice, &c, &second, AQL_ARG(x), AQL_ARG(o2), AQL_ARG((uint32_t)N)));
+	gate_open(gate);
+	CHECK_OK(aql_completion_wait(second, TH_TIMEOUT_NS));
+	const int32_t *h = aql_buf_data_const(o2, int32_t);
+
+	for (int i = 0; i < N && h; i++)
+		bad += h[i] != 2 * i;
+	CHECK(h && bad == 0, "%d wrong elements read after another queue's fill", bad);
+	CHECK(aql_agent_destroy(agent) == AQL_ERR_INVALID_ARG, "an agent with queues destroyed");
+	aql_buf_destroy(x);
+	aql_buf_destroy(o1);
+	aql_buf_destroy(o2);
+	aql_signal_destroy(gate);
+	aql_queue_destroy(q1);
+	aql_queue_destroy(q2);
+}
+
 static void test_directions(void)
 {
 	aql_host_agent_config cfg = { .workers = 2, .separate_memory = 1 };
@@ -239,6 +316,18 @@ static void test_directions(void)
 	run_axpy(th_agent(), 0);
 	run_axpy(separate, 1);
 	test_out_direction(separate);
+	test_many_pieces(separate);
+	test_fill_across_queues(separate);
+	/* A buffer with storage on the agent keeps it alive. */
+	aql_buf *bound = buf_i32(4, AQL_IN, "bound");
+	aql_queue *q = NULL;
+
+	CHECK_OK(aql_queue_create(separate, NULL, &q));
+	CHECK_OK(aql_buf_to_agent(bound, q, NULL));
+	aql_queue_destroy(q);
+	CHECK(aql_agent_destroy(separate) == AQL_ERR_INVALID_ARG &&
+		      th_error_has("storage of 1 typed buffer"), "an agent holding a buffer destroyed");
+	aql_buf_destroy(bound);
 	CHECK_OK(aql_agent_destroy(separate));
 }
 
@@ -406,6 +495,15 @@ static void test_geometry(void)
 	c.workgroup[0] = 64;
 	expect_refused(AQL_LAUNCH(q, &small, &c, NULL, AQL_ARG(ids), AQL_ARG((uint32_t)N)),
 		       AQL_ERR_INVALID_ARG, "not the required size", "reqd_work_group_size 32x1x1");
+	/* Dynamic LDS starts 16-aligned after the static: the kernel sees all of it. */
+	aql_launch_config one = grid1(1);
+
+	one.dynamic_lds = 100;
+	CHECK_OK(AQL_LAUNCH(q, k_dyn, &one, &done, AQL_ARG(ids)));
+	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
+	h = aql_buf_data_const(ids, uint32_t);
+	CHECK(h && h[0] == 100, "kernel with 20 bytes of static LDS saw %u dynamic bytes, not 100",
+	      h ? h[0] : 0);
 	c.workgroup[0] = 0;
 	c.dynamic_lds = info.max_group_segment_size + 1;
 	expect_refused(AQL_LAUNCH(q, k_ids, &c, NULL, AQL_ARG(ids), AQL_ARG((uint32_t)N)),
@@ -648,6 +746,7 @@ int main(int argc, char **argv)
 	k_move = kernel("move");
 	k_ids = kernel("group_ids");
 	k_fill = kernel("fill_u64");
+	k_dyn = kernel("dynamic_size");
 	test_argument_checks();
 	test_directions();
 	test_dependencies();

@@ -58,8 +58,9 @@ aql_status aql_host_agent_create(const aql_host_agent_config *config,
 				 aql_agent **out);
 
 /*
- * Destroy an agent made with aql_host_agent_create(). Its queues must be
- * destroyed first (AQL_ERR_INVALID_ARG names how many remain). The default
+ * Destroy an agent made with aql_host_agent_create(). Its queues and the
+ * typed buffers with storage on it must be destroyed first
+ * (AQL_ERR_INVALID_ARG names how many remain). The default
  * agent cannot be destroyed. NULL is accepted.
  */
 aql_status aql_agent_destroy(aql_agent *agent);

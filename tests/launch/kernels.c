@@ -67,3 +67,16 @@ AQL_KERNEL_NO_BARRIER(fill_u64, (aql_global uint64_t *, out), (uint64_t, value),
 	if (i < n)
 		out[i] = value + i;
 }
+
+struct twenty_bytes {
+	uint8_t b[20];
+};
+
+/* The dynamic LDS a work-item sees, next to 20 bytes of static LDS. */
+AQL_KERNEL_LDS(dynamic_size, struct twenty_bytes, (aql_global uint32_t *, out))
+{
+	if (aql_global_id(0) == 0) {
+		lds->b[0] = 1;
+		out[0] = aql_dynamic_lds_size();
+	}
+}
