@@ -388,6 +388,9 @@ aql_status aql_buf_reserve(aql_buf *b, uint32_t n)
 	struct aql_buf_access *grown;
 	uint32_t cap = r->cap ? r->cap : 4;
 
+	/* The launch path: room already there. */
+	if (r->cap >= r->ninflight + n && (r->unified || r->agent_stale.cap >= r->agent_stale.n + n))
+		return AQL_OK;
 	while (cap < r->ninflight + n)
 		cap *= 2;
 	if (cap != r->cap) {
@@ -397,7 +400,7 @@ aql_status aql_buf_reserve(aql_buf *b, uint32_t n)
 		r->inflight = grown;
 		r->cap = cap;
 	}
-	return aql_range_reserve(&r->agent_stale, r->agent_stale.n + n);
+	return r->unified ? AQL_OK : aql_range_reserve(&r->agent_stale, r->agent_stale.n + n);
 }
 
 aql_status aql_buf_mark_current(aql_buf *b)
