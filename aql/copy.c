@@ -9,9 +9,6 @@
 #include "aql/queue_impl.h"
 #include "aql/timeline.h"
 
-/* More dependencies than this in one call are refused. */
-#define MAX_AFTER 64u
-
 aql_status aql_agent_mem_alloc(aql_agent *agent, size_t size, void **out)
 {
 	if (!agent || !out || !size)
@@ -40,15 +37,15 @@ aql_status aql_queue_copy(aql_queue *queue, void *dst, const void *src, size_t s
 			  const aql_completion *after, uint32_t n, aql_completion *done)
 {
 	struct aql_queue_impl *q = aql_queue_impl(queue);
-	aql_packet packets[MAX_AFTER + 1];
+	aql_packet packets[AQL_TIMELINE_MAX_AFTER + 1];
 	struct aql_timeline *t;
 	uint32_t k;
 	aql_status st;
 
-	if (!queue || (size && (!dst || !src)) || (n && !after) || n > MAX_AFTER)
+	if (!queue || (size && (!dst || !src)) || (n && !after) || n > AQL_TIMELINE_MAX_AFTER)
 		return aql_fail(AQL_ERR_INVALID_ARG,
 				"aql_queue_copy: queue, dst and src are required, and at most %u dependencies",
-				MAX_AFTER);
+				AQL_TIMELINE_MAX_AFTER);
 	st = aql_timeline_get(queue, &t);
 	if (st != AQL_OK)
 		return st;

@@ -16,7 +16,6 @@
 #include "mem/type.h"
 
 #define MAX_ARGS 64u
-#define MAX_AFTER 16u
 /* Packets a launch writes from the stack; more come from the heap. The
  * stack array stays small so that no frame needs stack-clash probes. */
 #define STACK_PACKETS 16u
@@ -377,10 +376,10 @@ aql_status aql_launch(aql_queue *queue, const aql_kernel *kernel,
 	if (config->after_count && !config->after)
 		return aql_fail(AQL_ERR_INVALID_ARG, "kernel '%s': after_count %u with after NULL",
 				kernel->name, config->after_count);
-	if (config->after_count > MAX_AFTER)
+	if (config->after_count > AQL_TIMELINE_MAX_AFTER)
 		return aql_fail(AQL_ERR_INVALID_ARG,
 				"kernel '%s': %u dependencies; a launch takes at most %u",
-				kernel->name, config->after_count, MAX_AFTER);
+				kernel->name, config->after_count, AQL_TIMELINE_MAX_AFTER);
 	st = check_args(kernel, args, n, uses, &nuses);
 	if (st != AQL_OK)
 		return st;

@@ -27,6 +27,8 @@
 #define AQL_TIMELINE_START (INT64_C(1) << 62)
 #define AQL_KERNARG_RING_SIZE (256u << 10)
 #define AQL_KERNARG_ALIGN 64u
+/* Dependencies one launch or copy waits for, at most. */
+#define AQL_TIMELINE_MAX_AFTER 64u
 
 struct aql_kernarg_rec {
 	uint64_t end;		/* ring position after the segment */

@@ -43,6 +43,7 @@ aql_status aql_buf_create(const aql_type *type, uint64_t count, enum aql_directi
 	aql_buf *b;
 	uint64_t product = 1;
 	uint32_t ndim = config ? config->ndim : 0;
+	size_t bytes;
 	aql_status st;
 
 	if (!type || !out || !count)
@@ -70,6 +71,7 @@ aql_status aql_buf_create(const aql_type *type, uint64_t count, enum aql_directi
 		return aql_fail(AQL_ERR_INVALID_ARG,
 				"aql_buf_create: the shape has %" PRIu64 " elements, count is %" PRIu64,
 				product, count);
+	bytes = (size_t)count * type->size;
 	r = calloc(1, sizeof(*r));
 	b = calloc(1, sizeof(*b));
 	if (!r || !b) {
@@ -79,14 +81,13 @@ aql_status aql_buf_create(const aql_type *type, uint64_t count, enum aql_directi
 	}
 	st = aql_mem_pool_data(AQL_MEM_FINE_GRAINED, &pool);
 	if (st == AQL_OK)
-		st = aql_mem_alloc(pool, bytes_of(&(struct aql_buf_root){ .type = type }, count),
-				   type->align > 64 ? type->align : 64, &r->host);
+		st = aql_mem_alloc(pool, bytes, type->align > 64 ? type->align : 64, &r->host);
 	if (st != AQL_OK) {
 		free(r);
 		free(b);
 		return aql_fail_prefix(st, "aql_buf_create");
 	}
-	memset(r->host, 0, bytes_of(&(struct aql_buf_root){ .type = type }, count));
+	memset(r->host, 0, bytes);
 	r->type = type;
 	r->count = count;
 	r->ndim = ndim > 1 ? ndim : 1;
@@ -235,17 +236,51 @@ static int overlaps(const struct aql_buf_access *a, uint64_t first, uint64_t end
 	return a->first < end && first < a->end;
 }
 
-/* Work in flight on b's range that conflicts with an access (write or not). */
-static const struct aql_buf_access *busy(struct aql_buf_root *r, const aql_buf *b, int write)
+/*
+ * Does work submitted to queue (NULL: the host) after the completions in
+ * after[0..n) come after the work whose completion is d?
+ */
+static int ordered_after(aql_completion d, aql_queue *queue, const aql_completion *after,
+			 uint32_t n)
 {
-	prune(r);
+	struct aql_timeline *t = queue ? __atomic_load_n(&aql_queue_impl(queue)->timeline,
+							 __ATOMIC_ACQUIRE) : NULL;
+
+	if (t && d.signal == t->signal)
+		return 1;	/* the same queue's packets run in order */
+	for (uint32_t i = 0; i < n; i++)
+		if (after[i].signal == d.signal && after[i].below <= d.below)
+			return 1;
+	return 0;
+}
+
+/*
+ * Under the lock: work in flight on b's range that an access (a write or
+ * not) by queue (NULL: the host) after[0..n) would race with, or NULL.
+ * The queue's own records are passed over before their signal is read:
+ * its processor keeps writing that line, and aql_buf_track() supersedes
+ * them anyway.
+ */
+static const struct aql_buf_access *conflict(struct aql_buf_root *r, const aql_buf *b,
+					     int write, aql_queue *queue,
+					     const aql_completion *after, uint32_t n)
+{
+	if (r->ninflight > PRUNE_AT)
+		prune(r);
 	for (uint32_t i = 0; i < r->ninflight; i++) {
 		const struct aql_buf_access *a = &r->inflight[i];
 
-		if (overlaps(a, b->first, b->first + b->count) && (write || a->write))
+		if (overlaps(a, b->first, b->first + b->count) && (write || a->write) &&
+		    !ordered_after(a->done, queue, after, n) && !aql_completion_done(a->done))
 			return a;
 	}
 	return NULL;
+}
+
+static aql_status fail_busy(const aql_buf *b, const struct aql_buf_access *a, const char *advice)
+{
+	return aql_fail(AQL_ERR_BUSY, "buffer '%s': elements [%" PRIu64 ", %" PRIu64 ") are %s by %s%s",
+			b->name, a->first, a->end, a->write ? "written" : "read", a->what, advice);
 }
 
 static void *host_access(aql_buf *b, const aql_type *type, int write)
@@ -265,11 +300,9 @@ static void *host_access(aql_buf *b, const aql_type *type, int write)
 		return NULL;
 	}
 	aql_buf_lock();
-	a = busy(r, b, write);
+	a = conflict(r, b, write, NULL, NULL, 0);
 	if (a)
-		st = aql_fail(AQL_ERR_BUSY,
-			      "buffer '%s': elements [%" PRIu64 ", %" PRIu64 ") are %s by %s in flight; wait for its completion (aql_buf_wait)",
-			      b->name, a->first, a->end, a->write ? "written" : "read", a->what);
+		st = fail_busy(b, a, " in flight; wait for its completion (aql_buf_wait)");
 	else if (write && r->agent_mem && !r->unified)
 		st = aql_range_add(&r->agent_stale, b->first, b->first + b->count);
 	aql_buf_unlock();
@@ -288,40 +321,15 @@ const void *aql_buf_host_const(aql_buf *b, const aql_type *type)
 	return host_access(b, type, 0);
 }
 
-/* Does c come after (or with) the work whose completion is d? */
-static int ordered_after(aql_completion d, aql_queue *queue, const aql_completion *after,
-			 uint32_t n)
-{
-	struct aql_timeline *t = __atomic_load_n(&aql_queue_impl(queue)->timeline, __ATOMIC_ACQUIRE);
-
-	if (t && d.signal == t->signal)
-		return 1;	/* the same queue's packets run in order */
-	for (uint32_t i = 0; i < n; i++)
-		if (after[i].signal == d.signal && after[i].below <= d.below)
-			return 1;
-	return 0;
-}
-
 aql_status aql_buf_check(aql_buf *b, aql_queue *queue, int write, const aql_completion *after,
 			 uint32_t n)
 {
-	struct aql_buf_root *r = b->root;
+	const struct aql_buf_access *a = conflict(b->root, b, write, queue, after, n);
 
-	/* The queue's own records need no look at their signal, which its
-	 * processor keeps writing: aql_buf_track() supersedes them. */
-	if (r->ninflight > PRUNE_AT)
-		prune(r);
-	for (uint32_t i = 0; i < r->ninflight; i++) {
-		const struct aql_buf_access *a = &r->inflight[i];
-
-		if (!overlaps(a, b->first, b->first + b->count) || !(write || a->write) ||
-		    ordered_after(a->done, queue, after, n) || aql_completion_done(a->done))
-			continue;
-		return aql_fail(AQL_ERR_BUSY,
-				"buffer '%s': elements [%" PRIu64 ", %" PRIu64 ") are %s by %s on another queue, and this work is not ordered after it (pass its completion as a dependency)",
-				b->name, a->first, a->end, a->write ? "written" : "read", a->what);
-	}
-	return AQL_OK;
+	if (!a)
+		return AQL_OK;
+	return fail_busy(b, a, " on another queue, and this work is not ordered after it"
+			       " (pass its completion as a dependency)");
 }
 
 aql_status aql_buf_bind(aql_buf *b, aql_agent *agent, void **agent_ptr)
@@ -558,11 +566,9 @@ aql_status aql_buf_read_file(aql_buf *b, const char *path, uint64_t offset,
 				o.length, bytes, b->name);
 	o.length = bytes;
 	aql_buf_lock();
-	a = busy(r, b, 1);
+	a = conflict(r, b, 1, NULL, NULL, 0);
 	if (a)
-		st = aql_fail(AQL_ERR_BUSY,
-			      "buffer '%s': elements [%" PRIu64 ", %" PRIu64 ") are %s by %s in flight",
-			      b->name, a->first, a->end, a->write ? "written" : "read", a->what);
+		st = fail_busy(b, a, " in flight; wait for its completion (aql_buf_wait)");
 	else if (r->agent_mem && !r->unified)
 		st = aql_range_add(&r->agent_stale, b->first, b->first + b->count);
 	/* A background read is work in flight from the moment it starts. */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Internal: device-visible host memory for runtime objects (queue rings,
- * control blocks, signals). On the CPU agent all host memory is device
- * visible; this is the one place that later gains pinning and GPU mapping.
+ * Internal: memory for runtime objects that need whole pages of their own
+ * (queue rings and control blocks, the signal pool, host code, which gets
+ * mprotect()ed): pool memory (aql/mem.h) shares its chunks, and pinning
+ * rings there would spend RLIMIT_MEMLOCK on every queue.
  */
 #ifndef AQL_INTERNAL_HOST_MEM_H
 #define AQL_INTERNAL_HOST_MEM_H

@@ -59,15 +59,23 @@ static const aql_type *find_locked(const char *name)
 	return NULL;
 }
 
-const aql_type *aql_type_find(const char *name)
+static const aql_type *find_scalar(const char *name)
 {
-	const aql_type *t = NULL;
-
-	if (!name)
-		return NULL;
 	for (size_t i = 0; i < sizeof(scalar_names) / sizeof(scalar_names[0]); i++)
 		if (!strcmp(scalar_names[i].name, name))
 			return scalar_names[i].type;
+	return NULL;
+}
+
+const aql_type *aql_type_find(const char *name)
+{
+	const aql_type *t;
+
+	if (!name)
+		return NULL;
+	t = find_scalar(name);
+	if (t)
+		return t;
 	pthread_mutex_lock(&registry_lock);
 	t = find_locked(name);
 	pthread_mutex_unlock(&registry_lock);
@@ -91,7 +99,7 @@ aql_status aql_type_register(const char *name, size_t size, size_t align,
 		return aql_fail(AQL_ERR_INVALID_ARG,
 				"type '%s': size %zu is not a non-zero multiple of its alignment %zu",
 				name, size, align);
-	old = aql_type_find(name);
+	old = find_scalar(name);
 	pthread_mutex_lock(&registry_lock);
 	if (!old)
 		old = find_locked(name);

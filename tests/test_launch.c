@@ -37,27 +37,20 @@ static aql_launch_config grid1(uint32_t n)
 	return (aql_launch_config){ .grid = { n } };
 }
 
-static aql_buf *buf_f32(uint64_t n, enum aql_direction dir, const char *name)
+static aql_buf *new_buf(const aql_type *type, uint64_t n, enum aql_direction dir,
+			const char *name)
 {
 	aql_buf_config c = { .name = name };
 	aql_buf *b = NULL;
 
-	CHECK_OK(aql_buf_create(AQL_TYPE(float), n, dir, &c, &b));
+	CHECK_OK(aql_buf_create(type, n, dir, &c, &b));
 	if (!b)
 		exit(1);
 	return b;
 }
 
-static aql_buf *buf_i32(uint64_t n, enum aql_direction dir, const char *name)
-{
-	aql_buf_config c = { .name = name };
-	aql_buf *b = NULL;
-
-	CHECK_OK(aql_buf_create(AQL_TYPE(int32_t), n, dir, &c, &b));
-	if (!b)
-		exit(1);
-	return b;
-}
+#define buf_f32(n, dir, name) new_buf(AQL_TYPE(float), (n), (dir), (name))
+#define buf_i32(n, dir, name) new_buf(AQL_TYPE(int32_t), (n), (dir), (name))
 
 /* A gate: a barrier packet on q that holds everything behind it until opened. */
 static aql_signal *gate_close(aql_queue *q)
@@ -594,6 +587,48 @@ static void test_kernarg_recycling(void)
 	aql_queue_destroy(q);
 }
 
+static void *open_gate_later(void *gate)
+{
+	th_sleep_ms(100);
+	gate_open(gate);
+	return NULL;
+}
+
+/* More launches held back than the kernarg pool has segments: the launch
+ * that finds it full waits for the oldest to complete, then goes on. */
+static void test_kernarg_wait(void)
+{
+	enum { LAUNCHES = 5000 };
+	aql_queue *q = th_queue(8192, AQL_QUEUE_SINGLE, 0);
+	aql_buf *acc = buf_i32(1, AQL_INOUT, "held");
+	aql_launch_config c = grid1(1);
+	aql_completion done = { 0 };
+	aql_signal *gate = gate_close(q);
+	aql_launch_stats s;
+	pthread_t opener;
+	int failures = 0, want = 0;
+
+	/* Each segment holds its own value: one reused too early would show. */
+	pthread_create(&opener, NULL, open_gate_later, gate);
+	for (int i = 0; i < LAUNCHES; i++) {
+		failures += AQL_LAUNCH(q, k_add, &c, &done, AQL_ARG(acc), AQL_ARG(i % 7 + 1),
+				       AQL_ARG(1u)) != AQL_OK;
+		want += i % 7 + 1;
+	}
+	pthread_join(opener, NULL);
+	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK_OK(aql_launch_get_stats(q, &s));
+	CHECK(failures == 0 && s.kernarg_waits > 0 && s.kernarg_bytes < (uint64_t)LAUNCHES * 64,
+	      "%d failed launches; %llu waits for a %llu-byte pool", failures,
+	      (unsigned long long)s.kernarg_waits, (unsigned long long)s.kernarg_bytes);
+	const int32_t *h = aql_buf_data_const(acc, int32_t);
+
+	CHECK(h && h[0] == want, "accumulated %d of %d", h ? h[0] : -1, want);
+	aql_buf_destroy(acc);
+	aql_signal_destroy(gate);
+	aql_queue_destroy(q);
+}
+
 /* Threads launch on one queue, each on its own partition. */
 struct worker {
 	aql_queue *q;
@@ -754,6 +789,7 @@ int main(int argc, char **argv)
 	test_geometry();
 	test_struct_elements();
 	test_kernarg_recycling();
+	test_kernarg_wait();
 	test_threads();
 	test_file_chain();
 	test_cancelled();
