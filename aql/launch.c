@@ -13,6 +13,7 @@
 #include "aql/queue_impl.h"
 #include "aql/timeline.h"
 #include "mem/buffer_impl.h"
+#include "mem/channel_impl.h"
 #include "mem/type.h"
 
 #define MAX_ARGS 64u
@@ -50,6 +51,8 @@ static const char *given(const aql_arg *v)
 		return "a scalar";
 	case AQL_ARGV_BYTES:
 		return "by-value bytes";
+	case AQL_ARGV_CHANNEL:
+		return "a channel";
 	}
 	return "an unknown argument tag";
 }
@@ -126,8 +129,34 @@ static aql_status check_value(const aql_kernel *k, uint32_t i, const aql_kernel_
 	return AQL_OK;
 }
 
+static int is_channel(const aql_kernel_arg *a)
+{
+	return a->type_name && strstr(a->type_name, "aql_channel_dev");
+}
+
+static aql_status check_channel(const aql_kernel *k, uint32_t i, const aql_kernel_arg *a,
+				const aql_arg *v, aql_agent *agent)
+{
+	if (v->tag != AQL_ARGV_CHANNEL)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"kernel '%s' argument %u '%s': expects a channel (%s), got %s",
+				k->name, i, arg_name(a), arg_type(a), given(v));
+	if (!v->bytes)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"kernel '%s' argument %u '%s': a NULL channel", k->name, i, arg_name(a));
+	if (a->type_name && !is_channel(a))
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"kernel '%s' argument %u '%s': expects %s, got a channel (declare it aql_global aql_channel_dev *)",
+				k->name, i, arg_name(a), arg_type(a));
+	if (aql_channel_agent(v->bytes) != agent)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"kernel '%s' argument %u '%s': the channel was created for another agent",
+				k->name, i, arg_name(a));
+	return AQL_OK;
+}
+
 static aql_status check_args(const aql_kernel *k, const aql_arg *args, uint32_t n,
-			     struct use *uses, uint32_t *nuses)
+			     aql_agent *agent, struct use *uses, uint32_t *nuses)
 {
 	const aql_kernel_metadata *md = k->metadata;
 	aql_status st;
@@ -145,6 +174,12 @@ static aql_status check_args(const aql_kernel *k, const aql_arg *args, uint32_t 
 
 		switch (a->kind) {
 		case AQL_ARG_GLOBAL_BUFFER:
+			if (args[i].tag == AQL_ARGV_CHANNEL || is_channel(a)) {
+				st = check_channel(k, i, a, &args[i], agent);
+				if (st != AQL_OK)
+					return st;
+				break;
+			}
 			st = check_buffer(k, i, a, &args[i], &uses[*nuses]);
 			if (st != AQL_OK)
 				return st;
@@ -284,7 +319,11 @@ static aql_status submit(aql_queue *queue, struct aql_timeline *t, const aql_ker
 {
 	struct aql_queue_impl *q = aql_queue_impl(queue);
 	aql_kernarg_value values[MAX_ARGS];
-	aql_kernarg_hidden hidden = { .queue_ptr = (uint64_t)(uintptr_t)queue->amd };
+	aql_kernarg_hidden hidden = {
+		.queue_ptr = (uint64_t)(uintptr_t)queue->amd,
+		.printf_buffer = aql_channel_device_address(c->channel),
+		.hostcall_buffer = aql_channel_device_address(c->channel),
+	};
 	uint64_t bytes_in = 0, bytes_out = 0;
 	uint32_t np, ndeps, ins, outs = 0, u = 0;
 	aql_completion fin;
@@ -326,7 +365,7 @@ static aql_status submit(aql_queue *queue, struct aql_timeline *t, const aql_ker
 	for (uint32_t i = 0; i < n; i++) {
 		if (args[i].tag == AQL_ARGV_BUFFER)
 			values[i] = (aql_kernarg_value){ &uses[u++].agent_ptr, sizeof(void *) };
-		else if (args[i].tag == AQL_ARGV_SCALAR)
+		else if (args[i].tag == AQL_ARGV_SCALAR || args[i].tag == AQL_ARGV_CHANNEL)
 			values[i] = (aql_kernarg_value){ args[i].v.raw, args[i].size };
 		else
 			values[i] = (aql_kernarg_value){ args[i].bytes, args[i].size };
@@ -380,7 +419,7 @@ aql_status aql_launch(aql_queue *queue, const aql_kernel *kernel,
 		return aql_fail(AQL_ERR_INVALID_ARG,
 				"kernel '%s': %u dependencies; a launch takes at most %u",
 				kernel->name, config->after_count, AQL_TIMELINE_MAX_AFTER);
-	st = check_args(kernel, args, n, uses, &nuses);
+	st = check_args(kernel, args, n, aql_queue_impl(queue)->agent, uses, &nuses);
 	if (st != AQL_OK)
 		return st;
 	st = aql_timeline_get(queue, &t);

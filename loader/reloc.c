@@ -12,6 +12,7 @@
 
 #include "aql/error.h"
 #include "loader/loader_impl.h"
+#include <aql/channel.h>
 #include <aql/host_kernel.h>
 
 #ifndef EM_AMDGPU
@@ -105,6 +106,8 @@ static unsigned width_of(enum op op)
 static const aql_symbol_binding host_builtins[] = {
 	{ "aql_host_workitem_current", (uint64_t)(uintptr_t)aql_host_workitem_current },
 	{ "aql_host_barrier", (uint64_t)(uintptr_t)aql_host_barrier },
+	{ "aql_channel_host_wake", (uint64_t)(uintptr_t)aql_channel_host_wake },
+	{ "aql_channel_host_pause", (uint64_t)(uintptr_t)aql_channel_host_pause },
 	{ "memcpy", (uint64_t)(uintptr_t)memcpy },
 	{ "memmove", (uint64_t)(uintptr_t)memmove },
 	{ "memset", (uint64_t)(uintptr_t)memset },

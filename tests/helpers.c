@@ -141,6 +141,14 @@ const aql_host_kernel_descriptor th_empty_kd =
 const aql_host_kernel_descriptor th_count_kd =
 	AQL_HOST_KERNEL_DESCRIPTOR(count_kernel, struct th_count_args, AQL_HOST_KD_NO_BARRIER);
 
+uint64_t th_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 void th_sleep_ms(unsigned ms)
 {
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };

@@ -81,6 +81,9 @@ extern const aql_host_kernel_descriptor th_count_kd;
 /* Sleep for ms milliseconds. */
 void th_sleep_ms(unsigned ms);
 
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t th_now_ns(void);
+
 /* The whole file at path (malloc'd; *size set), or exit(1). */
 void *th_read_file(const char *path, size_t *size);
 

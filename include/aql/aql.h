@@ -27,5 +27,6 @@
 #include <aql/launch.h>
 #include <aql/lds.h>
 #include <aql/file.h>
+#include <aql/channel.h>
 
 #endif

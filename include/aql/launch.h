@@ -22,6 +22,7 @@
 
 #include <stdint.h>
 #include <aql/buffer.h>
+#include <aql/channel.h>
 #include <aql/code_object.h>
 #include <aql/completion.h>
 #include <aql/queue.h>
@@ -34,6 +35,7 @@ enum aql_arg_tag {
 	AQL_ARGV_BUFFER = 1,
 	AQL_ARGV_SCALAR,	/* a built-in scalar type, by value */
 	AQL_ARGV_BYTES,		/* any by-value bytes (a struct) */
+	AQL_ARGV_CHANNEL,	/* an aql_channel, for aql_channel_dev * */
 };
 
 /* One argument of a typed launch; make it with AQL_ARG() or aql_arg_*(). */
@@ -86,9 +88,19 @@ static inline aql_arg aql_arg_bytes(const void *p, uint32_t size)
 	return a;
 }
 
-/* The argument for x: a buffer, or a scalar of x's type, by value. */
+/* A channel, for a kernel argument declared aql_global aql_channel_dev *. */
+static inline aql_arg aql_arg_channel(aql_channel *ch)
+{
+	aql_arg a = { AQL_ARGV_CHANNEL, 0, 0, ch, sizeof(uint64_t), { 0 } };
+
+	a.v.u = aql_channel_device_address(ch);
+	return a;
+}
+
+/* The argument for x: a buffer, a channel, or a scalar of x's type. */
 #define AQL_ARG(x)                                                             \
-	_Generic((x), aql_buf *: aql_arg_buf, signed char: aql_arg_i8,         \
+	_Generic((x), aql_buf *: aql_arg_buf, aql_channel *: aql_arg_channel,  \
+		 signed char: aql_arg_i8,                                      \
 		 char: aql_arg_i8, unsigned char: aql_arg_u8,                  \
 		 short: aql_arg_i16, unsigned short: aql_arg_u16,              \
 		 int: aql_arg_i32, unsigned int: aql_arg_u32,                  \
@@ -103,6 +115,9 @@ typedef struct aql_launch_config {
 	uint32_t dynamic_lds;	/* bytes after the kernel's static LDS */
 	const aql_completion *after;	/* wait for these first */
 	uint32_t after_count;
+	/* For the hidden printf and hostcall arguments of AMDGPU code
+	 * objects that ask for them; NULL leaves them 0. */
+	aql_channel *channel;
 } aql_launch_config;
 
 /*

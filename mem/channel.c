@@ -1,0 +1,563 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The host side of channels: creation, the consumer (drain, wait, arm),
+ * the serve thread, RPC replies and the functions host kernels call to
+ * wake the consumer or back off. The protocol is described in
+ * aql/channel_abi.h and aql/kernel_channel.h; tests/model/channel.pml
+ * checks it.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <aql/channel.h>
+#include <aql/copy.h>
+#include <aql/mem.h>
+
+#include "aql/clock.h"
+#include "aql/error.h"
+#include "aql/lock.h"
+#include "aql/wait.h"
+#include "mem/channel_impl.h"
+
+#define DEFAULT_SLOT_SIZE 64u
+#define DEFAULT_SLOT_COUNT 4096u
+#define MAX_SLOT_COUNT (1u << 24)
+#define DEFAULT_REPLY_SIZE 128u
+
+struct rpc_entry {
+	uint32_t opcode;
+	aql_channel_rpc_fn fn;
+	void *ctx;
+};
+
+struct handler {
+	aql_channel_fn fn;
+	void *ctx;
+};
+
+struct aql_channel {
+	aql_agent *agent;
+	aql_channel_dev *dev;		/* agent memory */
+	aql_channel_ring *ring;		/* host memory */
+	uint8_t *slots;
+	uint8_t *replies;
+	uint32_t slot_size, slot_count, max_bytes;
+	uint32_t reply_size, reply_count;
+	int efd;
+
+	aql_lock consumer;		/* one consumer at a time */
+	uint64_t pos;			/* next ticket to read; atomic */
+	uint64_t released;		/* the tail last stored */
+	uint8_t *scratch;		/* a wrapped message, reassembled */
+	int stopped;			/* a malformed header was seen */
+	uint64_t received, rpc_calls, wakeups;	/* atomic */
+
+	struct handler handlers[256];
+	struct rpc_entry *rpc;
+	uint32_t rpc_count;
+
+	pthread_t server;
+	int serving, stopping;		/* atomic */
+	aql_channel_fn serve_fn;
+	void *serve_ctx;
+	aql_status serve_status;	/* why the serve thread ended */
+	char serve_error[256];
+	aql_lock serve_lock;
+};
+
+static int is_pow2(uint32_t x)
+{
+	return x && !(x & (x - 1));
+}
+
+static aql_status check_config(const aql_channel_config *c)
+{
+	if (c->slot_size % AQL_CHANNEL_SLOT_ALIGN)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"channel slot_size %u is not a multiple of %u bytes",
+				c->slot_size, AQL_CHANNEL_SLOT_ALIGN);
+	if (c->slot_size > (1u << 20))
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"channel slot_size %u is above the 1 MiB limit", c->slot_size);
+	if (!is_pow2(c->slot_count) || c->slot_count < 2 || c->slot_count > MAX_SLOT_COUNT)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"channel slot_count %u is not a power of two from 2 to %u",
+				c->slot_count, MAX_SLOT_COUNT);
+	if (c->flags & ~(uint32_t)AQL_CHANNEL_DROP)
+		return aql_fail(AQL_ERR_INVALID_ARG, "channel flags 0x%x: unknown bits 0x%x",
+				c->flags, c->flags & ~(uint32_t)AQL_CHANNEL_DROP);
+	if (c->reply_slots && (!is_pow2(c->reply_slots) || c->reply_slots > MAX_SLOT_COUNT))
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"channel reply_slots %u is not a power of two up to %u",
+				c->reply_slots, MAX_SLOT_COUNT);
+	if (c->reply_size % AQL_CHANNEL_SLOT_ALIGN || c->reply_size > (1u << 20))
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"channel reply_size %u is not a multiple of %u bytes up to 1 MiB",
+				c->reply_size, AQL_CHANNEL_SLOT_ALIGN);
+	return AQL_OK;
+}
+
+aql_status aql_channel_create(aql_agent *agent, const aql_channel_config *config,
+			      aql_channel **out)
+{
+	aql_channel_config c = config ? *config : (aql_channel_config){ 0 };
+	aql_channel_dev dev = { 0 };
+	aql_mem_pool *pool;
+	aql_channel *ch;
+	size_t ring_bytes, reply_bytes;
+	uint64_t max;
+	aql_status st;
+
+	if (!agent || !out)
+		return aql_fail(AQL_ERR_INVALID_ARG, "aql_channel_create: %s is NULL",
+				agent ? "out" : "agent");
+	*out = NULL;
+	if (!c.slot_size)
+		c.slot_size = DEFAULT_SLOT_SIZE;
+	if (!c.slot_count)
+		c.slot_count = DEFAULT_SLOT_COUNT;
+	if (c.reply_slots && !c.reply_size)
+		c.reply_size = DEFAULT_REPLY_SIZE;
+	if ((st = check_config(&c)))
+		return st;
+
+	ch = calloc(1, sizeof(*ch));
+	if (!ch)
+		return aql_fail(AQL_ERR_NOMEM, "channel: out of memory");
+	ch->agent = agent;
+	ch->efd = -1;
+	ch->slot_size = c.slot_size;
+	ch->slot_count = c.slot_count;
+	ch->reply_size = c.reply_size;
+	ch->reply_count = c.reply_slots;
+	max = (uint64_t)c.slot_count * c.slot_size - AQL_CHANNEL_HDR_BYTES;
+	ch->max_bytes = max > AQL_CHANNEL_MAX_BYTES ? AQL_CHANNEL_MAX_BYTES : (uint32_t)max;
+
+	ring_bytes = AQL_CHANNEL_RING_HDR_BYTES + (size_t)c.slot_count * c.slot_size;
+	reply_bytes = (size_t)c.reply_slots * c.reply_size;
+	if ((st = aql_mem_pool_default(AQL_MEM_FINE_GRAINED, &pool)) ||
+	    (st = aql_mem_alloc(pool, ring_bytes + reply_bytes, 64, (void **)&ch->ring)))
+		goto fail;
+	memset(ch->ring, 0, ring_bytes + reply_bytes);
+	ch->slots = (uint8_t *)ch->ring + AQL_CHANNEL_RING_HDR_BYTES;
+	ch->replies = c.reply_slots ? ch->slots + (size_t)c.slot_count * c.slot_size : NULL;
+	ch->scratch = malloc(ch->max_bytes);
+	if (!ch->scratch) {
+		st = aql_fail(AQL_ERR_NOMEM, "channel: no memory for a %u-byte message buffer",
+			      ch->max_bytes);
+		goto fail;
+	}
+	ch->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (ch->efd < 0) {
+		st = aql_fail(AQL_ERR_SYSTEM, "channel: eventfd: %s", strerror(errno));
+		goto fail;
+	}
+	ch->ring->host_wake = (uint64_t)(uintptr_t)ch;
+
+	if ((st = aql_agent_mem_alloc(agent, sizeof(dev), (void **)&ch->dev)))
+		goto fail;
+	dev.ring = (uint64_t)(uintptr_t)ch->ring;
+	dev.slots = (uint64_t)(uintptr_t)ch->slots;
+	dev.replies = (uint64_t)(uintptr_t)ch->replies;
+	dev.slot_size = c.slot_size;
+	dev.slot_count = c.slot_count;
+	dev.flags = c.flags & AQL_CHANNEL_DROP ? AQL_CHANNEL_DEV_DROP : 0;
+	dev.max_bytes = ch->max_bytes;
+	dev.reply_size = c.reply_size;
+	dev.reply_count = c.reply_slots;
+	dev.magic = AQL_CHANNEL_MAGIC;
+	if ((st = aql_agent_copy(agent, ch->dev, &dev, sizeof(dev))))
+		goto fail;
+	*out = ch;
+	return AQL_OK;
+fail:
+	aql_channel_destroy(ch);
+	return st;
+}
+
+uint64_t aql_channel_device_address(const aql_channel *ch)
+{
+	return ch ? (uint64_t)(uintptr_t)ch->dev : 0;
+}
+
+aql_agent *aql_channel_agent(const aql_channel *ch)
+{
+	return ch->agent;
+}
+
+static int ready(const aql_channel *ch, uint64_t pos)
+{
+	const uint64_t *hdr = (const uint64_t *)(ch->slots +
+		(size_t)(pos & (ch->slot_count - 1)) * ch->slot_size);
+
+	return AQL_CHANNEL_HDR_SEQ(__atomic_load_n(hdr, __ATOMIC_ACQUIRE)) ==
+	       (uint32_t)(pos + 1);
+}
+
+/* Hand the slots up to pos back to the senders. */
+static void release(aql_channel *ch, uint64_t pos)
+{
+	if (pos != ch->released) {
+		__atomic_store_n(&ch->ring->tail, pos, __ATOMIC_RELEASE);
+		ch->released = pos;
+	}
+}
+
+static void reply(aql_channel *ch, uint64_t ticket, int32_t status, uint32_t bytes)
+{
+	aql_channel_reply *r = (aql_channel_reply *)(ch->replies +
+		(size_t)(ticket & (ch->reply_count - 1)) * ch->reply_size);
+
+	r->status = status;
+	r->bytes = bytes;
+	/* Release: the reply's bytes are there before done says so. */
+	__atomic_store_n(&r->done, ticket + 1, __ATOMIC_RELEASE);
+	__atomic_fetch_add(&ch->rpc_calls, 1, __ATOMIC_RELAXED);
+}
+
+/* The AQL_CHANNEL_KIND_RPC handler: run the opcode's function, reply. */
+static int serve_rpc(const aql_channel_msg *m, void *arg)
+{
+	aql_channel *ch = arg;
+	aql_channel_rpc_req req;
+	uint32_t cap = ch->reply_size - AQL_CHANNEL_REPLY_HDR_BYTES, bytes = 0;
+	uint8_t *out;
+	int32_t status = AQL_CHANNEL_CALL_UNKNOWN;
+
+	if (m->size < sizeof(req))
+		return 0;	/* no ticket to answer: dropped, see the error */
+	memcpy(&req, m->data, sizeof(req));
+	out = ch->replies + (size_t)(req.ticket & (ch->reply_count - 1)) * ch->reply_size +
+	      AQL_CHANNEL_REPLY_HDR_BYTES;
+	if (req.bytes != m->size - sizeof(req)) {
+		aql_fail(AQL_ERR_INVALID_ARG,
+			 "channel RPC ticket %llu: request says %u bytes, message has %zu",
+			 (unsigned long long)req.ticket, req.bytes, m->size - sizeof(req));
+	} else {
+		for (uint32_t i = 0; i < ch->rpc_count; i++)
+			if (ch->rpc[i].opcode == req.opcode) {
+				status = ch->rpc[i].fn(req.opcode, (const uint8_t *)m->data + sizeof(req),
+						       req.bytes, out, cap, &bytes, ch->rpc[i].ctx);
+				break;
+			}
+	}
+	reply(ch, req.ticket, status, bytes > cap ? cap : bytes);
+	return 0;
+}
+
+aql_status aql_channel_drain(aql_channel *ch, uint32_t max, aql_channel_fn fn,
+			     void *ctx, uint32_t *received)
+{
+	uint32_t n = 0, mask, batch;
+	aql_status st = AQL_OK;
+	uint64_t pos;
+
+	if (received)
+		*received = 0;
+	if (!ch)
+		return aql_fail(AQL_ERR_INVALID_ARG, "aql_channel_drain: channel is NULL");
+	aql_lock_take(&ch->consumer);
+	if (ch->stopped) {
+		aql_lock_release(&ch->consumer);
+		return aql_fail(AQL_ERR_QUEUE_ERROR,
+				"channel stopped at ticket %llu on a malformed header",
+				(unsigned long long)ch->pos);
+	}
+	mask = ch->slot_count - 1;
+	batch = ch->slot_count / 4 ? ch->slot_count / 4 : 1;
+	pos = ch->pos;
+	while ((!max || n < max) && ready(ch, pos)) {
+		const uint8_t *slot = ch->slots + (size_t)(pos & mask) * ch->slot_size;
+		uint64_t hdr = *(const uint64_t *)slot;
+		uint32_t bytes = AQL_CHANNEL_HDR_BYTES_OF(hdr);
+		uint32_t kind = AQL_CHANNEL_HDR_KIND(hdr);
+		size_t off = (size_t)(pos & mask) * ch->slot_size + AQL_CHANNEL_HDR_BYTES;
+		size_t end = (size_t)ch->slot_count * ch->slot_size;
+		const struct handler *h = &ch->handlers[kind];
+		aql_channel_msg m = { ch->slots + off, bytes, kind, pos };
+		int stop;
+
+		if (bytes > ch->max_bytes) {
+			ch->stopped = 1;
+			st = aql_fail(AQL_ERR_QUEUE_ERROR,
+				      "channel ticket %llu: header says %u payload bytes, the channel holds at most %u; the channel is stopped",
+				      (unsigned long long)pos, bytes, ch->max_bytes);
+			break;
+		}
+		if (!h->fn && !fn) {
+			st = aql_fail(AQL_ERR_INVALID_ARG,
+				      "channel ticket %llu: no handler for message kind %u and no callback given; the message stays",
+				      (unsigned long long)pos, kind);
+			break;
+		}
+		if (off + bytes > end) {
+			memcpy(ch->scratch, ch->slots + off, end - off);
+			memcpy(ch->scratch + (end - off), ch->slots, bytes - (end - off));
+			m.data = ch->scratch;
+		}
+		stop = h->fn ? h->fn(&m, h->ctx) : fn(&m, ctx);
+		pos += AQL_CHANNEL_SLOTS(bytes, ch->slot_size);
+		n++;
+		__atomic_store_n(&ch->pos, pos, __ATOMIC_RELAXED);
+		if (pos - ch->released >= batch)
+			release(ch, pos);
+		if (stop)
+			break;
+	}
+	release(ch, pos);
+	__atomic_fetch_add(&ch->received, n, __ATOMIC_RELAXED);
+	aql_lock_release(&ch->consumer);
+	if (received)
+		*received = n;
+	return st;
+}
+
+static void reset_eventfd(aql_channel *ch)
+{
+	uint64_t v;
+
+	while (read(ch->efd, &v, sizeof(v)) == (ssize_t)sizeof(v))
+		;
+}
+
+/*
+ * Announce a sleep: 1 if the consumer may now block on the eventfd, 0 if
+ * a message is there. The seq_cst fence pairs with the sender's (see
+ * aql_channel_put_ in aql/kernel_channel.h): the sender either sees
+ * sleeping = 1 and wakes us, or its header is visible to the re-check.
+ */
+static int arm(aql_channel *ch)
+{
+	uint64_t pos = __atomic_load_n(&ch->pos, __ATOMIC_RELAXED);
+
+	reset_eventfd(ch);
+	__atomic_store_n(&ch->ring->sleeping, 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (ready(ch, pos) || __atomic_load_n(&ch->stopping, __ATOMIC_ACQUIRE)) {
+		__atomic_store_n(&ch->ring->sleeping, 0, __ATOMIC_RELAXED);
+		return 0;
+	}
+	return 1;
+}
+
+int aql_channel_arm(aql_channel *ch)
+{
+	return ch ? arm(ch) : 0;
+}
+
+int aql_channel_fd(const aql_channel *ch)
+{
+	return ch ? ch->efd : -1;
+}
+
+aql_status aql_channel_wait(aql_channel *ch, uint64_t timeout_ns)
+{
+	uint64_t start = aql_now_ns(), now, left;
+	struct timespec ts;
+	struct pollfd pfd;
+	int r;
+
+	if (!ch)
+		return aql_fail(AQL_ERR_INVALID_ARG, "aql_channel_wait: channel is NULL");
+	pfd.fd = ch->efd;
+	pfd.events = POLLIN;
+	for (;;) {
+		now = aql_now_ns();
+		if (ready(ch, __atomic_load_n(&ch->pos, __ATOMIC_RELAXED)) ||
+		    __atomic_load_n(&ch->stopping, __ATOMIC_ACQUIRE))
+			return AQL_OK;
+		if (now - start < AQL_WAIT_SPIN_NS && now - start < timeout_ns) {
+			sched_yield();
+			continue;
+		}
+		if (now - start >= timeout_ns)
+			return aql_fail(AQL_ERR_TIMEOUT, "channel: no message within %llu ns",
+					(unsigned long long)timeout_ns);
+		if (!arm(ch))
+			return AQL_OK;
+		left = timeout_ns - (now - start);
+		ts.tv_sec = (time_t)(left / 1000000000u);
+		ts.tv_nsec = (long)(left % 1000000000u);
+		r = ppoll(&pfd, 1, timeout_ns == UINT64_MAX ? NULL : &ts, NULL);
+		__atomic_store_n(&ch->ring->sleeping, 0, __ATOMIC_RELAXED);
+		if (r < 0 && errno != EINTR)
+			return aql_fail(AQL_ERR_SYSTEM, "channel: ppoll: %s", strerror(errno));
+	}
+}
+
+aql_status aql_channel_set_handler(aql_channel *ch, uint32_t kind, aql_channel_fn fn,
+				   void *ctx)
+{
+	if (!ch || kind == AQL_CHANNEL_KIND_DATA || kind > 255)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"aql_channel_set_handler: %s", !ch ? "channel is NULL"
+				: "kind must be 1..255 (kind 0 goes to the drain's callback)");
+	ch->handlers[kind].fn = fn;
+	ch->handlers[kind].ctx = fn ? ctx : NULL;
+	return AQL_OK;
+}
+
+aql_status aql_channel_register_rpc(aql_channel *ch, uint32_t opcode,
+				    aql_channel_rpc_fn fn, void *ctx)
+{
+	struct rpc_entry *e;
+	uint32_t i;
+
+	if (!ch || !ch->reply_count)
+		return aql_fail(AQL_ERR_INVALID_ARG, "aql_channel_register_rpc: %s",
+				!ch ? "channel is NULL"
+				: "the channel was created without reply slots (reply_slots 0)");
+	for (i = 0; i < ch->rpc_count && ch->rpc[i].opcode != opcode; i++)
+		;
+	if (i == ch->rpc_count) {
+		if (!fn)
+			return AQL_OK;
+		e = realloc(ch->rpc, (i + 1) * sizeof(*e));
+		if (!e)
+			return aql_fail(AQL_ERR_NOMEM, "channel: no memory for RPC opcode %u", opcode);
+		ch->rpc = e;
+		ch->rpc_count++;
+	} else if (!fn) {
+		ch->rpc[i] = ch->rpc[--ch->rpc_count];
+		return AQL_OK;
+	}
+	ch->rpc[i] = (struct rpc_entry){ opcode, fn, ctx };
+	ch->handlers[AQL_CHANNEL_KIND_RPC] = (struct handler){ serve_rpc, ch };
+	return AQL_OK;
+}
+
+static void *serve_main(void *arg)
+{
+	aql_channel *ch = arg;
+
+	/* A failed drain (no handler for a kind, a malformed header) ends
+	 * the thread; aql_channel_serve_stop() reports it. */
+	while (!__atomic_load_n(&ch->stopping, __ATOMIC_ACQUIRE)) {
+		ch->serve_status = aql_channel_wait(ch, UINT64_MAX);
+		if (!ch->serve_status)
+			ch->serve_status = aql_channel_drain(ch, 0, ch->serve_fn,
+							     ch->serve_ctx, NULL);
+		if (ch->serve_status) {
+			snprintf(ch->serve_error, sizeof(ch->serve_error), "%s",
+				 aql_error_message());
+			break;
+		}
+	}
+	return NULL;
+}
+
+aql_status aql_channel_serve_start(aql_channel *ch, aql_channel_fn fn, void *ctx)
+{
+	int e;
+
+	if (!ch)
+		return aql_fail(AQL_ERR_INVALID_ARG, "aql_channel_serve_start: channel is NULL");
+	aql_lock_take(&ch->serve_lock);
+	if (ch->serving) {
+		aql_lock_release(&ch->serve_lock);
+		return aql_fail(AQL_ERR_BUSY, "channel: a serve thread already runs");
+	}
+	ch->serve_fn = fn;
+	ch->serve_ctx = ctx;
+	__atomic_store_n(&ch->stopping, 0, __ATOMIC_RELEASE);
+	e = pthread_create(&ch->server, NULL, serve_main, ch);
+	if (e) {
+		aql_lock_release(&ch->serve_lock);
+		return aql_fail(AQL_ERR_SYSTEM, "channel: pthread_create: %s", strerror(e));
+	}
+	ch->serving = 1;
+	aql_lock_release(&ch->serve_lock);
+	return AQL_OK;
+}
+
+aql_status aql_channel_serve_stop(aql_channel *ch)
+{
+	uint64_t one = 1;
+	aql_status st = AQL_OK;
+
+	if (!ch)
+		return aql_fail(AQL_ERR_INVALID_ARG, "aql_channel_serve_stop: channel is NULL");
+	aql_lock_take(&ch->serve_lock);
+	if (ch->serving) {
+		__atomic_store_n(&ch->stopping, 1, __ATOMIC_RELEASE);
+		if (write(ch->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+			st = aql_fail(AQL_ERR_SYSTEM, "channel: eventfd write: %s", strerror(errno));
+		pthread_join(ch->server, NULL);
+		ch->serving = 0;
+		__atomic_store_n(&ch->stopping, 0, __ATOMIC_RELEASE);
+		if (ch->serve_status)
+			st = aql_fail(ch->serve_status, "channel serve thread ended: %s",
+				      ch->serve_error);
+		else
+			st = aql_channel_drain(ch, 0, ch->serve_fn, ch->serve_ctx, NULL);
+	}
+	aql_lock_release(&ch->serve_lock);
+	return st;
+}
+
+aql_status aql_channel_get_stats(aql_channel *ch, aql_channel_stats *out)
+{
+	if (!ch || !out)
+		return aql_fail(AQL_ERR_INVALID_ARG, "aql_channel_get_stats: %s is NULL",
+				ch ? "out" : "channel");
+	/* A CPU agent's memory is host memory: the counters are read in place. */
+	out->sent = __atomic_load_n(&ch->dev->sent, __ATOMIC_RELAXED);
+	out->full_waits = __atomic_load_n(&ch->dev->full_waits, __ATOMIC_RELAXED);
+	out->drops = __atomic_load_n(&ch->dev->drops, __ATOMIC_RELAXED);
+	out->received = __atomic_load_n(&ch->received, __ATOMIC_RELAXED);
+	out->wakeups = __atomic_load_n(&ch->wakeups, __ATOMIC_RELAXED);
+	out->rpc_calls = __atomic_load_n(&ch->rpc_calls, __ATOMIC_RELAXED);
+	return AQL_OK;
+}
+
+aql_status aql_channel_destroy(aql_channel *ch)
+{
+	aql_status st = AQL_OK;
+
+	if (!ch)
+		return AQL_OK;
+	if (ch->serving)
+		st = aql_channel_serve_stop(ch);
+	if (ch->dev)
+		aql_agent_mem_free(ch->agent, ch->dev);
+	aql_mem_free(ch->ring);
+	if (ch->efd >= 0)
+		close(ch->efd);
+	free(ch->scratch);
+	free(ch->rpc);
+	free(ch);
+	return st;
+}
+
+void aql_channel_host_wake(uint64_t channel)
+{
+	aql_channel *ch = (aql_channel *)(uintptr_t)channel;
+	uint64_t one = 1;
+
+	__atomic_fetch_add(&ch->wakeups, 1, __ATOMIC_RELAXED);
+	/* EAGAIN: the counter is saturated, so the consumer is woken anyway. */
+	if (write(ch->efd, &one, sizeof(one)) < 0)
+		return;
+}
+
+void aql_channel_host_pause(uint32_t round)
+{
+	if (round < 16) {
+		for (uint32_t i = 0; i < (1u << (round / 2)); i++)
+			aql_cpu_relax();
+	} else if (round < 256) {
+		sched_yield();
+	} else {
+		struct timespec ts = { 0, 50000 };
+
+		nanosleep(&ts, NULL);
+	}
+}
