@@ -32,14 +32,20 @@ static struct timespec abs_timespec(uint64_t ns)
 	return ts;
 }
 
-void aql_futex_wait(uint32_t *word, uint32_t expected, uint64_t deadline_ns)
+void aql_futex_wait_bits(uint32_t *word, uint32_t expected, uint32_t bits,
+			 uint64_t deadline_ns)
 {
 	struct timespec ts = abs_timespec(deadline_ns);
 
 	/* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline, so a
 	 * wait restarted after a signal does not stretch the timeout. */
 	syscall(SYS_futex, word, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, expected,
-		deadline_ns == UINT64_MAX ? NULL : &ts, NULL, FUTEX_BITSET_MATCH_ANY);
+		deadline_ns == UINT64_MAX ? NULL : &ts, NULL, bits);
+}
+
+void aql_futex_wait(uint32_t *word, uint32_t expected, uint64_t deadline_ns)
+{
+	aql_futex_wait_bits(word, expected, FUTEX_BITSET_MATCH_ANY, deadline_ns);
 }
 
 void aql_futex_wait_many(uint32_t n, uint32_t *const *words,
@@ -65,7 +71,13 @@ void aql_futex_wait_many(uint32_t n, uint32_t *const *words,
 	aql_futex_wait(words[0], expected[0], slice < deadline_ns ? slice : deadline_ns);
 }
 
+void aql_futex_wake_bits(uint32_t *word, uint32_t bits)
+{
+	syscall(SYS_futex, word, FUTEX_WAKE_BITSET | FUTEX_PRIVATE_FLAG, INT_MAX, NULL, NULL,
+		bits);
+}
+
 void aql_futex_wake_all(uint32_t *word)
 {
-	syscall(SYS_futex, word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, INT_MAX, NULL, NULL, 0);
+	aql_futex_wake_bits(word, FUTEX_BITSET_MATCH_ANY);
 }

@@ -27,6 +27,14 @@ void aql_futex_wait_many(uint32_t n, uint32_t *const *words,
 void aql_futex_wake_all(uint32_t *word);
 
 /*
+ * As aql_futex_wait() and aql_futex_wake_all(), for waiters whose bits
+ * meet the waker's: a wake reaches only the waiters it concerns.
+ */
+void aql_futex_wait_bits(uint32_t *word, uint32_t expected, uint32_t bits,
+			 uint64_t deadline_ns);
+void aql_futex_wake_bits(uint32_t *word, uint32_t bits);
+
+/*
  * The waking half of the protocol: the caller changed the state a waiter
  * checks, then found (with a seq_cst access) that someone waits.
  */

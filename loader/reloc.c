@@ -107,6 +107,7 @@ static const aql_symbol_binding host_builtins[] = {
 	{ "aql_host_workitem_current", (uint64_t)(uintptr_t)aql_host_workitem_current },
 	{ "aql_host_barrier", (uint64_t)(uintptr_t)aql_host_barrier },
 	{ "aql_channel_host_wake", (uint64_t)(uintptr_t)aql_channel_host_wake },
+	{ "aql_channel_host_wait_room", (uint64_t)(uintptr_t)aql_channel_host_wait_room },
 	{ "aql_channel_host_pause", (uint64_t)(uintptr_t)aql_channel_host_pause },
 	{ "memcpy", (uint64_t)(uintptr_t)memcpy },
 	{ "memmove", (uint64_t)(uintptr_t)memmove },

@@ -23,6 +23,7 @@
 
 #include "aql/clock.h"
 #include "aql/error.h"
+#include "aql/futex.h"
 #include "aql/lock.h"
 #include "aql/wait.h"
 #include "mem/channel_impl.h"
@@ -202,11 +203,32 @@ static int ready(const aql_channel *ch, uint64_t pos)
 	       (uint32_t)(pos + 1);
 }
 
-/* Hand the slots up to pos back to the senders. */
+/*
+ * A sender waiting for the tail to reach x sleeps with bit x % 32 set, so
+ * that a release wakes the senders it made room for (and those 32 apart),
+ * not all of them. The bits of the tails in (from, to].
+ */
+static uint32_t room_bits(uint64_t from, uint64_t to)
+{
+	uint32_t n = to - from >= 32 ? 32 : (uint32_t)(to - from);
+	uint64_t bits = ((1ull << n) - 1) << ((from + 1) % 32);
+
+	return n == 32 ? UINT32_MAX : (uint32_t)(bits | bits >> 32);
+}
+
+/*
+ * Hand the slots up to pos back to the senders, and wake those asleep
+ * for room. seq_cst pairs with the sender's increment of room_waiters
+ * and its load of tail (aql_channel_host_wait_room): one sees the other.
+ */
 static void release(aql_channel *ch, uint64_t pos)
 {
 	if (pos != ch->released) {
-		__atomic_store_n(&ch->ring->tail, pos, __ATOMIC_RELEASE);
+		__atomic_store_n(&ch->ring->tail, pos, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&ch->ring->room_waiters, __ATOMIC_SEQ_CST)) {
+			__atomic_fetch_add(&ch->ring->room_seq, 1, __ATOMIC_RELEASE);
+			aql_futex_wake_bits(&ch->ring->room_seq, room_bits(ch->released, pos));
+		}
 		ch->released = pos;
 	}
 }
@@ -330,18 +352,21 @@ static void reset_eventfd(aql_channel *ch)
 
 /*
  * Announce a sleep: 1 if the consumer may now block on the eventfd, 0 if
- * a message is there. The seq_cst fence pairs with the sender's (see
- * aql_channel_put_ in aql/kernel_channel.h): the sender either sees
- * sleeping = 1 and wakes us, or its header is visible to the re-check.
+ * a message is there. The seq_cst exchange and load pair with the
+ * sender's seq_cst fence between its header store and its load of
+ * sleeping (aql_channel_put_ in aql/kernel_channel.h): either the sender
+ * sees sleeping = 1 and wakes us, or the re-check sees its header.
  */
 static int arm(aql_channel *ch)
 {
 	uint64_t pos = __atomic_load_n(&ch->pos, __ATOMIC_RELAXED);
+	const uint64_t *hdr = (const uint64_t *)(ch->slots +
+		(size_t)(pos & (ch->slot_count - 1)) * ch->slot_size);
 
 	reset_eventfd(ch);
-	__atomic_store_n(&ch->ring->sleeping, 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (ready(ch, pos) || __atomic_load_n(&ch->stopping, __ATOMIC_ACQUIRE)) {
+	__atomic_exchange_n(&ch->ring->sleeping, 1, __ATOMIC_SEQ_CST);
+	if (AQL_CHANNEL_HDR_SEQ(__atomic_load_n(hdr, __ATOMIC_SEQ_CST)) == (uint32_t)(pos + 1) ||
+	    __atomic_load_n(&ch->stopping, __ATOMIC_ACQUIRE)) {
 		__atomic_store_n(&ch->ring->sleeping, 0, __ATOMIC_RELAXED);
 		return 0;
 	}
@@ -546,6 +571,32 @@ void aql_channel_host_wake(uint64_t channel)
 	/* EAGAIN: the counter is saturated, so the consumer is woken anyway. */
 	if (write(ch->efd, &one, sizeof(one)) < 0)
 		return;
+}
+
+void aql_channel_host_wait_room(uint64_t dev, uint64_t need)
+{
+	const aql_channel_dev *d = (const aql_channel_dev *)(uintptr_t)dev;
+	aql_channel_ring *ring = (aql_channel_ring *)(uintptr_t)d->ring;
+	uint32_t seq;
+
+	for (uint32_t round = 0;; round++) {
+		if (need <= __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE) + d->slot_count)
+			return;
+		/* Briefly spin, then sleep: yielding senders would starve the
+		 * consumer when they outnumber the cores. */
+		if (round < 8) {
+			aql_channel_host_pause(round);
+			continue;
+		}
+		seq = __atomic_load_n(&ring->room_seq, __ATOMIC_ACQUIRE);
+		__atomic_fetch_add(&ring->room_waiters, 1, __ATOMIC_SEQ_CST);
+		/* The 1 ms deadline only bounds a wait the code cannot lose. */
+		if (need > __atomic_load_n(&ring->tail, __ATOMIC_SEQ_CST) + d->slot_count)
+			aql_futex_wait_bits(&ring->room_seq, seq,
+					    1u << ((need - d->slot_count) % 32),
+					    aql_deadline(1000000));
+		__atomic_fetch_sub(&ring->room_waiters, 1, __ATOMIC_RELAXED);
+	}
 }
 
 void aql_channel_host_pause(uint32_t round)

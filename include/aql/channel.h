@@ -25,8 +25,9 @@
  * poll (or io_uring POLL_ADD) of it. aql_channel_serve_start() runs a
  * consumer thread instead.
  *
- * One consumer at a time: drains, waits and the serve thread of one
- * channel are serialised by a lock.
+ * One consumer at a time: the drains of one channel (the serve thread's
+ * included) are serialised by a lock. Several threads may wait; a wake-up
+ * may then reach only one of them, and the others wake at their timeout.
  */
 #ifndef AQL_CHANNEL_H
 #define AQL_CHANNEL_H
@@ -119,7 +120,7 @@ aql_status aql_channel_drain(aql_channel *ch, uint32_t max, aql_channel_fn fn,
 /*
  * Wait until a message is there or timeout_ns passes (UINT64_MAX:
  * forever). Spins briefly, then sleeps on the eventfd.
- * Errors: AQL_ERR_TIMEOUT; AQL_ERR_SYSTEM. Thread safe (serialised).
+ * Errors: AQL_ERR_TIMEOUT; AQL_ERR_SYSTEM. Thread safe.
  */
 aql_status aql_channel_wait(aql_channel *ch, uint64_t timeout_ns);
 
@@ -175,10 +176,13 @@ aql_status aql_channel_get_stats(aql_channel *ch, aql_channel_stats *out);
 
 /*
  * For host kernels, bound by the loader (aql/kernel_channel.h): wake the
- * consumer of the channel whose address is channel, and back off for the
- * round-th time in a wait (spin, then yield, then sleep 50 us).
+ * consumer of the channel whose address is channel; wait until the
+ * channel whose device address is dev has room for ticket need - 1 (spin,
+ * then sleep until the consumer releases slots); back off for the
+ * round-th time in another wait (spin, then yield, then sleep 50 us).
  */
 void aql_channel_host_wake(uint64_t channel);
+void aql_channel_host_wait_room(uint64_t dev, uint64_t need);
 void aql_channel_host_pause(uint32_t round);
 
 #ifdef __cplusplus

@@ -86,7 +86,14 @@ typedef struct __attribute__((aligned(64))) aql_channel_ring {
 	uint64_t pad0[7];
 	/* 1 while the consumer sleeps or is about to. */
 	uint32_t sleeping;
-	uint32_t pad1[15];
+	/*
+	 * CPU agent senders waiting for room sleep on room_seq (a futex),
+	 * which the consumer bumps when it releases slots while
+	 * room_waiters is not 0. GPU senders spin instead.
+	 */
+	uint32_t room_seq;
+	uint32_t room_waiters;
+	uint32_t pad1[13];
 	/*
 	 * How a producer wakes the sleeping consumer. CPU agent: host_wake
 	 * is the libaql channel, passed to aql_channel_host_wake(). AMD GPU:

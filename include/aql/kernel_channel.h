@@ -30,10 +30,13 @@
 #if defined(AQL_KERNEL_TARGET_HOST)
 /*
  * libaql functions the loader binds in host code objects: wake the
- * consumer of the channel in aql_channel_ring.host_wake, and back off
- * for the round-th time in a wait (spin, then yield, then sleep).
+ * consumer of the channel in aql_channel_ring.host_wake; wait until the
+ * channel dev has released the tickets below need - slot_count (spin,
+ * then sleep on the ring's room_seq); back off for the round-th time in
+ * another wait (spin, then yield, then sleep).
  */
 void aql_channel_host_wake(uint64_t channel);
+void aql_channel_host_wait_room(uint64_t dev, uint64_t need);
 void aql_channel_host_pause(uint32_t round);
 #endif
 
@@ -63,8 +66,14 @@ AQL_INLINE void aql_sys_store_u32_(aql_global uint32_t *p, uint32_t v)
 	__hip_atomic_store(p, v, __ATOMIC_RELAXED, AQL_SYSTEM_SCOPE_);
 }
 
-AQL_INLINE void aql_sys_fence_(void)
+/*
+ * Publish a header so that the load of sleeping after it cannot be
+ * ordered before it: the sender's half of the handshake with the
+ * consumer's seq_cst exchange of sleeping and load of the header.
+ */
+AQL_INLINE void aql_channel_publish_(aql_global uint64_t *hdr, uint64_t v)
 {
+	aql_sys_store_release_u64_(hdr, v);
 	__builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "");
 }
 
@@ -99,8 +108,9 @@ AQL_INLINE void aql_sys_store_u32_(aql_global uint32_t *p, uint32_t v)
 	*(volatile aql_global uint32_t *)p = v;
 }
 
-AQL_INLINE void aql_sys_fence_(void)
+AQL_INLINE void aql_channel_publish_(aql_global uint64_t *hdr, uint64_t v)
 {
+	aql_sys_store_release_u64_(hdr, v);
 	__nvvm_membar_sys();
 }
 
@@ -124,7 +134,7 @@ AQL_INLINE void aql_sys_store_release_u64_(uint64_t *p, uint64_t v)
 
 AQL_INLINE uint32_t aql_sys_load_u32_(uint32_t *p)
 {
-	return __atomic_load_n(p, __ATOMIC_RELAXED);
+	return __atomic_load_n(p, __ATOMIC_SEQ_CST);
 }
 
 AQL_INLINE void aql_sys_store_u32_(uint32_t *p, uint32_t v)
@@ -132,9 +142,10 @@ AQL_INLINE void aql_sys_store_u32_(uint32_t *p, uint32_t v)
 	__atomic_store_n(p, v, __ATOMIC_RELAXED);
 }
 
-AQL_INLINE void aql_sys_fence_(void)
+/* seq_cst store and (below) load: a fence would do, but TSan has none. */
+AQL_INLINE void aql_channel_publish_(uint64_t *hdr, uint64_t v)
 {
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(hdr, v, __ATOMIC_SEQ_CST);
 }
 
 AQL_INLINE uint64_t aql_agent_load_acquire_u64_(uint64_t *p)
@@ -157,15 +168,28 @@ AQL_INLINE void aql_channel_pause_(uint32_t round)
 #endif
 }
 
-/* Generic pointers: the reply of a call may be private memory. */
+/*
+ * Generic pointers: the reply of a call may be private memory. On the
+ * host, words then bytes, and the empty asm keeps the compiler from
+ * turning the loop into a call of libc's memcpy: under ThreadSanitizer
+ * that is an interceptor, which would record the stores of a kernel
+ * whose release of them it cannot see, and report the consumer's reads.
+ */
 AQL_INLINE void aql_channel_copy_(uint8_t *dst, const uint8_t *src, uint32_t n)
 {
+	uint32_t i = 0;
+
 #if defined(AQL_KERNEL_TARGET_HOST)
-	__builtin_memcpy(dst, src, n);
-#else
-	for (uint32_t i = 0; i < n; i++)
-		dst[i] = src[i];
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w;
+
+		__builtin_memcpy(&w, src + i, 8);
+		__builtin_memcpy(dst + i, &w, 8);
+		__asm__("" ::: "memory");
+	}
 #endif
+	for (; i < n; i++)
+		dst[i] = src[i];
 }
 
 AQL_INLINE aql_global aql_channel_ring *aql_channel_ring_(aql_global aql_channel_dev *ch)
@@ -228,11 +252,18 @@ AQL_INLINE void aql_channel_wait_room_(aql_global aql_channel_dev *ch, uint64_t 
 {
 	uint32_t round = 0;
 
-	while (t + k > aql_channel_tail_(ch, t + k) + ch->slot_count) {
-		if (round == 0)
-			aql_atomic_add_u64(&ch->full_waits, 1, AQL_RELAXED);
+	if (t + k <= aql_channel_tail_(ch, t + k) + ch->slot_count)
+		return;
+	aql_atomic_add_u64(&ch->full_waits, 1, AQL_RELAXED);
+#if defined(AQL_KERNEL_TARGET_HOST)
+	/* Sleeping senders would each hold up the consumer in turn: they
+	 * sleep until the consumer says there is room. */
+	(void)round;
+	aql_channel_host_wait_room((uint64_t)(uintptr_t)ch, t + k);
+#else
+	while (t + k > aql_channel_tail_(ch, t + k) + ch->slot_count)
 		aql_channel_pause_(round++);
-	}
+#endif
 }
 
 /*
@@ -263,16 +294,14 @@ AQL_INLINE void aql_channel_put_(aql_global aql_channel_dev *ch, uint64_t t,
 			off = off + n == end ? 0 : off + n;
 		}
 	}
-	/* Release: the payload is visible before the header says it is. */
-	aql_sys_store_release_u64_(
-		(aql_global uint64_t *)(slots + (uint64_t)first * ch->slot_size),
-		AQL_CHANNEL_HDR(t, kind, alen + blen));
-	aql_atomic_add_u64(&ch->sent, 1, AQL_RELAXED);
 	/*
-	 * Dekker with the consumer, which stores sleeping = 1, fences, then
-	 * reads this header: one of the two sees the other's store.
+	 * Release: the payload is visible before the header says it is.
+	 * And Dekker with the consumer, which sets sleeping, then reads this
+	 * header: one of the two sees the other's store.
 	 */
-	aql_sys_fence_();
+	aql_channel_publish_((aql_global uint64_t *)(slots + (uint64_t)first * ch->slot_size),
+			     AQL_CHANNEL_HDR(t, kind, alen + blen));
+	aql_atomic_add_u64(&ch->sent, 1, AQL_RELAXED);
 	if (aql_sys_load_u32_(&ring->sleeping)) {
 		aql_sys_store_u32_(&ring->sleeping, 0);
 #if defined(AQL_KERNEL_TARGET_HOST)
