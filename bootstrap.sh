@@ -11,8 +11,9 @@ exec 3>&1 1>&2
 # libelf reads code objects; clang/lld/llvm 14 and 16 build the test code
 # objects (16 for V5) and run llvm-readelf for comparison; clang-tools-14
 # has clang-offload-bundler; libclang-rt-14-dev has libFuzzer; comgr is the
-# optional peer of aql-bench --load; liburing reads files into buffers.
-packages=(gcc meson ninja-build pkg-config libhsa-runtime-dev libelf-dev liburing-dev
+# optional peer of aql-bench --load; liburing reads files into buffers;
+# spin checks the channel protocol's model (tests/model).
+packages=(gcc meson ninja-build pkg-config libhsa-runtime-dev libelf-dev liburing-dev spin
 	clang-14 lld-14 llvm-14 clang-tools-14 libclang-rt-14-dev
 	clang-16 lld-16 llvm-16 libamd-comgr-dev)
 missing=()
