@@ -326,6 +326,15 @@ aql_status aql_channel_drain(aql_channel *ch, uint32_t max, aql_channel_fn fn,
 			m.data = ch->scratch;
 		}
 		stop = h->fn ? h->fn(&m, h->ctx) : fn(&m, ctx);
+		/*
+		 * The payload in a message's later slots could read as the
+		 * header of the ticket that takes such a slot next: zero
+		 * their first words before the slots go back (the release of
+		 * tail orders these stores before any reuse).
+		 */
+		for (uint32_t j = 1; j < AQL_CHANNEL_SLOTS(bytes, ch->slot_size); j++)
+			__atomic_store_n((uint64_t *)(ch->slots +
+				(size_t)((pos + j) & mask) * ch->slot_size), 0, __ATOMIC_RELAXED);
 		pos += AQL_CHANNEL_SLOTS(bytes, ch->slot_size);
 		n++;
 		__atomic_store_n(&ch->pos, pos, __ATOMIC_RELAXED);

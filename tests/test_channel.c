@@ -639,6 +639,53 @@ static void test_malformed(void)
 	CHECK_OK(aql_channel_destroy(ch));
 }
 
+static int count_msg(const aql_channel_msg *m, void *ctx)
+{
+	(void)m;
+	(*(uint32_t *)ctx)++;
+	return 0;
+}
+
+/*
+ * Payload in a message's second slot that reads as the header the next
+ * lap expects there must not be taken for a message: a 2-slot message at
+ * tickets 0-1 of a 4-slot ring carries, where slot 1 starts, the header of
+ * ticket 5.
+ */
+static void test_lookalike(void)
+{
+	struct rig r = rig_make(1);
+	aql_channel *ch = chan(r.agent, 64, 4, 0, 0);
+	aql_buf *data = NULL;
+	aql_launch_config cfg = { .grid = { 1 } };
+	const aql_kernel *k = kern(&r, "chan_send_buf");
+	uint64_t fake = AQL_CHANNEL_HDR(5, 0, 10);
+	aql_completion done;
+	uint32_t n = 0;
+
+	CHECK_OK(aql_buf_create(AQL_TYPE(uint8_t), 120, AQL_IN, NULL, &data));
+	if (!data)
+		exit(1);
+	memset(aql_buf_data(data, uint8_t), 0x5a, 120);
+	memcpy(aql_buf_data(data, uint8_t) + 64 - AQL_CHANNEL_HDR_BYTES, &fake, sizeof(fake));
+	CHECK_OK(AQL_LAUNCH(r.queue, k, &cfg, &done, AQL_ARG(ch), AQL_ARG(data), AQL_ARG(120u),
+			    AQL_ARG(1u)));
+	CHECK_OK(AQL_LAUNCH(r.queue, k, &cfg, &done, AQL_ARG(ch), AQL_ARG(data), AQL_ARG(8u),
+			    AQL_ARG(2u)));
+	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK_OK(aql_channel_drain(ch, 0, count_msg, &n, NULL));
+	CHECK(n == 3, "%u of 3 messages", n);
+	CHECK_OK(AQL_LAUNCH(r.queue, k, &cfg, &done, AQL_ARG(ch), AQL_ARG(data), AQL_ARG(8u),
+			    AQL_ARG(1u)));
+	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
+	n = 0;
+	CHECK_OK(aql_channel_drain(ch, 0, count_msg, &n, NULL));
+	CHECK(n == 1, "%u messages where 1 was sent: payload read as a header", n);
+	CHECK_OK(aql_buf_destroy(data));
+	CHECK_OK(aql_channel_destroy(ch));
+	rig_free(&r);
+}
+
 /* The launch checks channel arguments against the kernel's. */
 static void test_launch_checks(void)
 {
@@ -691,6 +738,7 @@ int main(int argc, char **argv)
 	test_rpc();
 	test_serve();
 	test_malformed();
+	test_lookalike();
 	test_launch_checks();
 	return th_finish();
 }

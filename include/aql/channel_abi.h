@@ -66,7 +66,9 @@ enum aql_channel_dev_flag {
 /*
  * The header of the message whose first ticket is pos: the low 32 bits of
  * pos + 1 (so a slot still holding the message of ticket pos - slot_count,
- * or zeroes, never reads as ready), the kind, and the payload size.
+ * or zeroes, never reads as ready), the kind, and the payload size. The
+ * consumer zeroes the first word of a message's later slots before it
+ * releases them, so payload never reads as a header either.
  */
 #define AQL_CHANNEL_HDR(pos, kind, bytes)                                      \
 	(((uint64_t)(uint32_t)((pos) + 1) << 32) |                              \

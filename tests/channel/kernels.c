@@ -106,3 +106,15 @@ AQL_KERNEL(chan_rpc, (aql_global aql_channel_dev *, ch), (uint32_t, count),
 	results[2 * id] = bad;
 	results[2 * id + 1] = last;
 }
+
+/* times copies of the bytes at data, each as one message. */
+AQL_KERNEL(chan_send_buf, (aql_global aql_channel_dev *, ch),
+	   (aql_global const uint8_t *, data), (uint32_t, bytes), (uint32_t, times))
+{
+	uint8_t buf[CHAN_SIZES_MAX];
+
+	for (uint32_t j = 0; j < bytes && j < CHAN_SIZES_MAX; j++)
+		buf[j] = data[j];
+	for (uint32_t i = 0; i < times; i++)
+		aql_channel_send(ch, AQL_CHANNEL_KIND_DATA, buf, bytes);
+}
