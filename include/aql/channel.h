@@ -70,7 +70,7 @@ typedef struct aql_channel_msg {
 typedef int (*aql_channel_fn)(const aql_channel_msg *msg, void *ctx);
 
 typedef struct aql_channel_stats {
-	uint64_t sent;		/* messages senders published */
+	uint64_t sent;		/* messages published: received + waiting */
 	uint64_t received;	/* messages drained */
 	uint64_t full_waits;	/* sends that had to wait for room */
 	uint64_t drops;		/* sends dropped (AQL_CHANNEL_DROP) */
@@ -171,7 +171,11 @@ aql_status aql_channel_register_rpc(aql_channel *ch, uint32_t opcode,
 aql_status aql_channel_serve_start(aql_channel *ch, aql_channel_fn fn, void *ctx);
 aql_status aql_channel_serve_stop(aql_channel *ch);
 
-/* Fill *out. Errors: AQL_ERR_INVALID_ARG. Thread safe. */
+/*
+ * Fill *out. It waits for a drain in progress, and walks the published
+ * messages not yet drained to count them. Errors: AQL_ERR_INVALID_ARG.
+ * Thread safe.
+ */
 aql_status aql_channel_get_stats(aql_channel *ch, aql_channel_stats *out);
 
 /*

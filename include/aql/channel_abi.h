@@ -122,10 +122,9 @@ typedef struct __attribute__((aligned(64))) aql_channel_dev {
 	uint32_t reply_count;	/* a power of two, or 0 */
 	uint32_t magic;		/* AQL_CHANNEL_MAGIC */
 	uint32_t pad0[3];
-	/* Producers: the next ticket and the messages sent. */
+	/* Producers: the next ticket. */
 	uint64_t head;
-	uint64_t sent;
-	uint64_t pad1[6];
+	uint64_t pad1[7];
 	/*
 	 * The largest tail a producer has read: a producer whose ticket is
 	 * within slot_count of it need not read host memory (on a GPU, a

@@ -301,7 +301,6 @@ AQL_INLINE void aql_channel_put_(aql_global aql_channel_dev *ch, uint64_t t,
 	 */
 	aql_channel_publish_((aql_global uint64_t *)(slots + (uint64_t)first * ch->slot_size),
 			     AQL_CHANNEL_HDR(t, kind, alen + blen));
-	aql_atomic_add_u64(&ch->sent, 1, AQL_RELAXED);
 	if (aql_sys_load_u32_(&ring->sleeping)) {
 		aql_sys_store_u32_(&ring->sleeping, 0);
 #if defined(AQL_KERNEL_TARGET_HOST)
