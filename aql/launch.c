@@ -319,11 +319,7 @@ static aql_status submit(aql_queue *queue, struct aql_timeline *t, const aql_ker
 {
 	struct aql_queue_impl *q = aql_queue_impl(queue);
 	aql_kernarg_value values[MAX_ARGS];
-	aql_kernarg_hidden hidden = {
-		.queue_ptr = (uint64_t)(uintptr_t)queue->amd,
-		.printf_buffer = aql_channel_device_address(c->channel),
-		.hostcall_buffer = aql_channel_device_address(c->channel),
-	};
+	aql_kernarg_hidden hidden = { .queue_ptr = (uint64_t)(uintptr_t)queue->amd };
 	uint64_t bytes_in = 0, bytes_out = 0;
 	uint32_t np, ndeps, ins, outs = 0, u = 0;
 	aql_completion fin;

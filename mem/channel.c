@@ -254,6 +254,8 @@ static int serve_rpc(const aql_channel_msg *m, void *arg)
 	uint8_t *out;
 	int32_t status = AQL_CHANNEL_CALL_UNKNOWN;
 
+	if (!m)
+		return 0;
 	if (m->size < sizeof(req))
 		return 0;	/* no ticket to answer: dropped, see the error */
 	memcpy(&req, m->data, sizeof(req));
@@ -280,7 +282,7 @@ aql_status aql_channel_drain(aql_channel *ch, uint32_t max, aql_channel_fn fn,
 {
 	uint32_t n = 0, mask, batch;
 	aql_status st = AQL_OK;
-	uint64_t pos;
+	uint64_t pos, called[4];
 
 	if (received)
 		*received = 0;
@@ -293,6 +295,7 @@ aql_status aql_channel_drain(aql_channel *ch, uint32_t max, aql_channel_fn fn,
 				"channel stopped at ticket %llu on a malformed header",
 				(unsigned long long)ch->pos);
 	}
+	memset(called, 0, sizeof(called));
 	mask = ch->slot_count - 1;
 	batch = ch->slot_count / 4 ? ch->slot_count / 4 : 1;
 	pos = ch->pos;
@@ -325,6 +328,8 @@ aql_status aql_channel_drain(aql_channel *ch, uint32_t max, aql_channel_fn fn,
 			memcpy(ch->scratch + (end - off), ch->slots, bytes - (end - off));
 			m.data = ch->scratch;
 		}
+		if (h->fn)
+			called[kind >> 6] |= 1ull << (kind & 63);
 		stop = h->fn ? h->fn(&m, h->ctx) : fn(&m, ctx);
 		/*
 		 * The payload in a message's later slots could read as the
@@ -344,6 +349,10 @@ aql_status aql_channel_drain(aql_channel *ch, uint32_t max, aql_channel_fn fn,
 			break;
 	}
 	release(ch, pos);
+	/* The end of the batch, for handlers that gather (aql/printf.h). */
+	for (uint32_t k = 1; k < 256; k++)
+		if ((called[k >> 6] >> (k & 63) & 1) && ch->handlers[k].fn)
+			ch->handlers[k].fn(NULL, ch->handlers[k].ctx);
 	__atomic_fetch_add(&ch->received, n, __ATOMIC_RELAXED);
 	aql_lock_release(&ch->consumer);
 	if (received)

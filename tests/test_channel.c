@@ -278,9 +278,13 @@ struct sizes_check {
 static int check_sizes(const aql_channel_msg *m, void *ctx)
 {
 	struct sizes_check *c = ctx;
-	uint32_t p = m->kind - AQL_CHANNEL_KIND_USER, i, n;
-	const uint8_t *b = m->data;
+	uint32_t p, i, n;
+	const uint8_t *b;
 
+	if (!m)
+		return 0;	/* the end of a drain's batch */
+	p = m->kind - AQL_CHANNEL_KIND_USER;
+	b = m->data;
 	c->received++;
 	if (m->kind == AQL_CHANNEL_KIND_USER + 3)
 		c->kind3++;

@@ -17,10 +17,10 @@
 #include "channel/host_producer.h"
 #include "channel/verify.h"
 
-#define PRODUCERS 64u
+#define PRODUCERS 128u	/* grids of 64 or fewer run on one thread */
 
 static const char *co_path;
-static uint32_t per_producer = 4000;
+static uint32_t per_producer = 2000;
 
 struct rig {
 	aql_agent *agent;
@@ -216,12 +216,12 @@ int main(int argc, char **argv)
 	 * fewer messages keep the round short under TSan. */
 	const uint32_t n = per_producer, few = per_producer / 8;
 
-	run("64 producers, 256 slots, 1 consumer", PRODUCERS, 256, 0, "chan_seq", 1, 1, n);
-	run("64 producers, 16 slots, 2 consumers", PRODUCERS, 16, 0, "chan_seq", 1, 2, n);
-	run("4 groups of 16, 64 slots, group sends", 4, 64, 0, "chan_group", 16, 1, n);
-	run("64 producers, 32 slots, drop mode", PRODUCERS, 32, AQL_CHANNEL_DROP, "chan_seq", 1,
+	run("128 producers, 256 slots, 1 consumer", PRODUCERS, 256, 0, "chan_seq", 1, 1, n);
+	run("128 producers, 16 slots, 2 consumers", PRODUCERS, 16, 0, "chan_seq", 1, 2, n);
+	run("8 groups of 16, 64 slots, group sends", 8, 64, 0, "chan_group", 16, 1, n);
+	run("128 producers, 32 slots, drop mode", PRODUCERS, 32, AQL_CHANNEL_DROP, "chan_seq", 1,
 	    1, n);
-	run("64 host threads, 64 slots, 2 consumers", 1, 64, 0, NULL, 1, 2, few);
-	run("64 host threads, 256 slots, drop mode", 1, 256, AQL_CHANNEL_DROP, NULL, 1, 1, n);
+	run("128 host threads, 64 slots, 2 consumers", 1, 64, 0, NULL, 1, 2, few);
+	run("128 host threads, 256 slots, drop mode", 1, 256, AQL_CHANNEL_DROP, NULL, 1, 1, n);
 	return th_finish();
 }

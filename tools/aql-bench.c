@@ -8,6 +8,7 @@
  *	(default)	dispatch.c: dispatch round trips and throughput
  *	--load FILE	load.c: code-object loading, metadata vs comgr
  *	--read FILE	read.c: file loads, io_uring vs read()
+ *	--channel	channel.c: device-to-host channels, vs DPDK rte_ring
  *
  * The goals printed at the end are reported, never enforced: the exit
  * status only says whether every run succeeded.
@@ -50,6 +51,7 @@ static const struct mode *const modes[] = {
 	&bench_mode_dispatch,
 	&bench_mode_load,
 	&bench_mode_read,
+	&bench_mode_channel,
 };
 
 static const struct mode *find_mode(const char *name)
@@ -107,6 +109,7 @@ static void usage(FILE *f)
 		"usage: aql-bench [--json] [--quick] [--threads N] [--help]\n"
 		"       aql-bench [--json] [--quick] --load FILE\n"
 		"       aql-bench [--json] [--quick] --read FILE\n"
+		"       aql-bench [--json] [--quick] --channel\n"
 		"\n"
 		"Dispatch microbenchmarks on the default agent, with machine\n"
 		"baselines from the same run and the goals they are judged by.\n"
@@ -122,6 +125,9 @@ static void usage(FILE *f)
 		"               to dlopen, default " COMGR_DEFAULT_LIB ")\n"
 		"  --read FILE  time reading FILE into memory: io_uring\n"
 		"               (aql_file_read) vs read(), cached and uncached\n"
+		"  --channel    channel messages/s with 1, 2, 8 producers and\n"
+		"               send-to-receive latency, next to DPDK rte_ring\n"
+		"               when built with libdpdk\n"
 		"  --help       show this text\n"
 		"\n"
 		"Goals are reported, not enforced; the exit status is non-zero\n"
@@ -150,6 +156,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "threads", required_argument, NULL, 't' },
 		{ "load", required_argument, NULL, 'l' },
 		{ "read", required_argument, NULL, 'r' },
+		{ "channel", no_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -182,6 +189,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'r':
 			o->mode = "read";
 			o->path = optarg;
+			break;
+		case 'c':
+			o->mode = "channel";
+			o->path = NULL;
 			break;
 		case 'h':
 			usage(stdout);

@@ -28,5 +28,6 @@
 #include <aql/lds.h>
 #include <aql/file.h>
 #include <aql/channel.h>
+#include <aql/printf.h>
 
 #endif

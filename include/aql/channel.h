@@ -136,7 +136,8 @@ int aql_channel_arm(aql_channel *ch);
 
 /*
  * Route messages of kind (1..255) to fn during drains, replacing any
- * handler; fn NULL removes it. aql/printf.h and aql_channel_serve_rpc()
+ * handler; fn NULL removes it. After a drain that gave fn messages, fn is
+ * called once more with msg NULL: the end of the batch. aql/printf.h and aql_channel_serve_rpc()
  * use this. Errors: AQL_ERR_INVALID_ARG (kind 0). Not thread safe with
  * drains of ch.
  */

@@ -732,5 +732,6 @@ AQL_INLINE void aql_atomic_store_u32(uint32_t *p, uint32_t v, int order)
 #endif /* host */
 
 #include <aql/kernel_channel.h>
+#include <aql/kernel_printf.h>
 
 #endif

@@ -115,9 +115,6 @@ typedef struct aql_launch_config {
 	uint32_t dynamic_lds;	/* bytes after the kernel's static LDS */
 	const aql_completion *after;	/* wait for these first */
 	uint32_t after_count;
-	/* For the hidden printf and hostcall arguments of AMDGPU code
-	 * objects that ask for them; NULL leaves them 0. */
-	aql_channel *channel;
 } aql_launch_config;
 
 /*

@@ -43,7 +43,7 @@ struct opts {
 	bool json;
 	bool quick;
 	uint32_t threads;
-	const char *mode;	/* "dispatch", "load", "read", ... */
+	const char *mode;	/* "dispatch", "load", "read", "channel" */
 	const char *path;	/* the FILE of --load and --read, or NULL */
 };
 
@@ -144,6 +144,30 @@ int bench_launch_overhead(struct ctx *ctx, struct result *res);
 extern const struct mode bench_mode_dispatch;
 extern const struct mode bench_mode_load;
 extern const struct mode bench_mode_read;
+extern const struct mode bench_mode_channel;
+
+/*
+ * channel.c: the checked message layout that the channel and its DPDK
+ * peer carry (bytes a multiple of 8, 24..64). chan_msg_check() returns -1
+ * on a wrong size, producer, sequence number or checksum, and keeps why.
+ */
+struct chan_check;
+void chan_msg_fill(uint64_t *w, uint32_t bytes, uint32_t producer, uint32_t seq);
+int chan_msg_check(struct chan_check *c, const void *data, uint32_t bytes);
+
+#ifdef AQL_BENCH_DPDK
+/* channel_dpdk.c: rte_ring. probe fills why if the peer cannot run. */
+int chan_dpdk_probe(char *why, size_t len);
+const char *chan_dpdk_version(void);
+/*
+ * producers threads send per messages each, checked by c, on an MP/MC
+ * (multi) or SP/SC ring; spin: wait on a full or empty ring with rte_pause
+ * alone, else back off to sched_yield. *ns from the start to the last,
+ * or to limit_ns, whichever is first; *received: how many arrived by then.
+ */
+int chan_dpdk_round(uint32_t producers, uint32_t per, bool multi, bool spin,
+		    uint64_t limit_ns, struct chan_check *c, uint64_t *ns, uint64_t *received);
+#endif
 
 /* stats.c: progress line, failure messages, timing and summaries. */
 extern bool progress_on;
