@@ -28,6 +28,7 @@
 
 #include <aql/file.h>
 #include "aql/error.h"
+#include "mem/uring_tsan.h"
 
 #define DEFAULT_CHUNK		(1u << 20)
 #define MAX_CHUNK		(1u << 30)
@@ -40,31 +41,6 @@
 /* Submissions refused with nothing in flight before the read gives up. */
 #define MAX_SUBMIT_STALLS	1000
 
-/*
- * liburing maps its rings with raw system calls that ThreadSanitizer does
- * not see, so a ring mapped where another thread's ring was unmapped looks
- * like a race with that thread. Ring memory accesses are left unchecked.
- */
-#if defined(__SANITIZE_THREAD__)
-#define AQL_TSAN_ 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define AQL_TSAN_ 1
-#endif
-#endif
-#ifdef AQL_TSAN_
-void AnnotateIgnoreReadsBegin(const char *file, int line);
-void AnnotateIgnoreReadsEnd(const char *file, int line);
-void AnnotateIgnoreWritesBegin(const char *file, int line);
-void AnnotateIgnoreWritesEnd(const char *file, int line);
-#define RING_BEGIN() (AnnotateIgnoreReadsBegin(__FILE__, __LINE__), \
-		      AnnotateIgnoreWritesBegin(__FILE__, __LINE__))
-#define RING_END() (AnnotateIgnoreWritesEnd(__FILE__, __LINE__), \
-		    AnnotateIgnoreReadsEnd(__FILE__, __LINE__))
-#else
-#define RING_BEGIN() ((void)0)
-#define RING_END() ((void)0)
-#endif
 
 #ifndef __NR_cachestat
 #define __NR_cachestat		451	/* on every architecture but alpha */

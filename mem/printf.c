@@ -24,6 +24,7 @@
 #include <aql/printf.h>
 #include "aql/error.h"
 #include "mem/printf_impl.h"
+#include "mem/uring_tsan.h"
 
 #define DEFAULT_BUFFER (64u << 10)
 #define MIN_BUFFER 256u
@@ -35,27 +36,6 @@
 /* io_uring user data of the write (the only request). */
 #define UD_WRITE 1u
 
-/* As in mem/file_read.c: ThreadSanitizer does not see liburing's rings. */
-#if defined(__SANITIZE_THREAD__)
-#define AQL_TSAN_ 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define AQL_TSAN_ 1
-#endif
-#endif
-#ifdef AQL_TSAN_
-void AnnotateIgnoreReadsBegin(const char *file, int line);
-void AnnotateIgnoreReadsEnd(const char *file, int line);
-void AnnotateIgnoreWritesBegin(const char *file, int line);
-void AnnotateIgnoreWritesEnd(const char *file, int line);
-#define RING_BEGIN() (AnnotateIgnoreReadsBegin(__FILE__, __LINE__), \
-		      AnnotateIgnoreWritesBegin(__FILE__, __LINE__))
-#define RING_END() (AnnotateIgnoreWritesEnd(__FILE__, __LINE__), \
-		    AnnotateIgnoreReadsEnd(__FILE__, __LINE__))
-#else
-#define RING_BEGIN() ((void)0)
-#define RING_END() ((void)0)
-#endif
 
 struct entry {
 	uint32_t id;

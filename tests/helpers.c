@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -140,6 +141,27 @@ const aql_host_kernel_descriptor th_empty_kd =
 	AQL_HOST_KERNEL_DESCRIPTOR(empty_kernel, struct th_empty_args, AQL_HOST_KD_NO_BARRIER);
 const aql_host_kernel_descriptor th_count_kd =
 	AQL_HOST_KERNEL_DESCRIPTOR(count_kernel, struct th_count_args, AQL_HOST_KD_NO_BARRIER);
+
+const aql_kernel *th_kernel(aql_code_object *co, const char *name)
+{
+	const aql_kernel *k = NULL;
+
+	CHECK_OK(aql_code_object_kernel(co, name, &k));
+	if (!k)
+		exit(1);
+	return k;
+}
+
+aql_buf *th_buf(const aql_type *type, uint64_t n)
+{
+	aql_buf *b = NULL;
+
+	CHECK_OK(aql_buf_create(type, n, AQL_INOUT, NULL, &b));
+	if (!b)
+		exit(1);
+	memset(aql_buf_host(b, type), 0, n * type->size);
+	return b;
+}
 
 uint64_t th_now_ns(void)
 {

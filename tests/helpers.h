@@ -84,6 +84,12 @@ void th_sleep_ms(unsigned ms);
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t th_now_ns(void);
 
+/* Kernel name of co, or exit(1). */
+const aql_kernel *th_kernel(aql_code_object *co, const char *name);
+
+/* A zeroed AQL_INOUT buffer of n elements of type, or exit(1). */
+aql_buf *th_buf(const aql_type *type, uint64_t n);
+
 /* The whole file at path (malloc'd; *size set), or exit(1). */
 void *th_read_file(const char *path, size_t *size);
 

@@ -45,15 +45,6 @@ static void rig_free(struct rig *r)
 	CHECK_OK(aql_agent_destroy(r->agent));
 }
 
-static const aql_kernel *kern(const struct rig *r, const char *name)
-{
-	const aql_kernel *k = NULL;
-
-	CHECK_OK(aql_code_object_kernel(r->co, name, &k));
-	if (!k)
-		exit(1);
-	return k;
-}
 
 static aql_channel *chan(aql_agent *agent, uint32_t slot_size, uint32_t count, uint32_t flags,
 			 uint32_t replies)
@@ -67,19 +58,8 @@ static aql_channel *chan(aql_agent *agent, uint32_t slot_size, uint32_t count, u
 	return ch;
 }
 
-static aql_buf *new_buf(const aql_type *type, uint64_t n)
-{
-	aql_buf *b = NULL;
-
-	CHECK_OK(aql_buf_create(type, n, AQL_INOUT, NULL, &b));
-	if (!b)
-		exit(1);
-	memset(aql_buf_host(b, type), 0, n * type->size);
-	return b;
-}
-
-#define u32_buf(n) new_buf(AQL_TYPE(uint32_t), (n))
-#define i32_buf(n) new_buf(AQL_TYPE(int32_t), (n))
+#define u32_buf(n) th_buf(AQL_TYPE(uint32_t), (n))
+#define i32_buf(n) th_buf(AQL_TYPE(int32_t), (n))
 
 static aql_channel_stats stats(aql_channel *ch)
 {
@@ -117,7 +97,7 @@ static aql_completion run_seq(struct rig *r, aql_channel *ch, uint32_t producers
 	aql_launch_config cfg = { .grid = { producers }, .workgroup = { 1 } };
 	aql_completion done = { 0 };
 
-	CHECK_OK(AQL_LAUNCH(r->queue, kern(r, "chan_seq"), &cfg, &done, AQL_ARG(ch),
+	CHECK_OK(AQL_LAUNCH(r->queue, th_kernel(r->co, "chan_seq"), &cfg, &done, AQL_ARG(ch),
 			    AQL_ARG(count), AQL_ARG(drops)));
 	return done;
 }
@@ -321,7 +301,7 @@ static void test_sizes(void)
 
 	/* Kind USER+3 (producer 3) goes to its handler, the rest to the callback. */
 	CHECK_OK(aql_channel_set_handler(ch, AQL_CHANNEL_KIND_USER + 3, check_sizes, &k3));
-	CHECK_OK(AQL_LAUNCH(r.queue, kern(&r, "chan_sizes"), &cfg, &done, AQL_ARG(ch),
+	CHECK_OK(AQL_LAUNCH(r.queue, th_kernel(r.co, "chan_sizes"), &cfg, &done, AQL_ARG(ch),
 			    AQL_ARG(300u), AQL_ARG(CHAN_SIZES_MAX), AQL_ARG(res)));
 	consume(ch, done, check_sizes, &c);
 	CHECK(c.errors == 0 && k3.errors == 0, "%llu + %llu bad messages",
@@ -354,7 +334,7 @@ static void test_limit(void)
 	aql_completion done;
 	uint32_t size = 0, n = 0;
 
-	CHECK_OK(AQL_LAUNCH(r.queue, kern(&r, "chan_limit"), &cfg, &done, AQL_ARG(ch),
+	CHECK_OK(AQL_LAUNCH(r.queue, th_kernel(r.co, "chan_limit"), &cfg, &done, AQL_ARG(ch),
 			    AQL_ARG(8u * 64 - 8), AQL_ARG(res)));
 	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
 	CHECK(aql_buf_data(res, int32_t)[0] == AQL_CHANNEL_TOO_BIG, "505 bytes: %d",
@@ -398,7 +378,7 @@ static void test_group(void)
 	aql_channel_stats s;
 
 	chan_verify_init(&g.v, 64, 0);
-	CHECK_OK(AQL_LAUNCH(r.queue, kern(&r, "chan_group"), &cfg, &done, AQL_ARG(ch),
+	CHECK_OK(AQL_LAUNCH(r.queue, th_kernel(r.co, "chan_group"), &cfg, &done, AQL_ARG(ch),
 			    AQL_ARG(200u), AQL_ARG(drops)));
 	consume(ch, done, check_group, &g);
 	CHECK(g.v.errors == 0 && g.v.received == 64 * 200, "%llu received: %s",
@@ -410,7 +390,7 @@ static void test_group(void)
 
 	/* Drop mode: a group that does not fit is dropped whole, and counted. */
 	ch = chan(r.agent, 64, 32, AQL_CHANNEL_DROP, 0);
-	CHECK_OK(AQL_LAUNCH(r.queue, kern(&r, "chan_group"), &cfg, &done, AQL_ARG(ch),
+	CHECK_OK(AQL_LAUNCH(r.queue, th_kernel(r.co, "chan_group"), &cfg, &done, AQL_ARG(ch),
 			    AQL_ARG(4u), AQL_ARG(drops)));
 	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
 	s = stats(ch);
@@ -545,7 +525,7 @@ static aql_completion run_rpc(struct rig *r, aql_channel *ch, uint32_t n, uint32
 	aql_launch_config cfg = { .grid = { n }, .workgroup = { 1 } };
 	aql_completion done = { 0 };
 
-	CHECK_OK(AQL_LAUNCH(r->queue, kern(r, "chan_rpc"), &cfg, &done, AQL_ARG(ch),
+	CHECK_OK(AQL_LAUNCH(r->queue, th_kernel(r->co, "chan_rpc"), &cfg, &done, AQL_ARG(ch),
 			    AQL_ARG(count), AQL_ARG(opcode), AQL_ARG(res)));
 	return done;
 }
@@ -662,7 +642,7 @@ static void test_lookalike(void)
 	aql_channel *ch = chan(r.agent, 64, 4, 0, 0);
 	aql_buf *data = NULL;
 	aql_launch_config cfg = { .grid = { 1 } };
-	const aql_kernel *k = kern(&r, "chan_send_buf");
+	const aql_kernel *k = th_kernel(r.co, "chan_send_buf");
 	uint64_t fake = AQL_CHANNEL_HDR(5, 0, 10);
 	aql_completion done;
 	uint32_t n = 0;
@@ -699,19 +679,19 @@ static void test_launch_checks(void)
 	aql_launch_config cfg = { .grid = { 1 } };
 	aql_status st;
 
-	st = AQL_LAUNCH(r.queue, kern(&r, "chan_seq"), &cfg, NULL, AQL_ARG(ch), AQL_ARG(1u),
+	st = AQL_LAUNCH(r.queue, th_kernel(r.co, "chan_seq"), &cfg, NULL, AQL_ARG(ch), AQL_ARG(1u),
 			AQL_ARG(ch));
 	CHECK(st == AQL_ERR_INVALID_ARG && th_error_has("argument 2 'drops'") &&
 	      th_error_has("got a channel"), "a channel for uint32_t *: %s", aql_error_message());
-	st = AQL_LAUNCH(r.queue, kern(&r, "chan_seq"), &cfg, NULL, AQL_ARG(drops), AQL_ARG(1u),
+	st = AQL_LAUNCH(r.queue, th_kernel(r.co, "chan_seq"), &cfg, NULL, AQL_ARG(drops), AQL_ARG(1u),
 			AQL_ARG(drops));
 	CHECK(st == AQL_ERR_INVALID_ARG && th_error_has("argument 0 'ch'"),
 	      "a buffer for the channel: %s", aql_error_message());
-	st = AQL_LAUNCH(r.queue, kern(&r, "chan_seq"), &cfg, NULL, AQL_ARG(foreign), AQL_ARG(1u),
+	st = AQL_LAUNCH(r.queue, th_kernel(r.co, "chan_seq"), &cfg, NULL, AQL_ARG(foreign), AQL_ARG(1u),
 			AQL_ARG(drops));
 	CHECK(st == AQL_ERR_INVALID_ARG && th_error_has("another agent"),
 	      "another agent's channel: %s", aql_error_message());
-	st = AQL_LAUNCH(r.queue, kern(&r, "chan_seq"), &cfg, NULL, AQL_ARG((aql_channel *)NULL),
+	st = AQL_LAUNCH(r.queue, th_kernel(r.co, "chan_seq"), &cfg, NULL, AQL_ARG((aql_channel *)NULL),
 			AQL_ARG(1u), AQL_ARG(drops));
 	CHECK(st == AQL_ERR_INVALID_ARG && th_error_has("NULL channel"), "NULL channel: %s",
 	      aql_error_message());

@@ -1468,26 +1468,6 @@ static void test_shared_service(void)
 
 /* ---- kernels on the CPU agent ------------------------------------------------ */
 
-static const aql_kernel *kern(aql_code_object *co, const char *name)
-{
-	const aql_kernel *k = NULL;
-
-	CHECK_OK(aql_code_object_kernel(co, name, &k));
-	if (!k)
-		exit(1);
-	return k;
-}
-
-static aql_buf *new_buf(const aql_type *type, uint64_t n)
-{
-	aql_buf *b = NULL;
-
-	CHECK_OK(aql_buf_create(type, n, AQL_INOUT, NULL, &b));
-	if (!b)
-		exit(1);
-	memset(aql_buf_host(b, type), 0, n * type->size);
-	return b;
-}
 
 /* Drain ch until done completes, then once more. */
 static void consume(aql_channel *ch, aql_completion done)
@@ -1519,7 +1499,7 @@ static void test_kernel_order(aql_code_object *co, aql_queue *q, int stdio)
 				.stream = f, .formats = test_formats, .format_count = PF_COUNT };
 	aql_printf *svc = svc_make(&c);
 	aql_channel *ch = chan_make(256);
-	aql_buf *failed = new_buf(AQL_TYPE(uint32_t), N);
+	aql_buf *failed = th_buf(AQL_TYPE(uint32_t), N);
 	aql_launch_config cfg = { .grid = { N }, .workgroup = { 50 } };
 	aql_completion done = { 0 };
 	aql_channel_stats cs;
@@ -1529,7 +1509,7 @@ static void test_kernel_order(aql_code_object *co, aql_queue *q, int stdio)
 	char *text;
 
 	CHECK_OK(aql_printf_attach(svc, ch));
-	CHECK_OK(AQL_LAUNCH(q, kern(co, "printf_seq"), &cfg, &done, AQL_ARG(ch), AQL_ARG(count),
+	CHECK_OK(AQL_LAUNCH(q, th_kernel(co, "printf_seq"), &cfg, &done, AQL_ARG(ch), AQL_ARG(count),
 			    AQL_ARG(failed)));
 	consume(ch, done);
 	CHECK_OK(aql_printf_flush(svc));
@@ -1615,7 +1595,7 @@ static void test_kernel_types(aql_code_object *co, aql_queue *q)
 	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
 		aql_printf *svc = svc_make(&c);
 		aql_channel *ch = chan_make(16);
-		aql_buf *out = new_buf(AQL_TYPE(int32_t), 1);
+		aql_buf *out = th_buf(AQL_TYPE(int32_t), 1);
 		aql_launch_config cfg = { .grid = { 1 } };
 		aql_completion done = { 0 };
 		const int32_t *o;
@@ -1626,7 +1606,7 @@ static void test_kernel_types(aql_code_object *co, aql_queue *q)
 		ftruncate(fd, 0);
 		lseek(fd, 0, SEEK_SET);
 		CHECK_OK(aql_printf_attach(svc, ch));
-		CHECK_OK(AQL_LAUNCH(q, kern(co, "printf_types"), &cfg, &done, AQL_ARG(ch),
+		CHECK_OK(AQL_LAUNCH(q, th_kernel(co, "printf_types"), &cfg, &done, AQL_ARG(ch),
 				    AQL_ARG(cases[k].i), AQL_ARG(cases[k].u), AQL_ARG(cases[k].l),
 				    AQL_ARG(cases[k].ul), AQL_ARG(cases[k].f), AQL_ARG(cases[k].d),
 				    AQL_ARG(out)));
