@@ -359,7 +359,7 @@ aql_status aql_printf_add_metadata(aql_printf *svc, const aql_metadata *md)
 		}
 		for (int64_t k = 0; k < nsizes; k++)
 			if (field(&q) < 0) {
-				char why[96];
+				char why[160];
 
 				snprintf(why, sizeof(why),
 					 "it says %lld argument sizes, and size %lld is not a decimal number followed by ':'",
