@@ -194,12 +194,15 @@ aql_agent *aql_channel_agent(const aql_channel *ch)
 	return ch->agent;
 }
 
+/* The slot of ticket pos; its first word is a header if a message starts there. */
+static uint64_t *slot_at(const aql_channel *ch, uint64_t pos)
+{
+	return (uint64_t *)(ch->slots + (size_t)(pos & (ch->slot_count - 1)) * ch->slot_size);
+}
+
 static int ready(const aql_channel *ch, uint64_t pos)
 {
-	const uint64_t *hdr = (const uint64_t *)(ch->slots +
-		(size_t)(pos & (ch->slot_count - 1)) * ch->slot_size);
-
-	return AQL_CHANNEL_HDR_SEQ(__atomic_load_n(hdr, __ATOMIC_ACQUIRE)) ==
+	return AQL_CHANNEL_HDR_SEQ(__atomic_load_n(slot_at(ch, pos), __ATOMIC_ACQUIRE)) ==
 	       (uint32_t)(pos + 1);
 }
 
@@ -280,7 +283,7 @@ static int serve_rpc(const aql_channel_msg *m, void *arg)
 aql_status aql_channel_drain(aql_channel *ch, uint32_t max, aql_channel_fn fn,
 			     void *ctx, uint32_t *received)
 {
-	uint32_t n = 0, mask, batch;
+	uint32_t n = 0, batch;
 	aql_status st = AQL_OK;
 	uint64_t pos, called[4];
 
@@ -296,15 +299,13 @@ aql_status aql_channel_drain(aql_channel *ch, uint32_t max, aql_channel_fn fn,
 				(unsigned long long)ch->pos);
 	}
 	memset(called, 0, sizeof(called));
-	mask = ch->slot_count - 1;
 	batch = ch->slot_count / 4 ? ch->slot_count / 4 : 1;
 	pos = ch->pos;
 	while ((!max || n < max) && ready(ch, pos)) {
-		const uint8_t *slot = ch->slots + (size_t)(pos & mask) * ch->slot_size;
-		uint64_t hdr = *(const uint64_t *)slot;
-		uint32_t bytes = AQL_CHANNEL_HDR_BYTES_OF(hdr);
+		uint64_t hdr = *slot_at(ch, pos);
+		uint32_t bytes = AQL_CHANNEL_HDR_BYTES_OF(hdr), k;
 		uint32_t kind = AQL_CHANNEL_HDR_KIND(hdr);
-		size_t off = (size_t)(pos & mask) * ch->slot_size + AQL_CHANNEL_HDR_BYTES;
+		size_t off = (size_t)((uint8_t *)slot_at(ch, pos) - ch->slots) + AQL_CHANNEL_HDR_BYTES;
 		size_t end = (size_t)ch->slot_count * ch->slot_size;
 		const struct handler *h = &ch->handlers[kind];
 		aql_channel_msg m = { ch->slots + off, bytes, kind, pos };
@@ -337,10 +338,10 @@ aql_status aql_channel_drain(aql_channel *ch, uint32_t max, aql_channel_fn fn,
 		 * their first words before the slots go back (the release of
 		 * tail orders these stores before any reuse).
 		 */
-		for (uint32_t j = 1; j < AQL_CHANNEL_SLOTS(bytes, ch->slot_size); j++)
-			__atomic_store_n((uint64_t *)(ch->slots +
-				(size_t)((pos + j) & mask) * ch->slot_size), 0, __ATOMIC_RELAXED);
-		pos += AQL_CHANNEL_SLOTS(bytes, ch->slot_size);
+		k = AQL_CHANNEL_SLOTS(bytes, ch->slot_size);
+		for (uint32_t j = 1; j < k; j++)
+			__atomic_store_n(slot_at(ch, pos + j), 0, __ATOMIC_RELAXED);
+		pos += k;
 		n++;
 		__atomic_store_n(&ch->pos, pos, __ATOMIC_RELAXED);
 		if (pos - ch->released >= batch)
@@ -378,12 +379,11 @@ static void reset_eventfd(aql_channel *ch)
 static int arm(aql_channel *ch)
 {
 	uint64_t pos = __atomic_load_n(&ch->pos, __ATOMIC_RELAXED);
-	const uint64_t *hdr = (const uint64_t *)(ch->slots +
-		(size_t)(pos & (ch->slot_count - 1)) * ch->slot_size);
 
 	reset_eventfd(ch);
 	__atomic_exchange_n(&ch->ring->sleeping, 1, __ATOMIC_SEQ_CST);
-	if (AQL_CHANNEL_HDR_SEQ(__atomic_load_n(hdr, __ATOMIC_SEQ_CST)) == (uint32_t)(pos + 1) ||
+	if (AQL_CHANNEL_HDR_SEQ(__atomic_load_n(slot_at(ch, pos), __ATOMIC_SEQ_CST)) ==
+		    (uint32_t)(pos + 1) ||
 	    __atomic_load_n(&ch->stopping, __ATOMIC_ACQUIRE)) {
 		__atomic_store_n(&ch->ring->sleeping, 0, __ATOMIC_RELAXED);
 		return 0;
@@ -559,8 +559,7 @@ aql_status aql_channel_get_stats(aql_channel *ch, aql_channel_stats *out)
 	out->sent = __atomic_load_n(&ch->received, __ATOMIC_RELAXED);
 	for (uint64_t pos = ch->pos; !ch->stopped && ready(ch, pos) && pos - ch->pos < ch->slot_count;
 	     out->sent++)
-		pos += AQL_CHANNEL_SLOTS(AQL_CHANNEL_HDR_BYTES_OF(*(const uint64_t *)(ch->slots +
-			(size_t)(pos & (ch->slot_count - 1)) * ch->slot_size)), ch->slot_size);
+		pos += AQL_CHANNEL_SLOTS(AQL_CHANNEL_HDR_BYTES_OF(*slot_at(ch, pos)), ch->slot_size);
 	aql_lock_release(&ch->consumer);
 	/* A CPU agent's memory is host memory: the counters are read in place. */
 	out->full_waits = __atomic_load_n(&ch->dev->full_waits, __ATOMIC_RELAXED);

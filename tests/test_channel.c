@@ -359,11 +359,13 @@ static int check_group(const aql_channel_msg *m, void *ctx)
 	struct group_check *g = ctx;
 	struct chan_msg c;
 
-	memcpy(&c, m->data, sizeof(c));
 	/* Work-groups of 16 reserve 16 slots at a multiple of 16 from
 	 * their first ticket; local id = ticket offset. */
-	if (m->size == sizeof(c) && (m->ticket - c.producer % 16) % 16 != 0)
-		g->base_errors++;
+	if (m->size == sizeof(c)) {
+		memcpy(&c, m->data, sizeof(c));
+		if ((m->ticket - c.producer % 16) % 16 != 0)
+			g->base_errors++;
+	}
 	return chan_verify_msg(m, &g->v);
 }
 

@@ -250,18 +250,15 @@ AQL_INLINE int aql_channel_reserve_(aql_global aql_channel_dev *ch, uint32_t k,
 AQL_INLINE void aql_channel_wait_room_(aql_global aql_channel_dev *ch, uint64_t t,
 				       uint32_t k)
 {
-	uint32_t round = 0;
-
 	if (t + k <= aql_channel_tail_(ch, t + k) + ch->slot_count)
 		return;
 	aql_atomic_add_u64(&ch->full_waits, 1, AQL_RELAXED);
 #if defined(AQL_KERNEL_TARGET_HOST)
 	/* Sleeping senders would each hold up the consumer in turn: they
 	 * sleep until the consumer says there is room. */
-	(void)round;
 	aql_channel_host_wait_room((uint64_t)(uintptr_t)ch, t + k);
 #else
-	while (t + k > aql_channel_tail_(ch, t + k) + ch->slot_count)
+	for (uint32_t round = 0; t + k > aql_channel_tail_(ch, t + k) + ch->slot_count;)
 		aql_channel_pause_(round++);
 #endif
 }
