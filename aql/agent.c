@@ -4,20 +4,29 @@
 #include <stdio.h>
 
 #include "aql/agent_impl.h"
-#include "aql/error.h"
+#include "util/error.h"
 
 static pthread_once_t default_once = PTHREAD_ONCE_INIT;
 static aql_agent *default_agent;
 static aql_status default_status;
 static char default_reason[256];
 
+/* The first kind of agent that opens is the default; the reason kept is the
+ * last one's, since the CPU agent comes first and fails only for want of
+ * memory or threads. */
 static void create_default(void)
 {
-	default_status = aql_host_agent_create(NULL, &default_agent);
-	if (default_status == AQL_OK)
-		default_agent->is_default = 1;
-	else
-		snprintf(default_reason, sizeof(default_reason), "%s", aql_error_message());
+	default_status = AQL_ERR_NOT_FOUND;
+	snprintf(default_reason, sizeof(default_reason), "libaql was built with no agent");
+	for (const struct aql_agent_driver *const *d = aql_agent_drivers; *d; d++) {
+		default_status = (*d)->open_default(&default_agent);
+		if (default_status == AQL_OK) {
+			default_agent->is_default = 1;
+			return;
+		}
+		snprintf(default_reason, sizeof(default_reason), "%s agent: %s", (*d)->name,
+			 aql_error_message());
+	}
 }
 
 aql_status aql_agent_default(aql_agent **out)
@@ -26,7 +35,7 @@ aql_status aql_agent_default(aql_agent **out)
 		return aql_fail(AQL_ERR_INVALID_ARG, "aql_agent_default: out is NULL");
 	pthread_once(&default_once, create_default);
 	if (default_status != AQL_OK)
-		return aql_fail(default_status, "default CPU agent: %s", default_reason);
+		return aql_fail(default_status, "no default agent: %s", default_reason);
 	*out = default_agent;
 	return AQL_OK;
 }
@@ -72,4 +81,17 @@ aql_status aql_agent_register_function(aql_agent *agent, uint16_t id, aql_agent_
 	if (!agent->ops->register_function)
 		return aql_fail(AQL_ERR_UNSUPPORTED, "this agent runs no agent dispatch packets");
 	return agent->ops->register_function(agent, id, fn, user);
+}
+
+aql_status aql_agent_mem_register(aql_agent *agent, void *ptr, size_t size)
+{
+	if (!agent->ops->mem_register || !size)
+		return AQL_OK;
+	return agent->ops->mem_register(agent, ptr, size);
+}
+
+void aql_agent_mem_unregister(aql_agent *agent, void *ptr, size_t size)
+{
+	if (agent->ops->mem_unregister && size)
+		agent->ops->mem_unregister(agent, ptr, size);
 }

@@ -45,7 +45,45 @@ struct aql_agent_ops {
 	 */
 	void (*encode_copy)(aql_agent *agent, aql_packet *packet, void *dst,
 			    const void *src, size_t size);
+	/*
+	 * Make host memory [ptr, ptr + size) reachable by the agent's kernels
+	 * (CUDA: cuMemHostRegister; KFD: a USERPTR mapping), and undo it.
+	 * Pools, channels and signals call these through
+	 * aql_agent_mem_register(), never knowing the agent; NULL: the agent
+	 * reaches all host memory already (the CPU agent).
+	 */
+	aql_status (*mem_register)(aql_agent *agent, void *ptr, size_t size);
+	void (*mem_unregister)(aql_agent *agent, void *ptr, size_t size);
+	/*
+	 * Symbols the agent lends to code objects of the given kind that it
+	 * loads (the CPU agent: barriers and channel waits for host code
+	 * objects); *count 0 for none. NULL: none at all.
+	 */
+	const aql_symbol_binding *(*builtins)(aql_agent *agent,
+					      enum aql_code_object_kind kind,
+					      uint32_t *count);
 };
+
+/*
+ * One kind of agent that libaql is built with: an entry of
+ * aql_agent_drivers[] (aql/agent_table.c), the only place where the core
+ * meets the agents' rooms. aql_agent_default() takes the first entry whose
+ * open_default succeeds.
+ */
+struct aql_agent_driver {
+	const char *name;
+	/* Open the kind's default agent; on failure aql_error_message() says why. */
+	aql_status (*open_default)(aql_agent **out);
+};
+
+extern const struct aql_agent_driver *const aql_agent_drivers[];
+
+/*
+ * Register host memory with an agent (ops->mem_register) and undo it.
+ * Errors: the agent's (AQL_ERR_NOMEM, AQL_ERR_SYSTEM), named. Thread safe.
+ */
+aql_status aql_agent_mem_register(aql_agent *agent, void *ptr, size_t size);
+void aql_agent_mem_unregister(aql_agent *agent, void *ptr, size_t size);
 
 struct aql_agent {
 	const struct aql_agent_ops *ops;

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 
 #include "aql/agent_impl.h"
-#include "aql/clock.h"
-#include "aql/error.h"
+#include "util/clock.h"
+#include "util/error.h"
 #include "aql/queue_impl.h"
 #include "aql/timeline.h"
 #include "mem/host_mem.h"

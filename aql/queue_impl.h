@@ -5,7 +5,7 @@
 
 #include <aql/queue.h>
 
-#include "aql/futex.h"
+#include "util/futex.h"
 
 struct aql_queue_impl {
 	aql_queue pub;		/* first: aql_queue * converts to this */

@@ -3,10 +3,10 @@
 
 #include <aql/signal.h>
 
-#include "aql/clock.h"
-#include "aql/error.h"
-#include "aql/futex.h"
-#include "aql/wait.h"
+#include "util/clock.h"
+#include "util/error.h"
+#include "util/futex.h"
+#include "util/wait.h"
 #include "mem/host_mem.h"
 
 /*

@@ -5,7 +5,7 @@
 
 #include <aql/mem.h>
 
-#include "aql/error.h"
+#include "util/error.h"
 #include "aql/queue_impl.h"
 #include "aql/timeline.h"
 

@@ -22,7 +22,7 @@
 #include <aql/launch.h>
 #include <aql/queue.h>
 
-#include "aql/lock.h"
+#include "util/lock.h"
 
 #define AQL_TIMELINE_START (INT64_C(1) << 62)
 #define AQL_KERNARG_RING_SIZE (256u << 10)

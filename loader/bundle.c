@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include <aql/bundle.h>
-#include "aql/error.h"
+#include "util/error.h"
 
 #define MAGIC "__CLANG_OFFLOAD_BUNDLE__"
 #define MAGIC_LEN 24u

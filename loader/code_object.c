@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "aql/agent_impl.h"
-#include "aql/error.h"
+#include "util/error.h"
 #include "loader/loader_impl.h"
 #include "loader/metadata_impl.h"
 

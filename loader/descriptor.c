@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "aql/error.h"
+#include "util/error.h"
 #include "loader/loader_impl.h"
 
 static uint32_t le32(const uint8_t *p)

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aql/error.h"
+#include "util/error.h"
 #include "loader/loader_impl.h"
 #include "loader/metadata_impl.h"
 #include <aql/host_kernel.h>

@@ -8,7 +8,7 @@
  */
 #include <string.h>
 
-#include "aql/error.h"
+#include "util/error.h"
 #include <aql/kernarg.h>
 
 /* The common sizes as single moves: a libc call per argument would cost

@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aql/error.h"
+#include "util/error.h"
 #include "loader/metadata_impl.h"
 #include "loader/msgpack.h"
-#include "mem/type.h"
+#include "loader/type.h"
 
 /* A spelling with its length, so lookups compare lengths before bytes. */
 struct name {

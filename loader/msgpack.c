@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <string.h>
 
-#include "aql/error.h"
+#include "util/error.h"
 #include "loader/msgpack.h"
 
 void aql_mp_init(struct aql_mp_reader *r, const void *data, size_t size)

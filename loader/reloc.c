@@ -10,10 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aql/error.h"
+#include "aql/agent_impl.h"
+#include "util/error.h"
 #include "loader/loader_impl.h"
-#include <aql/channel.h>
-#include <aql/host_kernel.h>
 
 #ifndef EM_AMDGPU
 #define EM_AMDGPU 224
@@ -102,18 +101,6 @@ static unsigned width_of(enum op op)
 	return op == OP_ABS32_LO || op == OP_ABS32_HI || op == OP_ABS32 ? 4 : 8;
 }
 
-/* What libaql lends to kernels in host code objects. */
-static const aql_symbol_binding host_builtins[] = {
-	{ "aql_host_workitem_current", (uint64_t)(uintptr_t)aql_host_workitem_current },
-	{ "aql_host_barrier", (uint64_t)(uintptr_t)aql_host_barrier },
-	{ "aql_channel_host_wake", (uint64_t)(uintptr_t)aql_channel_host_wake },
-	{ "aql_channel_host_wait_room", (uint64_t)(uintptr_t)aql_channel_host_wait_room },
-	{ "aql_channel_host_pause", (uint64_t)(uintptr_t)aql_channel_host_pause },
-	{ "memcpy", (uint64_t)(uintptr_t)memcpy },
-	{ "memmove", (uint64_t)(uintptr_t)memmove },
-	{ "memset", (uint64_t)(uintptr_t)memset },
-};
-
 static int find_binding(const aql_symbol_binding *b, uint32_t n, const char *name,
 			uint64_t *out)
 {
@@ -164,14 +151,17 @@ static aql_status symbol_value(const struct aql_code_object *co, uint64_t i,
 	}
 	if (opts && find_binding(opts->symbols, opts->symbol_count, name, out))
 		return AQL_OK;
-	if (co->info.kind == AQL_CODE_OBJECT_HOST &&
-	    find_binding(host_builtins, sizeof(host_builtins) / sizeof(*host_builtins),
-			 name, out))
-		return AQL_OK;
+	if (co->agent && co->agent->ops->builtins) {
+		uint32_t n;
+		const aql_symbol_binding *b = co->agent->ops->builtins(co->agent, co->info.kind, &n);
+
+		if (find_binding(b, n, name, out))
+			return AQL_OK;
+	}
 	if (GELF_ST_BIND(sym.st_info) == STB_WEAK)
 		return AQL_OK;
 	return aql_fail(AQL_ERR_NOT_FOUND,
-			"undefined symbol %s: neither the load options nor libaql define it",
+			"undefined symbol %s: neither the load options nor the agent define it",
 			name);
 }
 

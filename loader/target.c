@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include <aql/target.h>
-#include "aql/error.h"
+#include "util/error.h"
 
 #define TRIPLE "amdgcn-amd-amdhsa-"
 

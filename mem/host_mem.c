@@ -5,7 +5,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "aql/error.h"
+#include "util/error.h"
 #include "mem/host_mem.h"
 
 static size_t page_size(void)

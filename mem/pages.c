@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <linux/mempolicy.h>
 
-#include "aql/error.h"
+#include "util/error.h"
 #include "mem/pages.h"
 
 /* Nodes the masks below can name; Linux's MAX_NUMNODES is at most 1024. */

@@ -30,7 +30,7 @@
 #include <string.h>
 
 #include <aql/mem.h>
-#include "aql/error.h"
+#include "util/error.h"
 #include "mem/pages.h"
 
 #define CHUNK_SHIFT 16

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aql/error.h"
+#include "util/error.h"
 #include <aql/ptx.h>
 
 /* Per entry: CUDA allows 32764 bytes of parameters, so this is generous. */

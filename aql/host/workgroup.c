@@ -12,8 +12,8 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "aql/error.h"
-#include "aql/workgroup.h"
+#include "util/error.h"
+#include "aql/host/workgroup.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define AQL_ASAN 1

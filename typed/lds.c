@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "aql/error.h"
+#include "util/error.h"
 #include <aql/lds.h>
 
 static uint64_t align_up(uint64_t v, uint64_t align)

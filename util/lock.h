@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#include "aql/futex.h"
+#include "util/futex.h"
 
 typedef struct aql_lock {
 	uint32_t state;

@@ -26,15 +26,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <aql/channel.h>
 #include <aql/mem.h>
 
 #include "aql/agent_impl.h"
-#include "aql/clock.h"
-#include "aql/error.h"
+#include "util/clock.h"
+#include "util/error.h"
 #include "aql/queue_impl.h"
-#include "aql/wait.h"
-#include "aql/workers.h"
-#include "aql/workgroup.h"
+#include "util/wait.h"
+#include "aql/host/workers.h"
+#include "aql/host/workgroup.h"
 #include "mem/host_mem.h"
 
 #define MAX_WORKGROUP 1024u
@@ -568,6 +569,27 @@ static void encode_copy(aql_agent *agent, aql_packet *packet, void *dst, const v
 	packet->agent.arg[2] = size;
 }
 
+/* What the CPU agent lends to kernels in host code objects. */
+static const aql_symbol_binding host_builtins[] = {
+	{ "aql_host_workitem_current", (uint64_t)(uintptr_t)aql_host_workitem_current },
+	{ "aql_host_barrier", (uint64_t)(uintptr_t)aql_host_barrier },
+	{ "aql_channel_host_wake", (uint64_t)(uintptr_t)aql_channel_host_wake },
+	{ "aql_channel_host_wait_room", (uint64_t)(uintptr_t)aql_channel_host_wait_room },
+	{ "aql_channel_host_pause", (uint64_t)(uintptr_t)aql_channel_host_pause },
+	{ "memcpy", (uint64_t)(uintptr_t)memcpy },
+	{ "memmove", (uint64_t)(uintptr_t)memmove },
+	{ "memset", (uint64_t)(uintptr_t)memset },
+};
+
+static const aql_symbol_binding *builtins(aql_agent *agent, enum aql_code_object_kind kind,
+					  uint32_t *count)
+{
+	(void)agent;
+	*count = kind == AQL_CODE_OBJECT_HOST ?
+		 (uint32_t)(sizeof(host_builtins) / sizeof(*host_builtins)) : 0;
+	return host_builtins;
+}
+
 static const struct aql_agent_ops host_agent_ops = {
 	.get_info = get_info,
 	.queue_attach = queue_attach,
@@ -581,6 +603,7 @@ static const struct aql_agent_ops host_agent_ops = {
 	.mem_free = mem_free,
 	.copy = copy,
 	.encode_copy = encode_copy,
+	.builtins = builtins,
 };
 
 aql_status aql_host_agent_create(const aql_host_agent_config *config, aql_agent **out)
@@ -618,3 +641,13 @@ aql_status aql_host_agent_create(const aql_host_agent_config *config, aql_agent 
 	*out = &a->base;
 	return AQL_OK;
 }
+
+static aql_status open_default(aql_agent **out)
+{
+	return aql_host_agent_create(NULL, out);
+}
+
+const struct aql_agent_driver aql_host_agent_driver = {
+	.name = "CPU",
+	.open_default = open_default,
+};

@@ -2,8 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aql/error.h"
-#include "mem/range.h"
+#include "util/error.h"
+#include "typed/range.h"
 
 aql_status aql_range_reserve(struct aql_range_set *s, uint32_t n)
 {

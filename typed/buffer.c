@@ -8,11 +8,11 @@
 #include <aql/mem.h>
 
 #include "aql/agent_impl.h"
-#include "aql/error.h"
-#include "aql/lock.h"
+#include "util/error.h"
+#include "util/lock.h"
 #include "aql/queue_impl.h"
 #include "aql/timeline.h"
-#include "mem/buffer_impl.h"
+#include "typed/buffer_impl.h"
 
 /* Records of work in flight a root keeps before dropping completed ones. */
 #define PRUNE_AT 8u

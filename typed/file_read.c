@@ -27,8 +27,8 @@
 #include <liburing.h>
 
 #include <aql/file.h>
-#include "aql/error.h"
-#include "mem/uring_tsan.h"
+#include "util/error.h"
+#include "util/uring_tsan.h"
 
 #define DEFAULT_CHUNK		(1u << 20)
 #define MAX_CHUNK		(1u << 30)

@@ -6,8 +6,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "aql/clock.h"
-#include "aql/futex.h"
+#include "util/clock.h"
+#include "util/futex.h"
 
 #ifndef SYS_futex_waitv
 #define SYS_futex_waitv 449

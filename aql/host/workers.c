@@ -3,9 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "aql/error.h"
-#include "aql/workers.h"
-#include "aql/workgroup.h"
+#include "util/error.h"
+#include "aql/host/workers.h"
+#include "aql/host/workgroup.h"
 
 struct aql_pool {
 	pthread_mutex_t lock;

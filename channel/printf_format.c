@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mem/printf_impl.h"
+#include "channel/printf_impl.h"
 
 _Static_assert(sizeof(long) == 8 && sizeof(long long) == 8 && sizeof(size_t) == 8 &&
 	       sizeof(void *) == 8, "printf records assume an LP64 host");

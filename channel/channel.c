@@ -21,12 +21,12 @@
 #include <aql/copy.h>
 #include <aql/mem.h>
 
-#include "aql/clock.h"
-#include "aql/error.h"
-#include "aql/futex.h"
-#include "aql/lock.h"
-#include "aql/wait.h"
-#include "mem/channel_impl.h"
+#include "util/clock.h"
+#include "util/error.h"
+#include "util/futex.h"
+#include "util/lock.h"
+#include "util/wait.h"
+#include "channel/channel_impl.h"
 
 #define DEFAULT_SLOT_SIZE 64u
 #define DEFAULT_SLOT_COUNT 4096u

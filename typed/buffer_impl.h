@@ -15,7 +15,7 @@
 
 #include <aql/buffer.h>
 
-#include "mem/range.h"
+#include "typed/range.h"
 
 struct aql_buf_access {
 	uint64_t first, end;	/* elements of the root */

@@ -7,8 +7,8 @@
 
 #include <aql/buffer.h>
 
-#include "aql/error.h"
-#include "mem/type.h"
+#include "util/error.h"
+#include "loader/type.h"
 
 const aql_type aql_type_i8 = { "int8_t", 1, 1, AQL_TYPE_SIGNED };
 const aql_type aql_type_u8 = { "uint8_t", 1, 1, AQL_TYPE_UNSIGNED };

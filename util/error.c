@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "aql/error.h"
+#include "util/error.h"
 
 static __thread char message[512];
 

@@ -22,9 +22,9 @@
 #include <liburing.h>
 
 #include <aql/printf.h>
-#include "aql/error.h"
-#include "mem/printf_impl.h"
-#include "mem/uring_tsan.h"
+#include "util/error.h"
+#include "channel/printf_impl.h"
+#include "util/uring_tsan.h"
 
 #define DEFAULT_BUFFER (64u << 10)
 #define MIN_BUFFER 256u

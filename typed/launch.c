@@ -9,12 +9,12 @@
 #include <aql/lds.h>
 
 #include "aql/agent_impl.h"
-#include "aql/error.h"
+#include "util/error.h"
 #include "aql/queue_impl.h"
 #include "aql/timeline.h"
-#include "mem/buffer_impl.h"
-#include "mem/channel_impl.h"
-#include "mem/type.h"
+#include "typed/buffer_impl.h"
+#include "channel/channel_impl.h"
+#include "loader/type.h"
 
 #define MAX_ARGS 64u
 /* Packets a launch writes from the stack; more come from the heap. The
