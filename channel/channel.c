@@ -21,6 +21,7 @@
 #include <aql/copy.h>
 #include <aql/mem.h>
 
+#include "aql/agent_impl.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/futex.h"
@@ -48,6 +49,7 @@ struct aql_channel {
 	aql_agent *agent;
 	aql_channel_dev *dev;		/* agent memory */
 	aql_channel_ring *ring;		/* host memory */
+	size_t registered;		/* bytes of it registered with the agent */
 	uint8_t *slots;
 	uint8_t *replies;
 	uint32_t slot_size, slot_count, max_bytes;
@@ -148,6 +150,9 @@ aql_status aql_channel_create(aql_agent *agent, const aql_channel_config *config
 	    (st = aql_mem_alloc(pool, ring_bytes + reply_bytes, 64, (void **)&ch->ring)))
 		goto fail;
 	memset(ch->ring, 0, ring_bytes + reply_bytes);
+	if ((st = aql_agent_mem_register(agent, ch->ring, ring_bytes + reply_bytes)))
+		goto fail;
+	ch->registered = ring_bytes + reply_bytes;
 	ch->slots = (uint8_t *)ch->ring + AQL_CHANNEL_RING_HDR_BYTES;
 	ch->replies = c.reply_slots ? ch->slots + (size_t)c.slot_count * c.slot_size : NULL;
 	ch->scratch = malloc(ch->max_bytes);
@@ -580,6 +585,7 @@ aql_status aql_channel_destroy(aql_channel *ch)
 		st = aql_channel_serve_stop(ch);
 	if (ch->dev)
 		aql_agent_mem_free(ch->agent, ch->dev);
+	aql_agent_mem_unregister(ch->agent, ch->ring, ch->registered);
 	aql_mem_free(ch->ring);
 	if (ch->efd >= 0)
 		close(ch->efd);

@@ -32,6 +32,7 @@
 #include <aql/mem.h>
 #include "util/error.h"
 #include "mem/pages.h"
+#include "mem/pool.h"
 
 #define CHUNK_SHIFT 16
 #define UNIT_SHIFT 6
@@ -86,6 +87,7 @@ struct aql_mem_pool {
 	int is_default;
 	aql_agent **agents;
 	uint32_t agent_count;
+	struct aql_mem_commit_hook hook;
 	int live;			/* atomic */
 
 	/* Counters every allocation touches. */
@@ -299,6 +301,10 @@ static aql_status grow(struct aql_mem_pool *p, uint32_t need)
 	if (to > p->reserve)
 		to = p->reserve;
 	st = aql_pages_commit(p->base + from, to - from, !!(p->flags & AQL_MEM_PINNED));
+	/* Unreached memory is not handed out: a failed hook leaves committed
+	 * where it was, and the next grow tries the range again. */
+	if (st == AQL_OK && p->hook.commit)
+		st = p->hook.commit(p->hook.ctx, p->base + from, to - from);
 	if (st != AQL_OK) {
 		snprintf(prefix, sizeof(prefix), "memory pool %u", p->index);
 		return aql_fail_prefix(st, prefix);
@@ -582,11 +588,8 @@ int aql_mem_agent_may_access(const void *ptr, const aql_agent *agent)
 
 /* ---- pools ---- */
 
-static aql_status check_config(const aql_mem_pool_config *c, int32_t *node)
+static aql_status check_config(const aql_mem_pool_config *c, int32_t near_node, int32_t *node)
 {
-	aql_agent_info info;
-	aql_status st;
-
 	if (c->kind != AQL_MEM_FINE_GRAINED && c->kind != AQL_MEM_COARSE_GRAINED)
 		return aql_fail(AQL_ERR_INVALID_ARG, "memory pool: kind %d is unknown", (int)c->kind);
 	if (c->flags & ~(uint32_t)(AQL_MEM_PINNED | AQL_MEM_HUGE_PAGES))
@@ -608,12 +611,8 @@ static aql_status check_config(const aql_mem_pool_config *c, int32_t *node)
 	*node = c->numa_node;
 	if (*node < AQL_NUMA_ANY)
 		return aql_fail(AQL_ERR_INVALID_ARG, "memory pool: NUMA node %d is invalid", *node);
-	if (*node == AQL_NUMA_ANY && c->near_agent) {
-		st = aql_agent_get_info(c->near_agent, &info);
-		if (st != AQL_OK)
-			return aql_fail_prefix(st, "memory pool: near_agent");
-		*node = info.numa_node < 0 ? AQL_NUMA_ANY : info.numa_node;
-	}
+	if (*node == AQL_NUMA_ANY)
+		*node = near_node;
 	if (*node != AQL_NUMA_ANY)
 		return aql_pages_check_node(*node);
 	return AQL_OK;
@@ -673,14 +672,16 @@ static aql_status init_pool(struct aql_mem_pool *p, const aql_mem_pool_config *c
 	return AQL_OK;
 }
 
-static aql_status create_pool(const aql_mem_pool_config *c, int is_default, aql_mem_pool **out)
+static aql_status create_pool(const aql_mem_pool_config *c, int32_t near_node,
+			      const struct aql_mem_commit_hook *hook, int is_default,
+			      aql_mem_pool **out)
 {
 	struct aql_mem_pool *p = NULL;
 	int32_t node = AQL_NUMA_ANY;
 	aql_status st;
 	uint32_t i;
 
-	st = check_config(c, &node);
+	st = check_config(c, near_node, &node);
 	if (st != AQL_OK)
 		return st;
 	pthread_mutex_lock(&registry_lock);
@@ -697,6 +698,8 @@ static aql_status create_pool(const aql_mem_pool_config *c, int is_default, aql_
 	memset(p, 0, sizeof(*p));
 	p->index = i;
 	p->is_default = is_default;
+	if (hook)
+		p->hook = *hook;
 	st = init_pool(p, c, node);
 	if (st != AQL_OK) {
 		release_pool(p);
@@ -715,15 +718,10 @@ static aql_status create_pool(const aql_mem_pool_config *c, int is_default, aql_
 	return AQL_OK;
 }
 
-aql_status aql_mem_pool_create(const aql_mem_pool_config *config, aql_mem_pool **out)
+aql_status aql_mem_pool_create_hooked(const aql_mem_pool_config *config, int32_t near_node,
+				      const struct aql_mem_commit_hook *hook, aql_mem_pool **out)
 {
-	static const aql_mem_pool_config fallback = {
-		.kind = AQL_MEM_FINE_GRAINED, .flags = AQL_MEM_PINNED, .numa_node = AQL_NUMA_ANY,
-	};
-
-	if (!out)
-		return aql_fail(AQL_ERR_INVALID_ARG, "aql_mem_pool_create: out is NULL");
-	return create_pool(config ? config : &fallback, 0, out);
+	return create_pool(config, near_node, hook, 0, out);
 }
 
 aql_status aql_mem_pool_destroy(aql_mem_pool *pool)
@@ -755,6 +753,9 @@ aql_status aql_mem_pool_destroy(aql_mem_pool *pool)
 	}
 	__atomic_store_n(&ranges[pool->index], 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&pool->live, 0, __ATOMIC_RELEASE);
+	if (pool->hook.release)
+		pool->hook.release(pool->hook.ctx, pool->base,
+				   (size_t)pool->committed << CHUNK_SHIFT);
 	release_pool(pool);
 	pthread_mutex_destroy(&pool->lock);
 	pthread_mutex_unlock(&registry_lock);
@@ -778,7 +779,7 @@ static aql_status default_pool(enum aql_mem_kind kind, int pinned, aql_mem_pool 
 		/* Not pthread_once: a failed creation is retried by the next call. */
 		pthread_mutex_lock(&lock);
 		p = defaults[kind][pinned];
-		if (!p && (st = create_pool(&c, 1, &p)) == AQL_OK)
+		if (!p && (st = create_pool(&c, AQL_NUMA_ANY, NULL, 1, &p)) == AQL_OK)
 			__atomic_store_n(&defaults[kind][pinned], p, __ATOMIC_RELEASE);
 		pthread_mutex_unlock(&lock);
 		if (st != AQL_OK)
