@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target for offload bundles: open whatever bytes arrive (plain,
- * compressed or inside an ELF's .hip_fatbin), walk every entry, select for a
- * few agents, close. Build and run:
+ * compressed or one or several inside an ELF's .hip_fatbin), walk every
+ * entry, select for a few agents in every part, close. Build and run:
  *
  *   clang-14 -fsanitize=fuzzer,address,undefined -Iinclude -I. \
- *     fuzz/fuzz_bundle.c loader/bundle.c loader/target.c aql/error.c -lelf -o /tmp/fb
+ *     fuzz/fuzz_bundle.c loader/bundle.c loader/target.c aql/error.c \
+ *     -lelf -lz -lzstd -o /tmp/fb
  *   mkdir -p /tmp/fb-new && /tmp/fb -runs=20000 /tmp/fb-new fuzz/corpus/bundle
  *
  * (libFuzzer adds new inputs to its first directory; keep the seeds clean.)
@@ -17,6 +18,7 @@
 
 static const char *const agents[] = {
 	"gfx90a:sramecc+:xnack-", "gfx906:sramecc-:xnack+", "gfx1100", "gfx942", "gfx1036",
+	"gfx803",
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -49,9 +51,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			const aql_bundle_entry *e;
 			aql_target_id agent;
 
-			if (aql_target_parse(agents[i], &agent) == AQL_OK &&
-			    aql_bundle_select(b, &agent, &e) == AQL_OK)
-				sink ^= (uint8_t)e->size;
+			if (aql_target_parse(agents[i], &agent) != AQL_OK)
+				continue;
+			for (uint32_t part = 0; part < aql_bundle_part_count(b); part++)
+				if (aql_bundle_select_part(b, part, &agent, &e) == AQL_OK)
+					sink ^= (uint8_t)e->size;
 		}
 		aql_bundle_close(b);
 	}

@@ -537,7 +537,16 @@ static aql_status co_load(aql_agent *agent, struct aql_code_object *co,
 	uint8_t *base;
 	aql_status st;
 	void *mem;
+	char target[64];
 
+	/* Opening reads every target; only dispatch needs one aql runs. */
+	if (co->info.kind == AQL_CODE_OBJECT_AMDGPU &&
+	    !aql_target_dispatchable(&co->info.target)) {
+		aql_target_format(&co->info.target, target, sizeof(target));
+		return aql_fail(AQL_ERR_UNSUPPORTED,
+				"code object for %s cannot be loaded for dispatch: aql runs "
+				"gfx9 and later (aql_code_object_open still reads it)", target);
+	}
 	st = agent->ops->code_alloc(agent, co->info.kind, co->alloc_size, &mem);
 	if (st != AQL_OK)
 		return st;

@@ -2,8 +2,9 @@
 /*
  * AMDGPU target IDs. The processor table follows LLVM's ELF.h
  * (EF_AMDGPU_MACH_*), its TargetParser feature bits and the AMDGPUUsage
- * generic-processor table. gfx6-gfx8 and r600 machines are recognised only
- * to say they are unsupported: aql runs gfx9 and later.
+ * generic-processor table. Every amdgcn processor is decoded, so that any
+ * code object can be read; aql dispatches gfx9 and later only. r600
+ * machines are recognised only to say they are unsupported.
  */
 #include <stdio.h>
 #include <string.h>
@@ -32,6 +33,7 @@ struct processor {
 	uint8_t mach;
 	uint8_t features;
 	uint8_t generic;	/* mach of the generic target covering it, or 0 */
+	bool dispatch;		/* gfx9 or later: aql loads it for dispatch */
 };
 
 #define GFX9_GENERIC 0x51
@@ -42,67 +44,69 @@ struct processor {
 #define GFX9_4_GENERIC 0x5f
 
 static const struct processor processors[] = {
-	{ "gfx900", 0x2c, F_XNACK, GFX9_GENERIC },
-	{ "gfx902", 0x2d, F_XNACK, GFX9_GENERIC },
-	{ "gfx904", 0x2e, F_XNACK, GFX9_GENERIC },
-	{ "gfx906", 0x2f, F_XNACK | F_SRAMECC, GFX9_GENERIC },
-	{ "gfx908", 0x30, F_XNACK | F_SRAMECC, 0 },
-	{ "gfx909", 0x31, F_XNACK, GFX9_GENERIC },
-	{ "gfx90a", 0x3f, F_XNACK | F_SRAMECC, 0 },
-	{ "gfx90c", 0x32, F_XNACK, GFX9_GENERIC },
+	/* gfx6-gfx8: read and listed, never loaded for dispatch. */
+	{ "gfx600", 0x20, 0, 0, false },
+	{ "gfx601", 0x21, 0, 0, false },
+	{ "gfx602", 0x3a, 0, 0, false },
+	{ "gfx700", 0x22, 0, 0, false },
+	{ "gfx701", 0x23, 0, 0, false },
+	{ "gfx702", 0x24, 0, 0, false },
+	{ "gfx703", 0x25, 0, 0, false },
+	{ "gfx704", 0x26, 0, 0, false },
+	{ "gfx705", 0x3b, 0, 0, false },
+	{ "gfx801", 0x28, F_XNACK, 0, false },
+	{ "gfx802", 0x29, 0, 0, false },
+	{ "gfx803", 0x2a, 0, 0, false },
+	{ "gfx805", 0x3c, 0, 0, false },
+	{ "gfx810", 0x2b, F_XNACK, 0, false },
+	{ "gfx900", 0x2c, F_XNACK, GFX9_GENERIC, true },
+	{ "gfx902", 0x2d, F_XNACK, GFX9_GENERIC, true },
+	{ "gfx904", 0x2e, F_XNACK, GFX9_GENERIC, true },
+	{ "gfx906", 0x2f, F_XNACK | F_SRAMECC, GFX9_GENERIC, true },
+	{ "gfx908", 0x30, F_XNACK | F_SRAMECC, 0, true },
+	{ "gfx909", 0x31, F_XNACK, GFX9_GENERIC, true },
+	{ "gfx90a", 0x3f, F_XNACK | F_SRAMECC, 0, true },
+	{ "gfx90c", 0x32, F_XNACK, GFX9_GENERIC, true },
 	/* gfx940/941 were folded into gfx942 in LLVM 20; ROCm 6 still emits them. */
-	{ "gfx940", 0x40, F_XNACK | F_SRAMECC, GFX9_4_GENERIC },
-	{ "gfx941", 0x4b, F_XNACK | F_SRAMECC, GFX9_4_GENERIC },
-	{ "gfx942", 0x4c, F_XNACK | F_SRAMECC, GFX9_4_GENERIC },
-	{ "gfx950", 0x4f, F_XNACK | F_SRAMECC, GFX9_4_GENERIC },
-	{ "gfx1010", 0x33, F_XNACK, GFX10_1_GENERIC },
-	{ "gfx1011", 0x34, F_XNACK, GFX10_1_GENERIC },
-	{ "gfx1012", 0x35, F_XNACK, GFX10_1_GENERIC },
-	{ "gfx1013", 0x42, F_XNACK, GFX10_1_GENERIC },
-	{ "gfx1030", 0x36, 0, GFX10_3_GENERIC },
-	{ "gfx1031", 0x37, 0, GFX10_3_GENERIC },
-	{ "gfx1032", 0x38, 0, GFX10_3_GENERIC },
-	{ "gfx1033", 0x39, 0, GFX10_3_GENERIC },
-	{ "gfx1034", 0x3e, 0, GFX10_3_GENERIC },
-	{ "gfx1035", 0x3d, 0, GFX10_3_GENERIC },
-	{ "gfx1036", 0x45, 0, GFX10_3_GENERIC },
-	{ "gfx1100", 0x41, 0, GFX11_GENERIC },
-	{ "gfx1101", 0x46, 0, GFX11_GENERIC },
-	{ "gfx1102", 0x47, 0, GFX11_GENERIC },
-	{ "gfx1103", 0x44, 0, GFX11_GENERIC },
-	{ "gfx1150", 0x43, 0, GFX11_GENERIC },
-	{ "gfx1151", 0x4a, 0, GFX11_GENERIC },
-	{ "gfx1152", 0x55, 0, GFX11_GENERIC },
-	{ "gfx1153", 0x58, 0, GFX11_GENERIC },
-	{ "gfx1200", 0x48, 0, GFX12_GENERIC },
-	{ "gfx1201", 0x4e, 0, GFX12_GENERIC },
+	{ "gfx940", 0x40, F_XNACK | F_SRAMECC, GFX9_4_GENERIC, true },
+	{ "gfx941", 0x4b, F_XNACK | F_SRAMECC, GFX9_4_GENERIC, true },
+	{ "gfx942", 0x4c, F_XNACK | F_SRAMECC, GFX9_4_GENERIC, true },
+	{ "gfx950", 0x4f, F_XNACK | F_SRAMECC, GFX9_4_GENERIC, true },
+	{ "gfx1010", 0x33, F_XNACK, GFX10_1_GENERIC, true },
+	{ "gfx1011", 0x34, F_XNACK, GFX10_1_GENERIC, true },
+	{ "gfx1012", 0x35, F_XNACK, GFX10_1_GENERIC, true },
+	{ "gfx1013", 0x42, F_XNACK, GFX10_1_GENERIC, true },
+	{ "gfx1030", 0x36, 0, GFX10_3_GENERIC, true },
+	{ "gfx1031", 0x37, 0, GFX10_3_GENERIC, true },
+	{ "gfx1032", 0x38, 0, GFX10_3_GENERIC, true },
+	{ "gfx1033", 0x39, 0, GFX10_3_GENERIC, true },
+	{ "gfx1034", 0x3e, 0, GFX10_3_GENERIC, true },
+	{ "gfx1035", 0x3d, 0, GFX10_3_GENERIC, true },
+	{ "gfx1036", 0x45, 0, GFX10_3_GENERIC, true },
+	{ "gfx1100", 0x41, 0, GFX11_GENERIC, true },
+	{ "gfx1101", 0x46, 0, GFX11_GENERIC, true },
+	{ "gfx1102", 0x47, 0, GFX11_GENERIC, true },
+	{ "gfx1103", 0x44, 0, GFX11_GENERIC, true },
+	{ "gfx1150", 0x43, 0, GFX11_GENERIC, true },
+	{ "gfx1151", 0x4a, 0, GFX11_GENERIC, true },
+	{ "gfx1152", 0x55, 0, GFX11_GENERIC, true },
+	{ "gfx1153", 0x58, 0, GFX11_GENERIC, true },
+	{ "gfx1200", 0x48, 0, GFX12_GENERIC, true },
+	{ "gfx1201", 0x4e, 0, GFX12_GENERIC, true },
 	/*
 	 * gfx1250 is new and LLVM still moves its feature set; accepting both
 	 * modes keeps code from either LLVM generation loadable.
 	 */
-	{ "gfx1250", 0x49, F_XNACK | F_SRAMECC, 0 },
-	{ "gfx9-generic", GFX9_GENERIC, F_XNACK, 0 },
-	{ "gfx9-4-generic", GFX9_4_GENERIC, F_XNACK | F_SRAMECC, 0 },
-	{ "gfx10-1-generic", GFX10_1_GENERIC, F_XNACK, 0 },
-	{ "gfx10-3-generic", GFX10_3_GENERIC, 0, 0 },
-	{ "gfx11-generic", GFX11_GENERIC, 0, 0 },
-	{ "gfx12-generic", GFX12_GENERIC, 0, 0 },
+	{ "gfx1250", 0x49, F_XNACK | F_SRAMECC, 0, true },
+	{ "gfx9-generic", GFX9_GENERIC, F_XNACK, 0, true },
+	{ "gfx9-4-generic", GFX9_4_GENERIC, F_XNACK | F_SRAMECC, 0, true },
+	{ "gfx10-1-generic", GFX10_1_GENERIC, F_XNACK, 0, true },
+	{ "gfx10-3-generic", GFX10_3_GENERIC, 0, 0, true },
+	{ "gfx11-generic", GFX11_GENERIC, 0, 0, true },
+	{ "gfx12-generic", GFX12_GENERIC, 0, 0, true },
 };
 
 #define NPROC (sizeof(processors) / sizeof(processors[0]))
-
-/* Known to LLVM but too old for aql: named only for the message. */
-static const struct {
-	const char *name;
-	uint8_t mach;
-} old_processors[] = {
-	{ "gfx600", 0x20 }, { "gfx601", 0x21 }, { "gfx602", 0x3a }, { "gfx700", 0x22 },
-	{ "gfx701", 0x23 }, { "gfx702", 0x24 }, { "gfx703", 0x25 }, { "gfx704", 0x26 },
-	{ "gfx705", 0x3b }, { "gfx801", 0x28 }, { "gfx802", 0x29 }, { "gfx803", 0x2a },
-	{ "gfx805", 0x3c }, { "gfx810", 0x2b },
-};
-
-#define NOLD (sizeof(old_processors) / sizeof(old_processors[0]))
 
 static const struct processor *by_mach(uint32_t mach)
 {
@@ -118,23 +122,6 @@ static const struct processor *by_name(const char *name, size_t len)
 		if (strlen(processors[i].name) == len && !memcmp(processors[i].name, name, len))
 			return &processors[i];
 	return NULL;
-}
-
-static const char *old_name_by_mach(uint32_t mach)
-{
-	for (size_t i = 0; i < NOLD; i++)
-		if (old_processors[i].mach == mach)
-			return old_processors[i].name;
-	return NULL;
-}
-
-static bool is_old_name(const char *name, size_t len)
-{
-	for (size_t i = 0; i < NOLD; i++)
-		if (strlen(old_processors[i].name) == len &&
-		    !memcmp(old_processors[i].name, name, len))
-			return true;
-	return false;
 }
 
 static bool is_generic(const struct processor *p)
@@ -205,7 +192,6 @@ aql_status aql_target_from_elf(uint32_t e_flags, uint8_t abi_version, aql_target
 	uint32_t mach = e_flags & EF_MACH;
 	uint32_t known = EF_MACH;
 	const struct processor *p;
-	const char *old;
 	aql_status st;
 
 	if (!out)
@@ -217,11 +203,6 @@ aql_status aql_target_from_elf(uint32_t e_flags, uint8_t abi_version, aql_target
 				"(1 = V3 to 4 = V6)", abi_version);
 	p = by_mach(mach);
 	if (!p) {
-		old = old_name_by_mach(mach);
-		if (old)
-			return aql_fail(AQL_ERR_UNSUPPORTED,
-					"%s (EF_AMDGPU_MACH 0x%x) is not supported; aql runs gfx9 and later",
-					old, mach);
 		if (mach >= 0x01 && mach <= 0x1f)
 			return aql_fail(AQL_ERR_UNSUPPORTED,
 					"EF_AMDGPU_MACH 0x%x is an r600-family GPU, which aql does not run",
@@ -301,15 +282,10 @@ aql_status aql_target_parse(const char *str, aql_target_id *out)
 	if (len == 0)
 		return aql_fail(AQL_ERR_INVALID_ARG, "target ID \"%s\" names no processor", str);
 	p = by_name(s, len);
-	if (!p) {
-		if (is_old_name(s, len))
-			return aql_fail(AQL_ERR_INVALID_ARG,
-					"target ID \"%s\": processor %.*s is older than gfx9, "
-					"which aql does not run", str, (int)len, s);
+	if (!p)
 		return aql_fail(AQL_ERR_INVALID_ARG,
 				"target ID \"%s\": unknown processor \"%.*s\"", str,
 				(int)(len > 32 ? 32 : len), s);
-	}
 	init_id(out, p);
 	while (colon) {
 		const char *f = colon + 1;
@@ -407,4 +383,11 @@ bool aql_target_compatible(const aql_target_id *code, const aql_target_id *agent
 	if (cp != ap && !(is_generic(cp) && ap->generic == cp->mach))
 		return false;
 	return feature_ok(code->xnack, agent->xnack) && feature_ok(code->sramecc, agent->sramecc);
+}
+
+bool aql_target_dispatchable(const aql_target_id *id)
+{
+	const struct processor *p = id ? by_mach(id->mach) : NULL;
+
+	return p && p->dispatch;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Clang offload bundles: hand-built ones (well-formed, malformed, truncated
- * at every length, compressed) and, when tests/bundles could build them,
+ * at every length, compressed with zlib and zstd, several in one .hip_fatbin)
+ * and, when tests/bundles could build them,
  * real ones from clang-offload-bundler, alone and in an ELF's .hip_fatbin.
  *
  * Arguments (from tests/bundles/meson.build): "--co <target id> <path>" for
@@ -9,8 +10,11 @@
  */
 #include <elf.h>
 #include <string.h>
+#include <zlib.h>
+#include <zstd.h>
 
 #include <aql/bundle.h>
+#include <aql/code_object.h>
 #include "helpers.h"
 
 #define HOST_ID "host-x86_64-unknown-linux-gnu"
@@ -448,35 +452,304 @@ static void ccob(uint8_t *p, uint16_t version, uint16_t method, uint64_t file_si
 	}
 }
 
+/* A compressed bundle of the given version around plain (zlib: method 0). */
+static uint8_t *compress_bundle(const uint8_t *plain, size_t plain_size, uint16_t version,
+				uint16_t method, size_t *size)
+{
+	size_t header = version == 1 ? 20 : version == 2 ? 24 : 32;
+	size_t cap = header + (method ? ZSTD_compressBound(plain_size)
+				      : compressBound((uLong)plain_size));
+	uint8_t *p = calloc(1, cap);
+	size_t n;
+
+	if (!p)
+		exit(1);
+	if (method) {
+		n = ZSTD_compress(p + header, cap - header, plain, plain_size, 3);
+		if (ZSTD_isError(n))
+			exit(1);
+	} else {
+		uLongf len = (uLongf)(cap - header);
+
+		if (compress2(p + header, &len, plain, (uLong)plain_size, 9) != Z_OK)
+			exit(1);
+		n = len;
+	}
+	ccob(p, version, method, header + n, plain_size);
+	put_u64(p + header - 8, 0x1234567890abcdefull);	/* the hash: not checked */
+	*size = header + n;
+	return p;
+}
+
+/* Same ids, sizes and bytes as the sample; data outside the input. */
+static void check_decompressed(const uint8_t *in, size_t size, const char *what)
+{
+	size_t plain_size;
+	uint8_t *plain = build(sample, NSAMPLE, &plain_size), *p = copy(in, size);
+	aql_bundle *b = NULL;
+
+	CHECK(aql_bundle_open(p, size, &b) == AQL_OK, "%s: %s", what, aql_error_message());
+	if (b) {
+		CHECK(aql_bundle_count(b) == NSAMPLE && aql_bundle_part_count(b) == 1,
+		      "%s: %u entries", what, aql_bundle_count(b));
+		for (uint32_t i = 0; i < NSAMPLE && i < aql_bundle_count(b); i++) {
+			const aql_bundle_entry *e = aql_bundle_get(b, i);
+
+			CHECK(!strcmp(e->id, sample[i].id) && e->size == strlen(sample[i].data) &&
+				      !memcmp(e->data, sample[i].data, e->size) && e->part == 0 &&
+				      ((const uint8_t *)e->data < p ||
+				       (const uint8_t *)e->data >= p + size),
+			      "%s: entry %u \"%s\"", what, i, e->id);
+		}
+		expect_select(b, "gfx1151", "hipv4-amdgcn-amd-amdhsa--gfx11-generic");
+		aql_bundle_close(b);
+	}
+	free(p);
+	free(plain);
+}
+
 static void test_compressed(void)
 {
-	uint8_t p[64] = { 0 };
+	static const char *const methods[] = { "zlib", "zstd" };
+	uint8_t h[64] = { 0 }, *plain, *c;
+	size_t plain_size, size;
+	char what[64];
 
-	ccob(p, 2, 1, sizeof(p), 5000);
-	expect_open_error(p, sizeof(p), AQL_ERR_UNSUPPORTED, "(CCOB v2, zstd, 5000 bytes",
-			  "v2 zstd");
-	CHECK(strstr(aql_error_message(), "clang-offload-bundler -decompress") &&
-		      strstr(aql_error_message(), "not supported"), "hint: %s", aql_error_message());
-	ccob(p, 3, 0, sizeof(p), 1ull << 33);
-	expect_open_error(p, sizeof(p), AQL_ERR_UNSUPPORTED, "(CCOB v3, zlib, 8589934592 bytes",
-			  "v3 zlib");
-	ccob(p, 1, 0, 0, 77);
-	expect_open_error(p, sizeof(p), AQL_ERR_UNSUPPORTED, "(CCOB v1, zlib", "v1 zlib");
-	ccob(p, 2, 5, sizeof(p), 1);
-	expect_open_error(p, sizeof(p), AQL_ERR_UNSUPPORTED, "unknown method 5", "method 5");
-	ccob(p, 9, 1, sizeof(p), 1);
-	expect_open_error(p, sizeof(p), AQL_ERR_UNSUPPORTED, "(CCOB v9, method 1)", "v9");
-	ccob(p, 2, 1, sizeof(p) + 1, 1);
-	expect_open_error(p, sizeof(p), AQL_ERR_INVALID_CODE_OBJECT, "claims 65 bytes",
-			  "v2 longer than its bytes");
-	ccob(p, 3, 1, 10, 1);
-	expect_open_error(p, sizeof(p), AQL_ERR_INVALID_CODE_OBJECT, "claims 10 bytes",
-			  "v3 shorter than its header");
-	ccob(p, 3, 1, sizeof(p), 1);
-	expect_open_error(p, 31, AQL_ERR_INVALID_CODE_OBJECT, "32-byte header", "v3 cut");
-	expect_open_error(p, 6, AQL_ERR_INVALID_CODE_OBJECT, "8-byte header", "6 bytes");
-	ccob(p, 2, 1, sizeof(p), 1);
-	truncate_everywhere(p, 24, "CCOB v2 header");
+	plain = build(sample, NSAMPLE, &plain_size);
+	for (uint16_t v = 1; v <= 3; v++) {
+		for (uint16_t m = 0; m <= 1; m++) {
+			snprintf(what, sizeof(what), "CCOB v%u %s", v, methods[m]);
+			c = compress_bundle(plain, plain_size, v, m, &size);
+			check_decompressed(c, size, what);
+			truncate_everywhere(c, size, what);
+			/* Padding after it (as in a section) is not part of it. */
+			c = realloc(c, size + 100);
+			memset(c + size, 0, 100);
+			check_decompressed(c, size + 100, what);
+			free(c);
+		}
+	}
+
+	/* Each header field, wrong. */
+	c = compress_bundle(plain, plain_size, 3, 1, &size);
+	put_u64(c + 16, plain_size + 1);
+	expect_open_error(c, size, AQL_ERR_INVALID_CODE_OBJECT, "uncompressed size field says",
+			  "v3 zstd raw size too big");
+	put_u64(c + 16, plain_size - 1);
+	expect_open_error(c, size, AQL_ERR_INVALID_CODE_OBJECT, "uncompressed size field says",
+			  "v3 zstd raw size too small");
+	put_u64(c + 16, 1ull << 33);
+	expect_open_error(c, size, AQL_ERR_INVALID_CODE_OBJECT, "1073741824-byte limit",
+			  "v3 bomb");
+	put_u64(c + 16, 8);
+	expect_open_error(c, size, AQL_ERR_INVALID_CODE_OBJECT, "cannot hold an offload bundle",
+			  "v3 raw size 8");
+	put_u64(c + 16, plain_size);
+	put_u64(c + 8, size + 1);
+	expect_open_error(c, size, AQL_ERR_INVALID_CODE_OBJECT, "file size field",
+			  "v3 longer than its bytes");
+	put_u64(c + 8, 32);
+	expect_open_error(c, size, AQL_ERR_INVALID_CODE_OBJECT, "file size field",
+			  "v3 no payload");
+	put_u64(c + 8, size);
+	c[32] ^= 0xff;		/* the zstd frame magic */
+	expect_open_error(c, size, AQL_ERR_INVALID_CODE_OBJECT, "zstd frame is corrupt",
+			  "v3 zstd bad frame");
+	c[6] = 0;		/* zstd data read as zlib */
+	expect_open_error(c, size, AQL_ERR_INVALID_CODE_OBJECT, "zlib stream is corrupt",
+			  "zstd read as zlib");
+	free(c);
+	c = compress_bundle(plain, plain_size, 2, 0, &size);
+	c[size - 1] ^= 0x55;	/* zlib's adler32 trailer */
+	expect_open_error(c, size, AQL_ERR_INVALID_CODE_OBJECT, "zlib stream is corrupt",
+			  "v2 zlib bad check");
+	c[size - 1] ^= 0x55;
+	put_u32(c + 12, (uint32_t)plain_size - 1);
+	expect_open_error(c, size, AQL_ERR_INVALID_CODE_OBJECT, "holds more than",
+			  "v2 zlib raw size too small");
+	put_u32(c + 12, (uint32_t)plain_size + 1);
+	expect_open_error(c, size, AQL_ERR_INVALID_CODE_OBJECT, "uncompressed size field says",
+			  "v2 zlib raw size too big");
+	put_u32(c + 12, (uint32_t)plain_size);
+	c[6] = 1;
+	expect_open_error(c, size, AQL_ERR_INVALID_CODE_OBJECT, "zstd frame is corrupt",
+			  "zlib read as zstd");
+	free(c);
+	/* Content that decompresses but is not a bundle, or a bad one. */
+	memset(plain, 'x', 24);
+	c = compress_bundle(plain, plain_size, 3, 0, &size);
+	expect_open_error(c, size, AQL_ERR_INVALID_CODE_OBJECT, "are not an offload bundle",
+			  "v3 content without magic");
+	free(c);
+	memcpy(plain, "__CLANG_OFFLOAD_BUNDLE__", 24);
+	put_u64(plain + 24, 1000);
+	c = compress_bundle(plain, plain_size, 1, 1, &size);
+	expect_open_error(c, size, AQL_ERR_INVALID_CODE_OBJECT,
+			  "inside compressed offload bundle (CCOB v1): offload bundle claims 1000",
+			  "v1 bad bundle inside");
+	free(c);
+	free(plain);
+
+	ccob(h, 2, 5, sizeof(h), 100);
+	expect_open_error(h, sizeof(h), AQL_ERR_UNSUPPORTED, "compression method 5", "method 5");
+	ccob(h, 9, 1, sizeof(h), 100);
+	expect_open_error(h, sizeof(h), AQL_ERR_UNSUPPORTED, "CCOB version 9", "v9");
+	ccob(h, 0, 1, sizeof(h), 100);
+	expect_open_error(h, sizeof(h), AQL_ERR_UNSUPPORTED, "CCOB version 0", "v0");
+	ccob(h, 3, 1, sizeof(h), 100);
+	expect_open_error(h, 31, AQL_ERR_INVALID_CODE_OBJECT, "32-byte header", "v3 cut");
+	expect_open_error(h, 6, AQL_ERR_INVALID_CODE_OBJECT, "8-byte header", "6 bytes");
+	ccob(h, 2, 1, sizeof(h), 100);
+	truncate_everywhere(h, 24, "CCOB v2 header");
+}
+
+/* A minimal ELF file whose only section but the names is .hip_fatbin. */
+static uint8_t *make_elf(const uint8_t *sec, size_t sec_size, size_t *size)
+{
+	static const char names[] = "\0.shstrtab\0.hip_fatbin";
+	size_t sec_off = 4096, names_off = sec_off + sec_size;
+	size_t sh_off = (names_off + sizeof(names) + 7) & ~(size_t)7;
+	uint8_t *p = calloc(1, sh_off + 3 * sizeof(Elf64_Shdr));
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)p;
+	Elf64_Shdr *sh;
+
+	if (!p)
+		exit(1);
+	memcpy(eh->e_ident, ELFMAG, SELFMAG);
+	eh->e_ident[EI_CLASS] = ELFCLASS64;
+	eh->e_ident[EI_DATA] = ELFDATA2LSB;
+	eh->e_ident[EI_VERSION] = EV_CURRENT;
+	eh->e_type = ET_DYN;
+	eh->e_machine = EM_X86_64;
+	eh->e_version = EV_CURRENT;
+	eh->e_ehsize = sizeof(*eh);
+	eh->e_shoff = sh_off;
+	eh->e_shentsize = sizeof(Elf64_Shdr);
+	eh->e_shnum = 3;
+	eh->e_shstrndx = 1;
+	sh = (Elf64_Shdr *)(p + sh_off);
+	sh[1].sh_name = 1;
+	sh[1].sh_type = SHT_STRTAB;
+	sh[1].sh_offset = names_off;
+	sh[1].sh_size = sizeof(names);
+	sh[2].sh_name = 11;
+	sh[2].sh_type = SHT_PROGBITS;
+	sh[2].sh_flags = SHF_ALLOC;
+	sh[2].sh_offset = sec_off;
+	sh[2].sh_size = sec_size;
+	sh[2].sh_addralign = 4096;
+	memcpy(p + sec_off, sec, sec_size);
+	memcpy(p + names_off, names, sizeof(names));
+	*size = sh_off + 3 * sizeof(Elf64_Shdr);
+	return p;
+}
+
+static const struct hb_entry tu2[] = {
+	{ HOST_ID, "" },
+	{ "hipv4-amdgcn-amd-amdhsa--gfx906", "tu2-gfx906" },
+	{ "hipv4-amdgcn-amd-amdhsa--gfx803", "tu2-gfx803" },
+};
+
+/*
+ * A .hip_fatbin of three translation units, 4096-aligned as clang lays
+ * them out: the sample, a zstd CCOB of tu2, the sample again.
+ */
+static uint8_t *make_section(size_t *size)
+{
+	size_t s1, s2, c2;
+	uint8_t *b1 = build(sample, NSAMPLE, &s1), *b2 = build(tu2, 3, &s2);
+	uint8_t *cb = compress_bundle(b2, s2, 3, 1, &c2);
+	uint8_t *sec = calloc(1, 3 * 4096);
+
+	if (!sec || s1 > 4096 || c2 > 4096)
+		exit(1);
+	memcpy(sec, b1, s1);
+	memcpy(sec + 4096, cb, c2);
+	memcpy(sec + 8192, b1, s1);
+	*size = 8192 + s1;
+	free(b1);
+	free(b2);
+	free(cb);
+	return sec;
+}
+
+static void test_parts(void)
+{
+	size_t sec_size, elf_size, s1;
+	uint8_t *sec = make_section(&sec_size), *elf = make_elf(sec, sec_size, &elf_size);
+	uint8_t *one = build(sample, NSAMPLE, &s1), *bad;
+	const aql_bundle_entry *e;
+	aql_target_id t = target("gfx906");
+	aql_bundle *b = NULL;
+
+	CHECK_OK(aql_bundle_open(elf, elf_size, &b));
+	CHECK(b && aql_bundle_part_count(b) == 3 &&
+		      aql_bundle_count(b) == 2 * NSAMPLE + 3, "parts %u, entries %u",
+	      aql_bundle_part_count(b), aql_bundle_count(b));
+	for (uint32_t i = 0; b && i < aql_bundle_count(b); i++) {
+		uint32_t part = i < NSAMPLE ? 0 : i < NSAMPLE + 3 ? 1 : 2;
+		const struct hb_entry *want = part == 1 ? &tu2[i - NSAMPLE]
+					      : &sample[part ? i - NSAMPLE - 3 : i];
+
+		e = aql_bundle_get(b, i);
+		CHECK(e->part == part && !strcmp(e->id, want->id) &&
+			      e->size == strlen(want->data) &&
+			      !memcmp(e->data, want->data, e->size),
+		      "part entry %u: part %u \"%s\"", i, e->part, e->id);
+	}
+	if (b) {
+		/* Each part selects on its own; gfx803 code is never chosen. */
+		CHECK(aql_bundle_select_part(b, 1, &t, &e) == AQL_OK &&
+			      !memcmp(e->data, "tu2-gfx906", 10), "part 1 gfx906");
+		CHECK(aql_bundle_select_part(b, 2, &t, &e) == AQL_OK && e->part == 2 &&
+			      !memcmp(e->data, "AAAA", 4), "part 2 gfx906");
+		CHECK(aql_bundle_select(b, &t, &e) == AQL_OK && e->part == 0, "part 0 gfx906");
+		t = target("gfx803");
+		CHECK(aql_bundle_select_part(b, 1, &t, &e) == AQL_ERR_NOT_FOUND &&
+			      strstr(aql_error_message(), "holds 3:"),
+		      "gfx803 selected: %s", aql_error_message());
+		CHECK(aql_bundle_select_part(b, 3, &t, &e) == AQL_ERR_INVALID_ARG,
+		      "part past the end");
+		aql_bundle_close(b);
+	}
+	free(elf);
+
+	/* Bytes between bundles that are not zero, or a bad later bundle. */
+	bad = copy(sec, sec_size);
+	bad[4000] = 1;
+	elf = make_elf(bad, sec_size, &elf_size);
+	expect_open_error(elf, elf_size, AQL_ERR_INVALID_CODE_OBJECT,
+			  "bytes at offset 4000, after bundle 0, are neither", "junk between");
+	free(elf);
+	memcpy(bad, sec, sec_size);
+	put_u64(bad + 8192 + 24, 1000);
+	elf = make_elf(bad, sec_size, &elf_size);
+	expect_open_error(elf, elf_size, AQL_ERR_INVALID_CODE_OBJECT,
+			  ".hip_fatbin bundle 2 at offset 8192: offload bundle claims 1000",
+			  "bad third bundle");
+	free(elf);
+	memset(bad, 0, sec_size);
+	elf = make_elf(bad, sec_size, &elf_size);
+	expect_open_error(elf, elf_size, AQL_ERR_INVALID_CODE_OBJECT, "only zero bytes",
+			  "all-zero section");
+	free(elf);
+	/* The section cut anywhere: a clean error or fewer whole parts. */
+	for (size_t len = 1; len < sec_size; len += len < 200 ? 1 : 37) {
+		aql_status st;
+
+		elf = make_elf(sec, len, &elf_size);
+		b = NULL;
+		st = aql_bundle_open(elf, elf_size, &b);
+		CHECK(st == AQL_ERR_INVALID_CODE_OBJECT ||
+			      (st == AQL_OK && len >= s1 && aql_bundle_part_count(b) < 3),
+		      "section cut to %zu: %s (%s)", len, aql_status_str(st),
+		      aql_error_message());
+		aql_bundle_close(b);
+		free(elf);
+	}
+	free(bad);
+	free(one);
+	free(sec);
 }
 
 static const struct co_fixture *co_by_id(const char *id)
@@ -492,7 +765,9 @@ static void test_code_objects(void)
 {
 	for (unsigned i = 0; i < nco; i++) {
 		const Elf64_Ehdr *eh = (const Elf64_Ehdr *)cos[i].data;
+		aql_code_object *co = NULL;
 		aql_target_id id;
+		aql_status st;
 		char buf[64];
 
 		if (cos[i].size < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
@@ -504,6 +779,19 @@ static void test_code_objects(void)
 		aql_target_format(&id, buf, sizeof(buf));
 		CHECK(!strcmp(buf, cos[i].id), "%s (e_flags 0x%x, abi %u) reads as %s, not %s",
 		      cos[i].path, eh->e_flags, eh->e_ident[EI_ABIVERSION], buf, cos[i].id);
+		/* Every target opens; only those aql dispatches load. */
+		CHECK_OK(aql_code_object_open(cos[i].data, cos[i].size, &co));
+		aql_code_object_destroy(co);
+		co = NULL;
+		st = aql_code_object_load(th_agent(), cos[i].data, cos[i].size, NULL, &co);
+		if (aql_target_dispatchable(&id))
+			CHECK(st == AQL_OK, "%s: load: %s", cos[i].path, aql_error_message());
+		else
+			CHECK(st == AQL_ERR_UNSUPPORTED && strstr(aql_error_message(), buf) &&
+				      strstr(aql_error_message(), "cannot be loaded for dispatch"),
+			      "%s: load: %s (%s)", cos[i].path, aql_status_str(st),
+			      aql_error_message());
+		aql_code_object_destroy(co);
 	}
 }
 
@@ -638,10 +926,10 @@ static void test_fatbin_elf(const uint8_t *elf, size_t size, const uint8_t *bund
 		free(p);
 		return;
 	}
-	/* Compressed content is refused with its description. */
+	/* A CCOB whose stream is not zstd: the section is read, the stream refused. */
 	ccob(p + sh->sh_offset, 2, 1, sh->sh_size, 12345);
-	expect_open_error(p, size, AQL_ERR_UNSUPPORTED, "(CCOB v2, zstd, 12345 bytes",
-			  ".hip_fatbin with CCOB");
+	expect_open_error(p, size, AQL_ERR_INVALID_CODE_OBJECT, "zstd frame is corrupt",
+			  ".hip_fatbin with a bad CCOB");
 	memcpy(p + sh->sh_offset, "not a bundle", 12);
 	expect_open_error(p, size, AQL_ERR_INVALID_CODE_OBJECT,
 			  "does not start with an offload bundle", ".hip_fatbin garbage");
@@ -716,6 +1004,7 @@ int main(int argc, char **argv)
 	test_hand_built();
 	test_malformed();
 	test_compressed();
+	test_parts();
 	test_code_objects();
 	if (bundle_path) {
 		bundle = read_file(bundle_path, &bundle_size);

@@ -18,6 +18,21 @@ struct proc {
 };
 
 static const struct proc procs[] = {
+	/* gfx6-gfx8: read, never dispatched (the first OLD_PROCS entries). */
+	{ "gfx600", 0x20, false, false, false },
+	{ "gfx601", 0x21, false, false, false },
+	{ "gfx602", 0x3a, false, false, false },
+	{ "gfx700", 0x22, false, false, false },
+	{ "gfx701", 0x23, false, false, false },
+	{ "gfx702", 0x24, false, false, false },
+	{ "gfx703", 0x25, false, false, false },
+	{ "gfx704", 0x26, false, false, false },
+	{ "gfx705", 0x3b, false, false, false },
+	{ "gfx801", 0x28, true, false, false },
+	{ "gfx802", 0x29, false, false, false },
+	{ "gfx803", 0x2a, false, false, false },
+	{ "gfx805", 0x3c, false, false, false },
+	{ "gfx810", 0x2b, true, false, false },
 	{ "gfx900", 0x2c, true, false, false },
 	{ "gfx902", 0x2d, true, false, false },
 	{ "gfx904", 0x2e, true, false, false },
@@ -61,10 +76,7 @@ static const struct proc procs[] = {
 };
 
 #define NPROCS (sizeof(procs) / sizeof(procs[0]))
-
-/* gfx6-gfx8: LLVM knows them, aql refuses them. */
-static const uint32_t old_machs[] = { 0x20, 0x21, 0x3a, 0x22, 0x23, 0x24, 0x25, 0x26,
-				      0x3b, 0x28, 0x29, 0x2a, 0x3c, 0x2b };
+#define OLD_PROCS 14
 
 static const char *sign(enum aql_feature_state s)
 {
@@ -160,27 +172,40 @@ static bool in_table(uint32_t mach)
 	return false;
 }
 
-/* Every other mach value is refused: old ones as unsupported, the rest as bad. */
+/* Every other mach value is refused: r600 ones as unsupported, the rest as bad. */
 static void test_unknown_machs(void)
 {
 	aql_target_id id;
 
 	for (uint32_t mach = 0; mach <= 0xff; mach++) {
-		bool old = mach >= 0x01 && mach <= 0x1f;
+		bool r600 = mach >= 0x01 && mach <= 0x1f;
 		aql_status st;
 
 		if (in_table(mach))
 			continue;
-		for (size_t i = 0; i < sizeof(old_machs) / sizeof(old_machs[0]); i++)
-			old |= old_machs[i] == mach;
 		st = aql_target_from_elf(mach, 2, &id);
-		CHECK(st == (old ? AQL_ERR_UNSUPPORTED : AQL_ERR_INVALID_CODE_OBJECT) &&
+		CHECK(st == (r600 ? AQL_ERR_UNSUPPORTED : AQL_ERR_INVALID_CODE_OBJECT) &&
 			      id.mach == 0,
 		      "mach 0x%x: %s (%s)", mach, aql_status_str(st), aql_error_message());
 	}
-	CHECK(aql_target_from_elf(0x2a, 2, &id) == AQL_ERR_UNSUPPORTED &&
-		      strstr(aql_error_message(), "gfx803"),
-	      "gfx803 message: %s", aql_error_message());
+}
+
+/* Every target reads; only gfx9 and later (and their generics) dispatch. */
+static void test_dispatchable(void)
+{
+	aql_target_id id;
+
+	for (size_t i = 0; i < NPROCS; i++) {
+		CHECK_OK(aql_target_parse(procs[i].name, &id));
+		CHECK(aql_target_dispatchable(&id) == (i >= OLD_PROCS),
+		      "%s: dispatchable %d", procs[i].name, aql_target_dispatchable(&id));
+	}
+	CHECK_OK(aql_target_from_elf(0x2a, 2, &id));
+	CHECK(!strcmp(id.processor, "gfx803") && !aql_target_dispatchable(&id),
+	      "gfx803 from e_flags: %s", id.processor);
+	memset(&id, 0, sizeof(id));
+	CHECK(!aql_target_dispatchable(&id) && !aql_target_dispatchable(NULL),
+	      "unknown or NULL target dispatchable");
 }
 
 static void expect_elf_error(uint32_t flags, uint8_t abi, aql_status want, const char *text)
@@ -284,7 +309,9 @@ static void test_parse(void)
 	expect_parse_error("GFX90A", "unknown processor");
 	expect_parse_error("gfx90a ", "unknown processor");
 	expect_parse_error("x86_64-unknown-linux-gnu", "unknown processor");
-	expect_parse_error("gfx803", "older than gfx9");
+	expect_parse("gfx803", "gfx803");
+	expect_parse("gfx801:xnack+", "gfx801:xnack+");
+	expect_parse_error("gfx803:xnack+", "gfx803 has no xnack");
 	expect_parse_error("gfx90a:", "feature \"\"");
 	expect_parse_error("gfx90a::xnack+", "feature \"\"");
 	expect_parse_error("gfx90a:xnack+:", "feature \"\"");
@@ -420,6 +447,7 @@ int main(void)
 {
 	test_table();
 	test_unknown_machs();
+	test_dispatchable();
 	test_elf_cases();
 	test_parse();
 	test_format();

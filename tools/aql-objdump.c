@@ -5,9 +5,11 @@
  * or by a script (--json, one document for all files).
  *
  * A file is shown as a bundle if it is one (aql_bundle_is_bundle) or if it
- * is an ELF file with a .hip_fatbin section; each amdgcn entry of a bundle
- * is then shown as a code object. Anything else goes to
- * aql_code_object_open(). Nothing is loaded: objects are only opened.
+ * is an ELF file with a .hip_fatbin section (every bundle in it, as parts);
+ * each amdgcn entry of a bundle is then shown as a code object. Anything
+ * else goes to aql_code_object_open(). Nothing is loaded: objects are only
+ * opened, whatever their target, and those aql does not dispatch are marked.
+ * --extract DIR writes each non-empty bundle entry to a file in DIR.
  *
  * A file that cannot be read or understood is reported on stderr with the
  * file name and libaql's reason; the other files are still shown, and the
@@ -44,6 +46,7 @@
 #define JSON_DEPTH	16
 
 static bool json;
+static const char *extract_dir;	/* --extract DIR, or NULL */
 static bool text_started;	/* a file was shown: separate the next one */
 
 /* ---- reading files ------------------------------------------------------ */
@@ -425,6 +428,12 @@ static const aql_kd_field *kd_fields_for(const aql_code_object_info *info,
 	return aql_kd_fields(&info->target, count);
 }
 
+/* Whether aql would load it for dispatch; opening works for all. */
+static bool dispatchable(const aql_code_object_info *info)
+{
+	return info->kind != AQL_CODE_OBJECT_AMDGPU || aql_target_dispatchable(&info->target);
+}
+
 /* ---- code objects: JSON ------------------------------------------------- */
 
 static void json_arg(const aql_kernel_arg *a, uint32_t index)
@@ -542,6 +551,7 @@ static void json_code_object(const aql_code_object_info *info)
 	} else {
 		j_str("target", NULL);
 	}
+	j_bool("dispatchable", dispatchable(info));
 	j_arr("metadata_version");
 	j_u64(NULL, md->version[0]);
 	j_u64(NULL, md->version[1]);
@@ -673,6 +683,9 @@ static void text_code_object(const aql_code_object_info *info,
 	if (info->kind == AQL_CODE_OBJECT_AMDGPU) {
 		aql_target_format(&info->target, target, sizeof(target));
 		printf(" v%" PRIu32 ", target %s", info->version, target);
+		if (!dispatchable(info))
+			printf(" (inspection only: aql does not dispatch %s)",
+			       info->target.processor);
 	}
 	printf(", e_machine %" PRIu16 " (%s), %" PRIu32 " kernel(s)\n",
 	       info->machine, machine_name(info->machine), info->kernel_count);
@@ -726,23 +739,66 @@ static int show_code_object(const char *where, const void *data, size_t size,
 	return 0;
 }
 
+/*
+ * Write entry i to extract_dir; out gets the file's path. Returns 0, or
+ * -1 after reporting why not.
+ */
+static int extract_entry(const char *path, const aql_bundle_entry *e, uint32_t i,
+			 char *out, size_t len)
+{
+	size_t done = 0, at;
+	ssize_t n;
+	int fd;
+
+	at = (size_t)snprintf(out, len, "%s/%" PRIu32 "-", extract_dir, i);
+	for (const char *c = e->id; *c && at + 1 < len; c++)
+		out[at++] = *c == '/' ? '_' : *c;
+	out[at < len ? at : len - 1] = 0;
+	fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		report(path, "--extract: %s: %s", out, strerror(errno));
+		return -1;
+	}
+	while (done < e->size) {
+		n = write(fd, (const char *)e->data + done, e->size - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			report(path, "--extract: writing %s: %s", out,
+			       n < 0 ? strerror(errno) : "nothing written");
+			close(fd);
+			return -1;
+		}
+		done += (size_t)n;
+	}
+	if (close(fd)) {
+		report(path, "--extract: closing %s: %s", out, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 static int show_bundle(const char *path, const struct file_buf *fb,
 		       aql_bundle *b)
 {
-	uint32_t n = aql_bundle_count(b), i;
+	uint32_t n = aql_bundle_count(b), parts = aql_bundle_part_count(b), i;
 	const aql_bundle_entry *e;
-	char where[4096], target[64];
+	char where[4096], target[64], file[4096];
 	uint64_t offset;
-	bool in_file;
+	bool in_file, extracted;
 	int rc = 0;
 
 	if (json) {
 		j_str("format", "bundle");
+		j_u64("parts", parts);
 		j_arr("entries");
 	} else {
 		text_begin();
-		printf("%s: offload bundle, %" PRIu32 " entr%s\n", path, n,
+		printf("%s: offload bundle, %" PRIu32 " entr%s", path, n,
 		       n == 1 ? "y" : "ies");
+		if (parts > 1)
+			printf(" in %" PRIu32 " bundles", parts);
+		putchar('\n');
 	}
 	for (i = 0; i < n; i++) {
 		e = aql_bundle_get(b, i);
@@ -756,9 +812,17 @@ static int show_bundle(const char *path, const struct file_buf *fb,
 		target[0] = 0;
 		if (e->is_amdgcn)
 			aql_target_format(&e->target, target, sizeof(target));
+		extracted = false;
+		if (extract_dir && e->size) {
+			if (extract_entry(path, e, i, file, sizeof(file)))
+				rc = -1;
+			else
+				extracted = true;
+		}
 		if (json) {
 			j_obj(NULL);
 			j_u64("index", i);
+			j_u64("part", e->part);
 			j_str("id", e->id);
 			if (in_file)
 				j_u64("offset", offset);
@@ -767,8 +831,11 @@ static int show_bundle(const char *path, const struct file_buf *fb,
 			j_u64("size", e->size);
 			j_bool("amdgcn", e->is_amdgcn);
 			j_str("target", e->is_amdgcn ? target : NULL);
+			j_str("extracted", extracted ? file : NULL);
 		} else {
 			printf("  entry %" PRIu32 ": ", i);
+			if (parts > 1)
+				printf("bundle %" PRIu32 ", ", e->part);
 			h_quoted(e->id);
 			if (in_file)
 				printf(", offset %" PRIu64, offset);
@@ -777,6 +844,10 @@ static int show_bundle(const char *path, const struct file_buf *fb,
 			printf(", size %zu", e->size);
 			if (e->is_amdgcn)
 				printf(", target %s", target);
+			if (extracted) {
+				printf(", extracted to ");
+				h_string(file);
+			}
 			putchar('\n');
 		}
 		if (e->is_amdgcn) {
@@ -861,14 +932,16 @@ static int show_file(const char *path)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: aql-objdump [--json] FILE...\n"
+		"usage: aql-objdump [--json] [--extract DIR] FILE...\n"
 		"\n"
 		"Show code objects (.hsaco, host code objects) and clang offload\n"
 		"bundles (also inside an ELF's .hip_fatbin) as libaql reads them:\n"
 		"target, metadata, kernels, arguments and kernel descriptors.\n"
 		"\n"
-		"  --json   one JSON document {\"files\":[...]} on stdout\n"
-		"  --help   show this text\n"
+		"  --json          one JSON document {\"files\":[...]} on stdout\n"
+		"  --extract DIR   write each non-empty bundle entry to DIR/<index>-<id>\n"
+		"                  (DIR must exist; compressed entries decompressed)\n"
+		"  --help          show this text\n"
 		"\n"
 		"Exit status 1 if any file could not be read or understood.\n");
 }
@@ -877,6 +950,7 @@ int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
+		{ "extract", required_argument, NULL, 'x' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -886,6 +960,9 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'j':
 			json = true;
+			break;
+		case 'x':
+			extract_dir = optarg;
 			break;
 		case 'h':
 			usage(stdout);

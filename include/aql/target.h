@@ -34,10 +34,12 @@ typedef struct aql_target_id {
 
 /*
  * Decode e_flags of an AMDGPU ELF whose EI_ABIVERSION is abi_version
- * (2 = V4, 3 = V5, 4 = V6; 1 = V3 is accepted too). Errors:
+ * (2 = V4, 3 = V5, 4 = V6; 1 = V3 is accepted too). Every amdgcn processor
+ * LLVM defines decodes, gfx600 to gfx12 and the generic targets, including
+ * those aql does not dispatch (see aql_target_dispatchable). Errors:
  * AQL_ERR_INVALID_CODE_OBJECT (unknown machine, feature bits a processor cannot
- * have, a generic version outside V6), AQL_ERR_UNSUPPORTED (ABI version).
- * Thread safe.
+ * have, a generic version outside V6), AQL_ERR_UNSUPPORTED (ABI version, an
+ * r600-family machine). Thread safe.
  */
 aql_status aql_target_from_elf(uint32_t e_flags, uint8_t abi_version,
 			       aql_target_id *out);
@@ -64,6 +66,13 @@ size_t aql_target_format(const aql_target_id *id, char *buf, size_t size);
  */
 bool aql_target_compatible(const aql_target_id *code,
 			   const aql_target_id *agent);
+
+/*
+ * Whether aql loads code built for id for dispatch: gfx9 and later and
+ * their generic targets. Code for older processors (gfx6-gfx8) can still be
+ * opened and inspected. False for NULL or an unknown target. Thread safe.
+ */
+bool aql_target_dispatchable(const aql_target_id *id);
 
 #ifdef __cplusplus
 }
