@@ -90,16 +90,12 @@ static aql_status timeline_create(aql_agent *agent, struct aql_timeline **out)
 	return AQL_OK;
 }
 
-aql_status aql_timeline_get(aql_queue *queue, struct aql_timeline **out)
+aql_status aql_timeline_make(aql_queue *queue, struct aql_timeline **out)
 {
 	struct aql_queue_impl *q = aql_queue_impl(queue);
-	struct aql_timeline *t = __atomic_load_n(&q->timeline, __ATOMIC_ACQUIRE), *expected = NULL;
+	struct aql_timeline *t = NULL, *expected = NULL;
 	aql_status st;
 
-	if (t) {
-		*out = t;
-		return AQL_OK;
-	}
 	st = timeline_create(q->agent, &t);
 	if (st != AQL_OK)
 		return st;

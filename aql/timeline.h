@@ -23,6 +23,7 @@
 #include <aql/queue.h>
 
 #include "util/lock.h"
+#include "aql/queue_impl.h"
 
 #define AQL_TIMELINE_START (INT64_C(1) << 62)
 #define AQL_KERNARG_RING_SIZE (256u << 10)
@@ -49,8 +50,18 @@ struct aql_timeline {
 	aql_agent_info info;	/* the queue's agent's, read once */
 };
 
-/* The queue's timeline, made on first use. Errors: AQL_ERR_NOMEM. */
-aql_status aql_timeline_get(aql_queue *queue, struct aql_timeline **out);
+/* aql_timeline_get() the first time. */
+aql_status aql_timeline_make(aql_queue *queue, struct aql_timeline **out);
+
+/*
+ * The queue's timeline, made on first use. Errors: AQL_ERR_NOMEM. Acquire:
+ * the timeline's set-up by whoever made it is seen.
+ */
+static inline aql_status aql_timeline_get(aql_queue *queue, struct aql_timeline **out)
+{
+	*out = __atomic_load_n(&aql_queue_impl(queue)->timeline, __ATOMIC_ACQUIRE);
+	return *out ? AQL_OK : aql_timeline_make(queue, out);
+}
 
 /* Free it; the queue's processor has stopped. NULL is accepted. */
 void aql_timeline_free(struct aql_timeline *t);

@@ -68,37 +68,67 @@ const char *aql_co_symbol_name(const struct aql_code_object *co, const GElf_Sym 
 	return sym->st_name < co->strtab_size ? co->strtab + sym->st_name : NULL;
 }
 
-/* FNV-1a: short names, few collisions, no setup. */
-static uint32_t name_hash(const char *s)
-{
-	uint32_t h = 2166136261u;
+_Static_assert(sizeof(GElf_Sym) == sizeof(Elf64_Sym), "GElf_Sym is Elf64_Sym");
 
-	while (*s)
-		h = (h ^ (uint8_t)*s++) * 16777619u;
-	return h;
+/* Symbol i < symbol_count; memcpy, as the table need not be aligned. */
+static void symbol_at(const struct aql_code_object *co, size_t i, GElf_Sym *out)
+{
+	memcpy(out, co->symtab + i * sizeof(Elf64_Sym), sizeof(Elf64_Sym));
+}
+
+/*
+ * Kernel symbols are mangled C++ names, often over 100 bytes: take 8 bytes
+ * a step (multiply, then fold the high bits down so every byte reaches the
+ * low ones the table uses) rather than FNV's one.
+ */
+static uint32_t name_hash(const char *s, size_t len)
+{
+	uint64_t h = len * 0x9e3779b97f4a7c15ull, w;
+
+	for (; len >= 8; s += 8, len -= 8) {
+		memcpy(&w, s, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdull;
+		h ^= h >> 29;
+	}
+	w = 0;
+	memcpy(&w, s, len);
+	h = (h ^ w) * 0xff51afd7ed558ccdull;
+	return (uint32_t)(h ^ (h >> 32));
+}
+
+/* The slot holding name, or the empty slot where it would go. */
+static struct aql_symbol_slot *probe(const struct aql_code_object *co, const char *name,
+				     uint32_t hash, GElf_Sym *sym)
+{
+	for (uint32_t h = hash;; h++) {
+		struct aql_symbol_slot *slot = &co->symbol_hash[h & co->symbol_hash_mask];
+
+		if (slot->index == 0)
+			return slot;
+		if (slot->hash != hash)
+			continue;
+		symbol_at(co, slot->index - 1, sym);
+		/* Only symbols whose names are in bounds are indexed. */
+		if (strcmp(co->strtab + sym->st_name, name) == 0)
+			return slot;
+	}
 }
 
 size_t aql_co_find_symbol(const struct aql_code_object *co, const char *name,
 			  GElf_Sym *out)
 {
+	const struct aql_symbol_slot *slot;
+
 	if (!co->symbol_hash)
 		return 0;
-	for (uint32_t h = name_hash(name);; h++) {
-		uint32_t slot = co->symbol_hash[h & co->symbol_hash_mask];
-		const char *n;
-
-		if (slot == 0)
-			return 0;
-		gelf_getsym(co->symbols, (int)(slot - 1), out);
-		n = aql_co_symbol_name(co, out);
-		if (n && strcmp(n, name) == 0)
-			return slot - 1;
-	}
+	slot = probe(co, name, name_hash(name, strlen(name)), out);
+	return slot->index ? slot->index - 1 : 0;
 }
 
 /*
  * Index the defined symbols by name, once: kernels, relocations and
- * lookups by the caller then cost one probe each instead of a scan.
+ * lookups by the caller then cost one probe each instead of a scan. Each
+ * slot keeps the whole hash, so a probe compares names only on a match.
  */
 static aql_status index_symbols(struct aql_code_object *co)
 {
@@ -111,10 +141,12 @@ static aql_status index_symbols(struct aql_code_object *co)
 		return aql_fail(AQL_ERR_NOMEM, "index of %zu symbols", co->symbol_count);
 	co->symbol_hash_mask = cap - 1;
 	for (size_t i = 1; i < co->symbol_count; i++) {
+		struct aql_symbol_slot *slot;
 		GElf_Sym sym, other;
 		const char *n;
+		uint32_t hash;
 
-		gelf_getsym(co->symbols, (int)i, &sym);
+		symbol_at(co, i, &sym);
 		/* A local of .symtab must not shadow the global of that name. */
 		if (sym.st_shndx == SHN_UNDEF || GELF_ST_BIND(sym.st_info) == STB_LOCAL)
 			continue;
@@ -122,16 +154,10 @@ static aql_status index_symbols(struct aql_code_object *co)
 		if (!n)
 			return aql_fail(AQL_ERR_INVALID_CODE_OBJECT,
 					"symbol %zu has a name outside its string table", i);
-		if (aql_co_find_symbol(co, n, &other))
-			continue;	/* the first definition wins */
-		for (uint32_t h = name_hash(n);; h++) {
-			uint32_t *slot = &co->symbol_hash[h & co->symbol_hash_mask];
-
-			if (*slot == 0) {
-				*slot = (uint32_t)i + 1;
-				break;
-			}
-		}
+		hash = name_hash(n, strlen(n));
+		slot = probe(co, n, hash, &other);
+		if (slot->index == 0)	/* else the first definition wins */
+			*slot = (struct aql_symbol_slot){ (uint32_t)i + 1, hash };
 	}
 	return AQL_OK;
 }
@@ -142,12 +168,8 @@ static aql_status read_header(struct aql_code_object *co, GElf_Ehdr *eh)
 	aql_code_object_info *info = &co->info;
 	aql_status st;
 
-	if (elf_kind(co->elf) != ELF_K_ELF)
+	if (elf_kind(co->elf) != ELF_K_ELF || !gelf_getehdr(co->elf, eh))
 		return aql_fail(AQL_ERR_INVALID_CODE_OBJECT, "code object: not an ELF file");
-	if (gelf_getclass(co->elf) != ELFCLASS64 || !gelf_getehdr(co->elf, eh))
-		return aql_fail(AQL_ERR_INVALID_CODE_OBJECT, "code object: not a 64-bit ELF file");
-	if (eh->e_ident[EI_DATA] != ELFDATA2LSB)
-		return aql_fail(AQL_ERR_INVALID_CODE_OBJECT, "code object: not little endian");
 	if (eh->e_type != ET_DYN)
 		return aql_fail(AQL_ERR_INVALID_CODE_OBJECT,
 				"code object: e_type %u is not ET_DYN; link it as a shared object (ld.lld -shared)",
@@ -278,7 +300,8 @@ static aql_status read_symbols(struct aql_code_object *co)
 				"code object: symbol table is unreadable or its entries are not %zu bytes: %s",
 				sizeof(Elf64_Sym), elf_errmsg(-1));
 	co->symbols = d;
-	co->symbol_count = d->d_size / sizeof(Elf64_Sym);
+	co->symtab = d->d_buf;
+	co->symbol_count = d->d_buf ? d->d_size / sizeof(Elf64_Sym) : 0;
 	if (co->symbol_count > UINT32_MAX / 4)
 		return aql_fail(AQL_ERR_INVALID_CODE_OBJECT, "code object: too many symbols");
 
@@ -385,18 +408,30 @@ static aql_status describe_kernels(struct aql_code_object *co, uint8_t *kd_used)
 		/* Until loaded, kernel_object holds the descriptor's vaddr. */
 		k->kernel_object = sym.st_value;
 	}
-	/* A descriptor without metadata could not be dispatched correctly. */
-	for (size_t i = 1; i < co->symbol_count; i++) {
-		GElf_Sym sym, first;
-		const char *n;
+	/*
+	 * A descriptor without metadata could not be dispatched correctly. The
+	 * index holds each defined name's first definition, the symbols this
+	 * check is about; the lowest such index is named, whatever the slot order.
+	 */
+	size_t orphan = 0;
 
-		gelf_getsym(co->symbols, (int)i, &sym);
-		if (sym.st_shndx == SHN_UNDEF || !(n = aql_co_symbol_name(co, &sym)) ||
-		    !is_kd_name(n) || aql_co_find_symbol(co, n, &first) != i)
+	for (uint32_t s = 0; co->symbol_hash && s <= co->symbol_hash_mask; s++) {
+		size_t i = co->symbol_hash[s].index;
+		GElf_Sym sym;
+
+		if (i-- == 0 || kd_used[i] || (orphan && i > orphan))
 			continue;
-		if (!kd_used[i])
-			return aql_fail(AQL_ERR_INVALID_CODE_OBJECT,
-					"kernel descriptor %s has no entry in the metadata", n);
+		symbol_at(co, i, &sym);
+		if (is_kd_name(co->strtab + sym.st_name))
+			orphan = i;
+	}
+	if (orphan) {
+		GElf_Sym sym;
+
+		symbol_at(co, orphan, &sym);
+		return aql_fail(AQL_ERR_INVALID_CODE_OBJECT,
+				"kernel descriptor %s has no entry in the metadata",
+				co->strtab + sym.st_name);
 	}
 	return AQL_OK;
 }
@@ -423,28 +458,49 @@ static void init_libelf(void)
 	elf_version(EV_CURRENT);
 }
 
-/* Takes ownership of image (malloc'd) whatever the outcome. */
-static aql_status co_open(uint8_t *image, size_t size, aql_code_object **out)
+/*
+ * The identification bytes libelf would convert for another class or byte
+ * order, checked first: so libelf only ever reads the caller's image.
+ */
+static aql_status check_ident(const uint8_t *image, size_t size)
+{
+	if (size > MAX_FILE_SIZE)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"code object of %zu bytes exceeds the %llu-byte limit",
+				size, (unsigned long long)MAX_FILE_SIZE);
+	if (size < sizeof(Elf64_Ehdr))
+		return aql_fail(AQL_ERR_INVALID_CODE_OBJECT,
+				"code object: %zu bytes is shorter than an ELF header", size);
+	if (memcmp(image, ELFMAG, SELFMAG) != 0)
+		return aql_fail(AQL_ERR_INVALID_CODE_OBJECT, "code object: not an ELF file");
+	if (image[EI_CLASS] != ELFCLASS64)
+		return aql_fail(AQL_ERR_INVALID_CODE_OBJECT, "code object: not a 64-bit ELF file");
+	if (image[EI_DATA] != ELFDATA2LSB)
+		return aql_fail(AQL_ERR_INVALID_CODE_OBJECT, "code object: not little endian");
+	return AQL_OK;
+}
+
+/*
+ * Read the caller's image in place: nothing is copied, and detach() drops
+ * every pointer into it before the public call returns.
+ */
+static aql_status co_open(const uint8_t *image, size_t size, aql_code_object **out)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	struct aql_code_object *co;
 	GElf_Ehdr eh;
 	aql_status st;
 
+	if ((st = check_ident(image, size)) != AQL_OK)
+		return st;
 	pthread_once(&once, init_libelf);
 	co = calloc(1, sizeof(*co));
-	if (!co) {
-		free(image);
+	if (!co)
 		return aql_fail(AQL_ERR_NOMEM, "code object");
-	}
 	co->image = image;
 	co->image_size = size;
-	if (size < sizeof(Elf64_Ehdr)) {
-		st = aql_fail(AQL_ERR_INVALID_CODE_OBJECT,
-			      "code object: %zu bytes is shorter than an ELF header", size);
-		goto fail;
-	}
-	co->elf = elf_memory((char *)image, size);
+	/* libelf takes a char *, but checked as above it does not write. */
+	co->elf = elf_memory((char *)(uintptr_t)image, size);
 	if (!co->elf) {
 		st = aql_fail(AQL_ERR_INVALID_CODE_OBJECT, "code object: %s", elf_errmsg(-1));
 		goto fail;
@@ -471,31 +527,57 @@ fail:
 	return st;
 }
 
-/* A private copy of the caller's image, which the object then owns. */
-static aql_status copy_image(const void *image, size_t size, uint8_t **out)
+/*
+ * What aql_code_object_symbol() reads once the image is gone: a copy of
+ * the symbol and string tables (a few percent of a file with debug info).
+ */
+static aql_status keep_symbols(struct aql_code_object *co)
 {
-	if (size > MAX_FILE_SIZE)
-		return aql_fail(AQL_ERR_INVALID_ARG,
-				"code object of %zu bytes exceeds the %llu-byte limit",
-				size, (unsigned long long)MAX_FILE_SIZE);
-	*out = malloc(size ? size : 1);
-	if (!*out)
-		return aql_fail(AQL_ERR_NOMEM, "code object copy of %zu bytes", size);
-	memcpy(*out, image, size);
+	size_t syms = co->symbol_count * sizeof(Elf64_Sym);
+	uint8_t *copy;
+
+	if (!co->symbol_hash)
+		return AQL_OK;
+	copy = malloc(syms + co->strtab_size);
+	if (!copy)
+		return aql_fail(AQL_ERR_NOMEM, "symbol table of %zu bytes",
+				syms + co->strtab_size);
+	memcpy(copy, co->symtab, syms);
+	memcpy(copy + syms, co->strtab, co->strtab_size);
+	co->symbol_copy = copy;
+	co->symtab = copy;
+	co->strtab = (const char *)copy + syms;
 	return AQL_OK;
+}
+
+/* Drop every pointer into the caller's image; an opened object keeps no symbols. */
+static void detach(struct aql_code_object *co)
+{
+	elf_end(co->elf);
+	co->elf = NULL;
+	co->image = NULL;
+	co->symbols = NULL;
+	if (co->symbol_copy)
+		return;
+	free(co->symbol_hash);
+	co->symbol_hash = NULL;
+	co->symtab = NULL;
+	co->strtab = NULL;
+	co->strtab_size = 0;
+	co->symbol_count = 0;
 }
 
 aql_status aql_code_object_open(const void *image, size_t size, aql_code_object **out)
 {
-	uint8_t *copy;
 	aql_status st;
 
 	if (!image || !out)
 		return aql_fail(AQL_ERR_INVALID_ARG, "aql_code_object_open: NULL %s",
 				image ? "out" : "image");
-	if ((st = copy_image(image, size, &copy)) != AQL_OK)
-		return st;
-	return co_open(copy, size, out);
+	st = co_open(image, size, out);
+	if (st == AQL_OK)
+		detach(*out);
+	return st;
 }
 
 static int prot_of(uint32_t flags)
@@ -575,8 +657,8 @@ static aql_status check_agent(aql_agent *agent, const void *what, aql_code_objec
 	return AQL_OK;
 }
 
-/* Open the image (taking ownership) and load it. */
-static aql_status open_and_load(aql_agent *agent, uint8_t *image, size_t size,
+/* Open the caller's image and load it, keeping nothing of the image. */
+static aql_status open_and_load(aql_agent *agent, const uint8_t *image, size_t size,
 				const aql_load_options *opts, aql_code_object **out)
 {
 	aql_code_object *co;
@@ -585,10 +667,13 @@ static aql_status open_and_load(aql_agent *agent, uint8_t *image, size_t size,
 	if (st != AQL_OK)
 		return st;
 	st = co_load(agent, co, opts);
+	if (st == AQL_OK)
+		st = keep_symbols(co);
 	if (st != AQL_OK) {
 		aql_code_object_destroy(co);
 		return st;
 	}
+	detach(co);
 	*out = co;
 	return AQL_OK;
 }
@@ -596,13 +681,9 @@ static aql_status open_and_load(aql_agent *agent, uint8_t *image, size_t size,
 aql_status aql_code_object_load(aql_agent *agent, const void *image, size_t size,
 				const aql_load_options *opts, aql_code_object **out)
 {
-	uint8_t *copy;
-	aql_status st;
+	aql_status st = check_agent(agent, image, out);
 
-	if ((st = check_agent(agent, image, out)) != AQL_OK ||
-	    (st = copy_image(image, size, &copy)) != AQL_OK)
-		return st;
-	return open_and_load(agent, copy, size, opts, out);
+	return st == AQL_OK ? open_and_load(agent, image, size, opts, out) : st;
 }
 
 aql_status aql_code_object_load_file(aql_agent *agent, const char *path,
@@ -652,6 +733,7 @@ aql_status aql_code_object_load_file(aql_agent *agent, const char *path,
 	}
 	close(fd);
 	st = open_and_load(agent, image, got, opts, out);
+	free(image);
 	return st == AQL_OK ? st : aql_fail_prefix(st, path);
 }
 
@@ -667,7 +749,7 @@ void aql_code_object_destroy(aql_code_object *co)
 	free(co->kernels);
 	free(co->symbol_hash);
 	free(co->pointers);
-	free(co->image);
+	free(co->symbol_copy);
 	free(co);
 }
 

@@ -9,24 +9,7 @@
 #include <string.h>
 
 #include "util/error.h"
-#include <aql/kernarg.h>
-
-/* The common sizes as single moves: a libc call per argument would cost
- * more than the rest of a typed launch's kernarg fill. */
-static inline void copy_arg(uint8_t *dst, const void *src, uint32_t size)
-{
-	switch (size) {
-	case 4:
-		memcpy(dst, src, 4);
-		break;
-	case 8:
-		memcpy(dst, src, 8);
-		break;
-	default:
-		if (size)
-			memcpy(dst, src, size);
-	}
-}
+#include "loader/kernarg_impl.h"
 
 static void put(uint8_t *out, const aql_kernel_arg *a, uint64_t v)
 {
@@ -84,12 +67,21 @@ static uint64_t hidden_value(const aql_kernel_arg *a, const aql_dispatch_packet 
 	}
 }
 
+void aql_kernarg_fill_hidden(const aql_kernel *kernel, const aql_dispatch_packet *packet,
+			     const aql_kernarg_hidden *hidden, void *out)
+{
+	const aql_kernel_metadata *md = kernel->metadata;
+	uint32_t dynamic_lds = packet->group_segment_size - kernel->group_segment_size;
+
+	for (uint32_t i = kernel->explicit_arg_count; i < md->arg_count; i++)
+		put(out, &md->args[i], hidden_value(&md->args[i], packet, hidden, dynamic_lds));
+}
+
 aql_status aql_kernarg_build(const aql_kernel *kernel, const aql_dispatch_packet *packet,
 			     const aql_kernarg_value *args, uint32_t arg_count,
 			     const aql_kernarg_hidden *hidden, void *out, size_t out_size)
 {
 	const aql_kernel_metadata *md;
-	uint32_t dynamic_lds = 0;
 	uint8_t *bytes = out;
 
 	if (!kernel || !packet || !out || (arg_count && !args))
@@ -113,8 +105,6 @@ aql_status aql_kernarg_build(const aql_kernel *kernel, const aql_dispatch_packet
 		return aql_fail(AQL_ERR_INVALID_ARG,
 				"kernel %s: packet group_segment_size %u is below its %u bytes of static LDS",
 				kernel->name, packet->group_segment_size, kernel->group_segment_size);
-	dynamic_lds = packet->group_segment_size - kernel->group_segment_size;
-	memset(bytes, 0, kernel->kernarg_size);
 	for (uint32_t i = 0; i < md->arg_count; i++) {
 		const aql_kernel_arg *a = &md->args[i];
 
@@ -122,18 +112,16 @@ aql_status aql_kernarg_build(const aql_kernel *kernel, const aql_dispatch_packet
 			return aql_fail(AQL_ERR_INVALID_ARG,
 					"kernel %s: argument %u lies outside its kernarg segment",
 					kernel->name, i);
-		if (i < arg_count) {
-			if (args[i].size != a->size || (a->size && !args[i].data))
-				return aql_fail(AQL_ERR_INVALID_ARG,
-						"kernel %s: argument %u (%s%s%s) is %u bytes, %zu given",
-						kernel->name, i, a->name ? a->name : "unnamed",
-						a->type_name ? " " : "",
-						a->type_name ? a->type_name : "", a->size,
-						args[i].size);
-			copy_arg(bytes + a->offset, args[i].data, a->size);
-		} else {
-			put(bytes, a, hidden_value(a, packet, hidden, dynamic_lds));
-		}
+		if (i < arg_count && (args[i].size != a->size || (a->size && !args[i].data)))
+			return aql_fail(AQL_ERR_INVALID_ARG,
+					"kernel %s: argument %u (%s%s%s) is %u bytes, %zu given",
+					kernel->name, i, a->name ? a->name : "unnamed",
+					a->type_name ? " " : "", a->type_name ? a->type_name : "",
+					a->size, args[i].size);
 	}
+	memset(bytes, 0, kernel->kernarg_size);
+	for (uint32_t i = 0; i < arg_count; i++)
+		aql_kernarg_copy(bytes + md->args[i].offset, args[i].data, md->args[i].size);
+	aql_kernarg_fill_hidden(kernel, packet, hidden, bytes);
 	return AQL_OK;
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Internal: a code object as the loader files hand it to each other. The
- * image is a private copy that libelf reads in place (elf_memory); every
- * offset taken from it is checked against image_size before use.
+ * image is the caller's bytes, which libelf reads in place (elf_memory)
+ * during aql_code_object_open() or _load() and nothing keeps afterwards;
+ * every offset taken from it is checked against image_size before use.
  */
 #ifndef AQL_LOADER_IMPL_H
 #define AQL_LOADER_IMPL_H
@@ -24,24 +25,37 @@ struct aql_segment {
 	uint32_t flags;			/* PF_R | PF_W | PF_X */
 };
 
+/* A hash slot: symbol index + 1 (0: empty) and the name's full hash. */
+struct aql_symbol_slot {
+	uint32_t index;
+	uint32_t hash;
+};
+
 struct aql_code_object {
 	aql_code_object_info info;
 	aql_agent *agent;		/* NULL while only opened */
-	uint8_t *image;
+	const uint8_t *image;		/* NULL once open or load returns */
 	size_t image_size;
-	Elf *elf;
+	Elf *elf;			/* on image; NULL with it */
 	struct aql_segment segments[AQL_LOADER_MAX_SEGMENTS];
 	uint32_t segment_count;
 	uint64_t vaddr_lo;		/* first PT_LOAD's page-truncated p_vaddr */
 	uint64_t span;			/* bytes from vaddr_lo to the last segment end */
 	size_t alloc_size;		/* span rounded to pages */
-	/* The dynamic symbol table (.dynsym, else .symtab). */
+	/*
+	 * The dynamic symbol table (.dynsym, else .symtab): symbols for libelf
+	 * while the image is there; symtab, its raw Elf64_Sym entries, in the
+	 * image, then in symbol_copy once a load has kept them for
+	 * aql_code_object_symbol(). An object only opened keeps none.
+	 */
 	Elf_Data *symbols;
+	const uint8_t *symtab;
 	size_t symbol_count;
 	const char *strtab;		/* its string table, NUL-terminated */
 	size_t strtab_size;
-	/* Open-addressed hash of defined symbols by name: index + 1, 0 empty. */
-	uint32_t *symbol_hash;
+	void *symbol_copy;		/* owned: symtab and strtab of a loaded object */
+	/* Open-addressed hash of the defined symbols by name. */
+	struct aql_symbol_slot *symbol_hash;
 	uint32_t symbol_hash_mask;
 	aql_metadata *metadata;
 	aql_kernel *kernels;

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * NT_AMDGPU_METADATA parser. The note is read twice with the same code: the
- * first pass validates it and adds up what the result needs (arena with no
- * memory), the second fills one allocation of exactly that size. So a
- * malformed note never allocates, and aql_metadata_free() is one free().
+ * NT_AMDGPU_METADATA parser. The result is one allocation, so that
+ * aql_metadata_free() is one free(). One pass fills an arena sized from
+ * the note (its strings are shorter than the note, its structures about as
+ * large), then gives back what it did not use. A pass that runs out of
+ * room still validates the note and adds up what it needs, so a second
+ * pass with exactly that much is the rare case.
  */
 #include <stdalign.h>
 #include <stdarg.h>
@@ -852,31 +854,92 @@ static void resolve_types(aql_metadata *md)
 	}
 }
 
+/* p at its offset in an arena moved from old to base, or NULL. */
+static const char *moved(const char *p, uintptr_t old, char *base)
+{
+	return p ? base + ((uintptr_t)p - old) : NULL;
+}
+
+/* Every pointer of md into its arena, once the arena moved from old. */
+static void rebase(aql_metadata *md, uintptr_t old)
+{
+	char *base = (char *)md;
+	aql_kernel_metadata *k;
+
+	md->target = moved(md->target, old, base);
+	md->printf_formats = (const char **)moved((const char *)md->printf_formats, old, base);
+	for (uint32_t i = 0; i < md->printf_count; i++)
+		((const char **)md->printf_formats)[i] = moved(md->printf_formats[i], old, base);
+	md->kernels = k = (aql_kernel_metadata *)moved((const char *)md->kernels, old, base);
+	for (uint32_t i = 0; i < md->kernel_count; i++) {
+		aql_kernel_arg *a = (aql_kernel_arg *)moved((const char *)k[i].args, old, base);
+
+		k[i].name = moved(k[i].name, old, base);
+		k[i].symbol = moved(k[i].symbol, old, base);
+		k[i].language = moved(k[i].language, old, base);
+		k[i].args = a;
+		for (uint32_t j = 0; j < k[i].arg_count; j++) {
+			a[j].name = moved(a[j].name, old, base);
+			a[j].type_name = moved(a[j].type_name, old, base);
+		}
+	}
+}
+
+/*
+ * Room for the result of a size-byte note in most cases: real notes need
+ * 0.75 to 1 times their size (long mangled names, a few keys per argument);
+ * notes of bare arguments need more and take the second pass.
+ */
+static uint64_t first_guess(size_t size)
+{
+	return (uint64_t)size + size / 4 + sizeof(aql_metadata) + 256;
+}
+
 aql_status aql_metadata_parse(const void *data, size_t size, aql_metadata **out)
 {
 	struct parser p = { 0 };
-	aql_metadata scratch, *md;
+	aql_metadata scratch, *md = NULL;
 	aql_status st;
 	uint64_t need;
+	void *shrunk;
 
 	if (!out || !data)
 		return aql_fail(AQL_ERR_INVALID_ARG, "aql_metadata_parse: data or out is NULL");
 	*out = NULL;
 	if (size == 0)
 		return aql_fail(AQL_ERR_INVALID_CODE_OBJECT, "metadata: empty note");
-	st = run(&p, data, size, &scratch, &md);
-	if (st != AQL_OK)
-		return st;
-	need = p.a.used;
-	p.a = (struct arena){ .base = need <= SIZE_MAX ? malloc((size_t)need) : NULL, .cap = need };
-	if (!p.a.base)
-		return aql_fail(AQL_ERR_NOMEM, "metadata: %llu bytes", (unsigned long long)need);
-	st = run(&p, data, size, &scratch, &md);
-	if (st == AQL_OK && (p.a.overflow || (char *)md != p.a.base))
-		st = aql_fail(AQL_ERR_INVALID_CODE_OBJECT, "metadata: internal: passes disagree");
-	if (st != AQL_OK) {
+	need = first_guess(size);
+	for (int pass = 0;; pass++) {
+		p.a = (struct arena){ .base = need <= SIZE_MAX ? malloc((size_t)need) : NULL,
+				      .cap = need };
+		if (!p.a.base)
+			return aql_fail(AQL_ERR_NOMEM, "metadata: %llu bytes",
+					(unsigned long long)need);
+		st = run(&p, data, size, &scratch, &md);
+		if (st == AQL_OK && !p.a.overflow && (char *)md != p.a.base)
+			st = aql_fail(AQL_ERR_INVALID_CODE_OBJECT, "metadata: internal: no header");
+		if (st != AQL_OK) {
+			free(p.a.base);
+			return st;
+		}
+		if (!p.a.overflow)
+			break;
+		/* The pass went on measuring: now the exact size is known. */
 		free(p.a.base);
-		return st;
+		if (pass == 1)
+			return aql_fail(AQL_ERR_INVALID_CODE_OBJECT,
+					"metadata: internal: passes disagree");
+		need = p.a.used;
+	}
+	if (p.a.used < p.a.cap) {
+		uintptr_t old = (uintptr_t)md;
+
+		/* Shrinking may still move a large (mapped) block. */
+		shrunk = realloc(md, (size_t)p.a.used);
+		if (shrunk && (uintptr_t)shrunk != old)
+			rebase(shrunk, old);
+		if (shrunk)
+			md = shrunk;
 	}
 	resolve_types(md);
 	*out = md;

@@ -8,6 +8,7 @@
  */
 #include <gelf.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "helpers.h"
 #include <aql/code_object.h>
@@ -429,6 +430,59 @@ static void test_host_refusals(const char *path, const char *needle)
 		aql_code_object_destroy(co);
 }
 
+/*
+ * Open and load read the caller's image in place and keep nothing of it:
+ * on read-only memory (a write would fault), and with the bytes wiped
+ * after the call, names, metadata and symbols must still be the same.
+ */
+static void test_image_not_kept(const char *path, const struct image *im)
+{
+	uint8_t *ro = mmap(NULL, im->size, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	aql_code_object *ref = NULL, *opened = NULL, *loaded = NULL;
+
+	CHECK(ro != MAP_FAILED, "%s: mmap", path);
+	if (ro == MAP_FAILED)
+		return;
+	memcpy(ro, im->bytes, im->size);
+	mprotect(ro, im->size, PROT_READ);
+	CHECK_OK(aql_code_object_open(im->bytes, im->size, &ref));
+	CHECK_OK(aql_code_object_open(ro, im->size, &opened));
+	CHECK_OK(aql_code_object_load(th_agent(), ro, im->size, &printf_opts, &loaded));
+	mprotect(ro, im->size, PROT_READ | PROT_WRITE);
+	memset(ro, 0xa5, im->size);
+	for (int n = 0; ref && opened && loaded && n < 2; n++) {
+		const aql_code_object_info *a = aql_code_object_get_info(ref);
+		const aql_code_object_info *b = aql_code_object_get_info(n ? loaded : opened);
+
+		CHECK(a->kernel_count == b->kernel_count, "%s: kernel count", path);
+		for (uint32_t i = 0; i < a->kernel_count && i < b->kernel_count; i++) {
+			const aql_kernel_metadata *x = a->kernels[i].metadata, *y = b->kernels[i].metadata;
+
+			CHECK(strcmp(a->kernels[i].name, b->kernels[i].name) == 0 &&
+			      strcmp(x->symbol, y->symbol) == 0 && x->arg_count == y->arg_count,
+			      "%s: kernel %u changed with the image", path, i);
+			for (uint32_t j = 0; j < x->arg_count && j < y->arg_count; j++)
+				CHECK((x->args[j].name == y->args[j].name ||
+				       strcmp(x->args[j].name, y->args[j].name) == 0) &&
+				      x->args[j].offset == y->args[j].offset,
+				      "%s: kernel %u arg %u changed with the image", path, i, j);
+		}
+	}
+	if (loaded && aql_code_object_get_info(loaded)->kernel_count) {
+		const aql_kernel *k = &aql_code_object_get_info(loaded)->kernels[0];
+		void *addr = NULL;
+
+		CHECK_OK(aql_code_object_symbol(loaded, k->metadata->symbol, &addr, NULL));
+		CHECK((uint64_t)(uintptr_t)addr == k->kernel_object,
+		      "%s: symbol %s after the image is gone", path, k->metadata->symbol);
+	}
+	aql_code_object_destroy(ref);
+	aql_code_object_destroy(opened);
+	aql_code_object_destroy(loaded);
+	munmap(ro, im->size);
+}
+
 /* A real code object: kernels found, placed, descriptors where they point. */
 static void test_code_object(const char *path)
 {
@@ -505,6 +559,7 @@ static void test_code_object(const char *path)
 		}
 		free(c.bytes);
 	}
+	test_image_not_kept(path, &im);
 	/* Every code object is also a malformed-input corpus. */
 	if (strstr(path, "v5_gfx940"))
 		test_corrupt_bytes(&im);

@@ -1261,6 +1261,54 @@ static void test_names(void)
 	      "access names");
 }
 
+/*
+ * Bare arguments make a result larger than its note, so the parser's first
+ * arena is too small: the pass that measured must lead to the same result.
+ */
+static void test_large_result(void)
+{
+	enum { KERNELS = 4, ARGS = 40 };
+	static const uint32_t version[] = { 1, 2 };
+	struct tn *root, *kernels;
+	aql_metadata *md = NULL;
+	struct writer w;
+	int bad = 0;
+
+	pool_used = 0;
+	root = tmap();
+	kernels = tarr();
+	put(root, "amdhsa.version", tu_array(2, version));
+	for (int k = 0; k < KERNELS; k++) {
+		struct tn *kern = ref_kernel1(), *args = tarr();
+
+		put(kern, ".kernarg_segment_size", tu(ARGS));
+		for (uint32_t i = 0; i < ARGS; i++)
+			push(args, ref_arg(i, 1, i % 2 ? "pipe" : "queue"));
+		put(kern, ".args", args);
+		push(kernels, kern);
+	}
+	put(root, "amdhsa.kernels", kernels);
+	w = encode(root, 0, 0, 0, false);
+	/* The parser's first guess is 1.25 times the note and a little. */
+	CHECK(KERNELS * (ARGS * sizeof(aql_kernel_arg) + sizeof(aql_kernel_metadata)) >
+	      w.len + w.len / 4 + sizeof(aql_metadata) + 256,
+	      "premise: %zu-byte note, %zu-byte result", w.len,
+	      KERNELS * (ARGS * sizeof(aql_kernel_arg) + sizeof(aql_kernel_metadata)));
+	CHECK_OK(aql_metadata_parse(w.buf, w.len, &md));
+	for (uint32_t k = 0; md && k < md->kernel_count; k++) {
+		const aql_kernel_metadata *km = &md->kernels[k];
+
+		bad += strcmp(km->name, "k1_minimal") || strcmp(km->symbol, "k1_minimal.kd") ||
+		       km->arg_count != ARGS;
+		for (uint32_t i = 0; i < km->arg_count; i++)
+			bad += km->args[i].offset != i || km->args[i].size != 1 ||
+			       km->args[i].kind != (i % 2 ? AQL_ARG_PIPE : AQL_ARG_QUEUE);
+	}
+	CHECK(md && md->kernel_count == KERNELS && bad == 0, "%d fields differ", bad);
+	aql_metadata_free(md);
+	free(w.buf);
+}
+
 static void test_build(void)
 {
 	char name[] = "host_kernel", type[] = "int*";
@@ -2145,6 +2193,7 @@ int main(int argc, char **argv)
 	test_trailing();
 	test_names();
 	test_build();
+	test_large_result();
 	if (dump_dir)
 		dump_reference(dump_dir);
 

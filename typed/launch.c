@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <aql/kernarg.h>
 #include <aql/launch.h>
 #include <aql/lds.h>
 
@@ -12,6 +11,7 @@
 #include "util/error.h"
 #include "aql/queue_impl.h"
 #include "aql/timeline.h"
+#include "loader/kernarg_impl.h"
 #include "typed/buffer_impl.h"
 #include "channel/channel_impl.h"
 #include "loader/type.h"
@@ -64,6 +64,17 @@ static int may_write(const aql_kernel_arg *a)
 	       a->actual_access != AQL_ACCESS_READ_ONLY;
 }
 
+/* The metadata's size of a pointer argument, as kernarg placement needs it. */
+static aql_status check_pointer_size(const aql_kernel *k, uint32_t i, const aql_kernel_arg *a,
+				     uint32_t size)
+{
+	if (a->size == size)
+		return AQL_OK;
+	return aql_fail(AQL_ERR_INVALID_ARG, "kernel %s: argument %u (%s%s%s) is %u bytes, %u given",
+			k->name, i, arg_name(a), a->type_name ? " " : "",
+			a->type_name ? a->type_name : "", a->size, size);
+}
+
 static aql_status check_buffer(const aql_kernel *k, uint32_t i, const aql_kernel_arg *a,
 			       const aql_arg *v, struct use *u)
 {
@@ -99,7 +110,7 @@ static aql_status check_buffer(const aql_kernel *k, uint32_t i, const aql_kernel
 				k->name, i, arg_name(a), arg_type(a), v->buf->name);
 	u->copy_in = dir != AQL_OUT || !u->writes;
 	u->copy_out = dir != AQL_IN && u->writes;
-	return AQL_OK;
+	return check_pointer_size(k, i, a, sizeof(void *));
 }
 
 static aql_status check_value(const aql_kernel *k, uint32_t i, const aql_kernel_arg *a,
@@ -129,9 +140,14 @@ static aql_status check_value(const aql_kernel *k, uint32_t i, const aql_kernel_
 	return AQL_OK;
 }
 
+/*
+ * A parameter declared aql_channel_dev *. One whose pointee is a registered
+ * element type (a->type, resolved when the metadata was read) is a buffer:
+ * that test spares every buffer argument a string search.
+ */
 static int is_channel(const aql_kernel_arg *a)
 {
-	return a->type_name && strstr(a->type_name, "aql_channel_dev");
+	return !a->type && a->type_name && strstr(a->type_name, "aql_channel_dev");
 }
 
 static aql_status check_channel(const aql_kernel *k, uint32_t i, const aql_kernel_arg *a,
@@ -152,7 +168,7 @@ static aql_status check_channel(const aql_kernel *k, uint32_t i, const aql_kerne
 		return aql_fail(AQL_ERR_INVALID_ARG,
 				"kernel '%s' argument %u '%s': the channel was created for another agent",
 				k->name, i, arg_name(a));
-	return AQL_OK;
+	return check_pointer_size(k, i, a, v->size);
 }
 
 static aql_status check_args(const aql_kernel *k, const aql_arg *args, uint32_t n,
@@ -168,6 +184,16 @@ static aql_status check_args(const aql_kernel *k, const aql_arg *args, uint32_t 
 		return aql_fail(AQL_ERR_INVALID_ARG,
 				"kernel '%s' has %u arguments; typed launches take at most %u",
 				k->name, n, MAX_ARGS);
+	/* The loader checked these of its kernels; one built by hand may break them. */
+	if (n > md->arg_count)
+		return aql_fail(AQL_ERR_INVALID_ARG, "kernel '%s': %u explicit arguments, %u in its metadata",
+				k->name, n, md->arg_count);
+	for (uint32_t i = 0; i < md->arg_count; i++)
+		if (md->args[i].offset > k->kernarg_size ||
+		    md->args[i].size > k->kernarg_size - md->args[i].offset)
+			return aql_fail(AQL_ERR_INVALID_ARG,
+					"kernel %s: argument %u lies outside its kernarg segment",
+					k->name, i);
 	*nuses = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		const aql_kernel_arg *a = &md->args[i];
@@ -307,21 +333,51 @@ static uint32_t plan_out(struct aql_agent *agent, const struct use *u, aql_packe
 	return 1;
 }
 
-/* Under both locks: plan, write and record the launch. */
+/*
+ * The kernarg segment. check_args() has matched every explicit argument's
+ * size with the metadata's, whose offsets the loader checked against the
+ * segment, and geometry() and lds() made the packet: so the fill needs
+ * none of aql_kernarg_build()'s checks again.
+ */
+static void fill_kernarg(aql_queue *queue, const aql_kernel *k, const aql_dispatch_packet *d,
+			 const aql_arg *args, uint32_t n, const struct use *uses, void *kernarg)
+{
+	const aql_kernel_arg *a = k->metadata->args;
+	uint8_t *bytes = kernarg;
+	uint32_t u = 0;
+
+	memset(bytes, 0, k->kernarg_size);
+	for (uint32_t i = 0; i < n; i++) {
+		const void *src = args[i].tag == AQL_ARGV_BUFFER ? (const void *)&uses[u++].agent_ptr
+				: args[i].tag == AQL_ARGV_BYTES ? args[i].bytes : args[i].v.raw;
+
+		aql_kernarg_copy(bytes + a[i].offset, src, a[i].size);
+	}
+	if (k->metadata->arg_count > n) {
+		aql_kernarg_hidden hidden = { .queue_ptr = (uint64_t)(uintptr_t)queue->amd };
+
+		aql_kernarg_fill_hidden(k, d, &hidden, kernarg);
+	}
+}
+
 /*
  * Under both locks, with the kernarg segment taken: plan, write and record
  * the launch. Whatever can fail does so before any packet is written.
+ * packets[pre] holds the dispatch packet's geometry, made there rather than
+ * copied: a copy would load it right after its narrow stores, which stalls
+ * (no store forwarding). The packets that go before it, at most pre, end
+ * up right below it.
  */
 static aql_status submit(aql_queue *queue, struct aql_timeline *t, const aql_kernel *k,
 			 const aql_launch_config *c, const aql_arg *args, uint32_t n,
-			 struct use *uses, uint32_t nuses, aql_dispatch_packet *d,
-			 aql_packet *packets, void *kernarg, aql_completion *done)
+			 struct use *uses, uint32_t nuses, aql_packet *packets, uint32_t pre,
+			 void *kernarg, aql_completion *done)
 {
+	aql_dispatch_packet *d = &packets[pre].dispatch;
 	struct aql_queue_impl *q = aql_queue_impl(queue);
-	aql_kernarg_value values[MAX_ARGS];
-	aql_kernarg_hidden hidden = { .queue_ptr = (uint64_t)(uintptr_t)queue->amd };
 	uint64_t bytes_in = 0, bytes_out = 0;
-	uint32_t np, ndeps, ins, outs = 0, u = 0;
+	uint32_t np, ndeps, ins, outs = 0;
+	int moving = 0;		/* a buffer has storage of its own on the agent */
 	aql_completion fin;
 	aql_status st;
 
@@ -333,9 +389,10 @@ static aql_status submit(aql_queue *queue, struct aql_timeline *t, const aql_ker
 			st = aql_buf_reserve(uses[i].buf, nuses);
 		if (st != AQL_OK)
 			return st;
+		moving |= !uses[i].buf->root->unified;
 	}
-	np = ndeps = aql_timeline_deps(t, c->after, c->after_count, packets);
-	for (uint32_t i = 0; i < nuses; i++) {
+	np = ndeps = c->after_count ? aql_timeline_deps(t, c->after, c->after_count, packets) : 0;
+	for (uint32_t i = 0; moving && i < nuses; i++) {
 		uint32_t copies = 0;
 
 		if (uses[i].copy_in && uses[i].first_use && !uses[i].buf->root->unified)
@@ -344,12 +401,15 @@ static aql_status submit(aql_queue *queue, struct aql_timeline *t, const aql_ker
 		np += copies;
 	}
 	ins = np;
+	if (ins != pre) {
+		memmove(&packets[pre - ins], packets, ins * sizeof(*packets));
+		packets += pre - ins;
+	}
 	d->header = aql_timeline_header(AQL_PACKET_KERNEL_DISPATCH);
 	d->kernel_object = k->kernel_object;
 	d->kernarg_address = (uint64_t)(uintptr_t)kernarg;
-	packets[ins].dispatch = *d;
 	np++;
-	for (uint32_t i = 0; i < nuses; i++)
+	for (uint32_t i = 0; moving && i < nuses; i++)
 		if (uses[i].copy_out && uses[i].first_use && !uses[i].buf->root->unified)
 			outs += plan_out(q->agent, &uses[i], &packets[np + outs], &bytes_out);
 	np += outs;
@@ -358,24 +418,15 @@ static aql_status submit(aql_queue *queue, struct aql_timeline *t, const aql_ker
 				"kernel '%s': the launch needs %u packets; the queue holds %u",
 				k->name, np, queue->size);
 	aql_timeline_sign(t, packets, np);
-	for (uint32_t i = 0; i < n; i++) {
-		if (args[i].tag == AQL_ARGV_BUFFER)
-			values[i] = (aql_kernarg_value){ &uses[u++].agent_ptr, sizeof(void *) };
-		else if (args[i].tag == AQL_ARGV_SCALAR || args[i].tag == AQL_ARGV_CHANNEL)
-			values[i] = (aql_kernarg_value){ args[i].v.raw, args[i].size };
-		else
-			values[i] = (aql_kernarg_value){ args[i].bytes, args[i].size };
-	}
-	st = aql_kernarg_build(k, d, values, n, &hidden, kernarg, k->kernarg_size);
-	if (st == AQL_OK)
-		st = aql_timeline_emit(t, queue, packets, np, &fin);
+	fill_kernarg(queue, k, d, args, n, uses, kernarg);
+	st = aql_timeline_emit(t, queue, packets, np, &fin);
 	if (st != AQL_OK)
 		return st;
 	aql_timeline_kernarg_commit(t, t->packets);
 	/* Capacity was reserved above: none of this fails. A fill counts as
 	 * a write, so that no unordered reader sees the agent's copy early. */
 	for (uint32_t i = 0; i < nuses; i++) {
-		if ((uses[i].copy_in || uses[i].copy_out) && !uses[i].buf->root->unified)
+		if (moving && (uses[i].copy_in || uses[i].copy_out) && !uses[i].buf->root->unified)
 			aql_buf_mark_current(uses[i].buf);
 		aql_buf_track(uses[i].buf, uses[i].writes || uses[i].filled, fin, k->name);
 	}
@@ -394,10 +445,9 @@ aql_status aql_launch(aql_queue *queue, const aql_kernel *kernel,
 		      aql_completion *done)
 {
 	struct use uses[MAX_ARGS];
-	aql_dispatch_packet d = { 0 };
 	aql_packet stack[STACK_PACKETS], *packets = stack;
 	struct aql_timeline *t;
-	uint32_t nuses = 0, most;
+	uint32_t nuses = 0, pre, most;
 	void *kernarg;
 	aql_status st;
 
@@ -421,27 +471,34 @@ aql_status aql_launch(aql_queue *queue, const aql_kernel *kernel,
 	st = aql_timeline_get(queue, &t);
 	if (st != AQL_OK)
 		return st;
-	st = geometry(kernel, config, &t->info, &d);
-	if (st == AQL_OK)
-		st = lds(kernel, config, &t->info, &d);
-	if (st != AQL_OK)
-		return st;
 	/* Unified buffers add no copies; binding happens later, so a first use
 	 * counts as separate. */
-	most = config->after_count + 1;
+	pre = config->after_count;
+	most = pre + 1;
 	for (uint32_t i = 0; i < nuses; i++)
-		most += __atomic_load_n(&uses[i].buf->root->unified, __ATOMIC_RELAXED)
-				? 0 : AQL_BUF_MAX_PIECES + 1;
+		if (!__atomic_load_n(&uses[i].buf->root->unified, __ATOMIC_RELAXED)) {
+			pre += AQL_BUF_MAX_PIECES;
+			most += AQL_BUF_MAX_PIECES + 1;
+		}
 	if (most > STACK_PACKETS && !(packets = malloc(most * sizeof(*packets))))
 		return aql_fail(AQL_ERR_NOMEM, "kernel '%s': %u packets: out of memory",
 				kernel->name, most);
+	packets[pre].dispatch = (aql_dispatch_packet){ 0 };
+	st = geometry(kernel, config, &t->info, &packets[pre].dispatch);
+	if (st == AQL_OK)
+		st = lds(kernel, config, &t->info, &packets[pre].dispatch);
+	if (st != AQL_OK) {
+		if (packets != stack)
+			free(packets);
+		return st;
+	}
 	aql_lock_take(&t->lock);
 	/* Taken before the buffer lock: it may wait for older launches. */
 	st = aql_timeline_kernarg(t, queue, kernel->kernarg_size, &kernarg);
 	if (st == AQL_OK) {
 		if (nuses)
 			aql_buf_lock();
-		st = submit(queue, t, kernel, config, args, n, uses, nuses, &d, packets, kernarg,
+		st = submit(queue, t, kernel, config, args, n, uses, nuses, packets, pre, kernarg,
 			    done);
 		if (nuses)
 			aql_buf_unlock();

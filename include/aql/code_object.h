@@ -118,10 +118,10 @@ typedef struct aql_load_options {
 /*
  * Read a code object without loading it: ELF headers, target ID, metadata,
  * kernel descriptors and the descriptor/metadata cross-check. image is
- * copied; it need not outlive the call. Errors: AQL_ERR_INVALID_CODE_OBJECT
- * naming what is malformed or inconsistent, AQL_ERR_UNSUPPORTED (a code
- * object version or machine this loader does not read), AQL_ERR_NOMEM.
- * Thread safe.
+ * read in place, never written and not kept: it need not outlive the
+ * call. Errors: AQL_ERR_INVALID_CODE_OBJECT naming what is malformed or
+ * inconsistent, AQL_ERR_UNSUPPORTED (a code object version or machine
+ * this loader does not read), AQL_ERR_NOMEM. Thread safe.
  */
 aql_status aql_code_object_open(const void *image, size_t size,
 				aql_code_object **out);

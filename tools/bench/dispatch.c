@@ -607,7 +607,7 @@ static const struct goal dispatch_goals[] = {
 	  "alloc_free_ns", NULL, false, 50, "ns" },
 	{ "goal_launch_overhead_ns",
 	  "launch_overhead_ns p50 (ns, 4-argument kernel)",
-	  "launch_overhead_ns", NULL, false, 100, "ns" },
+	  "launch_overhead_ns", NULL, false, 50, "ns" },
 };
 
 const struct mode bench_mode_dispatch = {
