@@ -320,6 +320,7 @@ static enum outcome process(struct processor *p, aql_packet *slot, uint16_t head
 	if (out != DONE)
 		return out;
 	handle = slot->dispatch.completion_signal;
+	aql_queue_finish(slot);
 	if (handle) {
 		signal = aql_signal_from_handle(handle);
 		if (p->profiling) {
@@ -330,7 +331,7 @@ static enum outcome process(struct processor *p, aql_packet *slot, uint16_t head
 		aql_signal_sub(signal, 1, aql_header_release(header) != AQL_FENCE_NONE
 						  ? AQL_RELEASE : AQL_RELAXED);
 	}
-	aql_queue_retire(p->q, slot, id);
+	aql_queue_retire(p->q, id);
 	return DONE;
 }
 
