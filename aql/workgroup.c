@@ -38,6 +38,7 @@
 void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom, size_t size);
 void __sanitizer_finish_switch_fiber(void *fake_stack_save, const void **bottom_old,
 				     size_t *size_old);
+void __asan_unpoison_memory_region(const volatile void *addr, size_t size);
 #endif
 #ifdef AQL_TSAN
 void *__tsan_get_current_fiber(void);
@@ -211,14 +212,23 @@ aql_status aql_wg_exec_create(uint32_t max_workitems, struct aql_wg_exec **out)
 	return AQL_OK;
 }
 
-/* Fibers are suspended in their loop, not running: dropping them is safe. */
+/*
+ * Fibers are suspended in their loop, not running: dropping them is safe.
+ * ASan still holds the redzones of their live frames, and would report
+ * whatever is mapped there next: clear them first.
+ */
 void aql_wg_exec_destroy(struct aql_wg_exec *e)
 {
 	if (!e)
 		return;
-	for (uint32_t i = 0; e->fibers && i < e->max_workitems; i++)
-		if (e->fibers[i].base)
-			munmap(e->fibers[i].base, STACK_SIZE);
+	for (uint32_t i = 0; e->fibers && i < e->max_workitems; i++) {
+		if (!e->fibers[i].base)
+			continue;
+#ifdef AQL_ASAN
+		__asan_unpoison_memory_region(e->fibers[i].base, STACK_SIZE);
+#endif
+		munmap(e->fibers[i].base, STACK_SIZE);
+	}
 #ifdef AQL_TSAN
 	if (e->tsan_items)
 		__tsan_destroy_fiber(e->tsan_items);
@@ -248,12 +258,19 @@ static int reserve(void **buf, size_t *capacity, size_t size)
 	return 0;
 }
 
-/* A free fiber; its stack and context are made on first use only. */
+/*
+ * A free fiber; its stack and context are made on first use only. After a
+ * group failed, the fibers of its work-items left at a barrier hold their
+ * frames for good and are never free again, so the pool can run dry.
+ */
 static struct fiber *take_fiber(struct aql_wg_exec *e)
 {
-	struct fiber *f = e->free_fibers[--e->nfree];
+	struct fiber *f;
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 
+	if (!e->nfree)
+		return NULL;
+	f = e->free_fibers[--e->nfree];
 	if (!f->base) {
 		f->base = mmap(NULL, STACK_SIZE, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
