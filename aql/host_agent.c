@@ -12,10 +12,11 @@
  * processor taking part.
  *
  * Before a packet: its header was loaded with acquire order, which meets
- * any acquire fence scope. After it: release fence (if asked for), profiling
- * stamps, completion signal decrement, header reset to INVALID, read index
- * advance. A malformed packet stops the queue: error state, completion
- * signal -1, error callback.
+ * any acquire fence scope. After it: header reset to INVALID (the packet
+ * is no longer in flight), profiling stamps, completion signal decrement
+ * (release, if the packet asks for a release fence), read index advance. A
+ * malformed packet stops the queue: error state, completion signal -1,
+ * error callback.
  */
 #include <errno.h>
 #include <pthread.h>
