@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "aql/agent_impl.h"
 #include "util/clock.h"
@@ -15,6 +17,10 @@
 #define SPACE_SPIN_NS 5000u
 
 static uint64_t next_queue_id;
+
+/* Every queue between its attach and its destroy, for find_pending. */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct aql_queue_impl *live_queues;
 
 static aql_status check_config(const aql_agent_info *info, const aql_queue_config *c)
 {
@@ -105,6 +111,10 @@ aql_status aql_queue_create(aql_agent *agent, const aql_queue_config *config,
 		return st;
 	}
 	__atomic_fetch_add(&agent->queues, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&live_lock);
+	q->next_live = live_queues;
+	live_queues = q;
+	pthread_mutex_unlock(&live_lock);
 	*out = &q->pub;
 	return AQL_OK;
 }
@@ -128,15 +138,64 @@ static void cancel_pending(struct aql_queue_impl *q)
 aql_status aql_queue_destroy(aql_queue *queue)
 {
 	struct aql_queue_impl *q = aql_queue_impl(queue);
+	struct aql_queue_impl **pp;
 
 	if (!queue)
 		return AQL_OK;
 	q->agent->ops->queue_detach(q->agent, q);
 	cancel_pending(q);
+	/* Only now: until its packets were cancelled they were in flight. */
+	pthread_mutex_lock(&live_lock);
+	for (pp = &live_queues; *pp != q; pp = &(*pp)->next_live)
+		;
+	*pp = q->next_live;
+	pthread_mutex_unlock(&live_lock);
 	aql_timeline_free(q->timeline);
 	__atomic_fetch_sub(&q->agent->queues, 1, __ATOMIC_RELAXED);
 	free_queue(q);
 	return AQL_OK;
+}
+
+/* The packet at id if it is in flight; the header is loaded with acquire
+ * so that the body read after it is the one published with it. */
+static int pending_at(aql_queue *queue, uint64_t id, aql_packet *out)
+{
+	aql_packet *slot = aql_queue_slot(queue, id);
+	uint16_t header = __atomic_load_n(&slot->header, __ATOMIC_ACQUIRE);
+
+	if (aql_header_type(header) == AQL_PACKET_INVALID)
+		return 0;
+	/* All but the header, which the processor may reset meanwhile. */
+	memcpy((char *)out + sizeof(header), (const char *)slot + sizeof(header),
+	       sizeof(*out) - sizeof(header));
+	out->header = header;
+	return 1;
+}
+
+int aql_queue_find_pending(int (*match)(const aql_packet *packet, void *user), void *user,
+			   aql_packet *found, uint64_t *queue_id, uint64_t *packet_id)
+{
+	int hit = 0;
+
+	pthread_mutex_lock(&live_lock);
+	for (struct aql_queue_impl *q = live_queues; q && !hit; q = q->next_live) {
+		aql_queue *queue = &q->pub;
+		uint64_t id = __atomic_load_n(&queue->amd->read_dispatch_id, __ATOMIC_ACQUIRE);
+		uint64_t end = __atomic_load_n(&queue->amd->write_dispatch_id, __ATOMIC_ACQUIRE);
+
+		/* end - id can exceed the ring only while producers wait for room. */
+		if (end - id > queue->size)
+			end = id + queue->size;
+		for (; id < end && !hit; id++) {
+			if (pending_at(queue, id, found) && match(found, user)) {
+				*queue_id = queue->amd->hsa.id;
+				*packet_id = id;
+				hit = 1;
+			}
+		}
+	}
+	pthread_mutex_unlock(&live_lock);
+	return hit;
 }
 
 aql_status aql_queue_fail(struct aql_queue_impl *q, aql_status status,

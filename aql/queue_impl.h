@@ -15,6 +15,7 @@ struct aql_queue_impl {
 	aql_queue_error_fn error_callback;
 	void *error_user;
 	struct aql_timeline *timeline;	/* typed launches and copies; lazily */
+	struct aql_queue_impl *next_live;	/* the live-queue list; its lock */
 	/* Producers waiting for space sleep on space_seq; the processor wakes
 	 * them. Own cache line: the processor reads it after every packet. */
 	uint32_t space_seq __attribute__((aligned(64)));
@@ -41,18 +42,29 @@ static inline void aql_queue_wake_space(struct aql_queue_impl *q)
 }
 
 /*
- * Retire the packet at id: reset its header to INVALID, then advance
- * read_dispatch_id. The header goes first so a producer that sees the new
- * read index can never have its fresh header overwritten by this reset.
+ * The packet in slot has finished: reset its header to INVALID. From here
+ * on aql_queue_find_pending() no longer counts it as in flight. Release,
+ * and before the completion signal: a thread that waited for the signal
+ * and then destroys what the packet used finds it INVALID (a packet whose
+ * release fence scope is NONE decrements its signal relaxed, and gets that
+ * guarantee only on x86).
+ */
+static inline void aql_queue_finish(aql_packet *slot)
+{
+	__atomic_store_n(&slot->header, (uint16_t)AQL_PACKET_INVALID, __ATOMIC_RELEASE);
+}
+
+/*
+ * Retire the finished packet at id: advance read_dispatch_id. The header
+ * was reset first (aql_queue_finish), so a producer that sees the new read
+ * index can never have its fresh header overwritten by that reset.
  * Producers asleep on a full ring are woken each quarter ring, not each
  * packet: one system call frees room for many packets. The processor also
  * wakes them whenever it runs out of packets, so none sleeps on room that
  * already exists.
  */
-static inline void aql_queue_retire(struct aql_queue_impl *q, aql_packet *slot,
-				    uint64_t id)
+static inline void aql_queue_retire(struct aql_queue_impl *q, uint64_t id)
 {
-	__atomic_store_n(&slot->header, (uint16_t)AQL_PACKET_INVALID, __ATOMIC_RELAXED);
 	__atomic_store_n(&q->pub.amd->read_dispatch_id, id + 1, __ATOMIC_SEQ_CST);
 	if (((id + 1) & (q->pub.mask >> 2)) == 0)
 		aql_queue_wake_space(q);
@@ -65,5 +77,17 @@ static inline void aql_queue_retire(struct aql_queue_impl *q, aql_packet *slot,
  */
 aql_status aql_queue_fail(struct aql_queue_impl *q, aql_status status,
 			  const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/*
+ * Look through every live queue for a packet in flight (published and not
+ * finished: the running one, and those waiting behind it) for which
+ * match(packet, user) is nonzero. Returns 1 and copies the first one to
+ * *found with its queue and packet ids, or returns 0. Costs a walk over
+ * the packets in flight, on the caller's thread, and nothing on the
+ * submission or processing paths. A packet published while the walk runs
+ * may be missed: callers document that race as their caller's to avoid.
+ */
+int aql_queue_find_pending(int (*match)(const aql_packet *packet, void *user), void *user,
+			   aql_packet *found, uint64_t *queue_id, uint64_t *packet_id);
 
 #endif

@@ -6,6 +6,7 @@
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/futex.h"
+#include "aql/queue_impl.h"
 #include "util/wait.h"
 #include "mem/host_mem.h"
 
@@ -65,15 +66,49 @@ aql_status aql_signal_create(int64_t initial, aql_signal **out)
 	return AQL_OK;
 }
 
-void aql_signal_destroy(aql_signal *signal)
+/* How packet p uses the signal with this handle, or NULL. */
+static const char *use_of(const aql_packet *p, uint64_t handle)
 {
+	uint16_t type = aql_header_type(p->header);
+
+	if (p->dispatch.completion_signal == handle)
+		return "completion signal";
+	if (type == AQL_PACKET_BARRIER_AND || type == AQL_PACKET_BARRIER_OR) {
+		for (int i = 0; i < 5; i++)
+			if (p->barrier.dep_signal[i] == handle)
+				return "dependency signal";
+	}
+	if (type == AQL_PACKET_VENDOR_SPECIFIC &&
+	    p->barrier_value.header.format == AQL_AMD_PACKET_BARRIER_VALUE &&
+	    p->barrier_value.signal == handle)
+		return "BARRIER_VALUE signal";
+	return NULL;
+}
+
+static int uses_signal(const aql_packet *p, void *user)
+{
+	return use_of(p, *(const uint64_t *)user) != NULL;
+}
+
+aql_status aql_signal_destroy(aql_signal *signal)
+{
+	uint64_t handle, queue_id, packet_id;
+	aql_packet p;
+
 	if (!signal)
-		return;
+		return AQL_OK;
+	handle = aql_signal_handle(signal);
+	if (aql_queue_find_pending(uses_signal, &handle, &p, &queue_id, &packet_id))
+		return aql_fail(AQL_ERR_BUSY,
+				"signal %p is the %s of packet %llu of queue %llu, which is in flight",
+				(void *)signal, use_of(&p, handle), (unsigned long long)packet_id,
+				(unsigned long long)queue_id);
 	pthread_mutex_lock(&pool_lock);
 	signal->kind = AQL_SIGNAL_KIND_INVALID;
 	signal->queue_ptr = (uint64_t)(uintptr_t)pool_free;
 	pool_free = signal;
 	pthread_mutex_unlock(&pool_lock);
+	return AQL_OK;
 }
 
 void aql_signal_wake_waiters(aql_signal *signal)

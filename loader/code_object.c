@@ -17,6 +17,7 @@
 
 #include "aql/agent_impl.h"
 #include "util/error.h"
+#include "aql/queue_impl.h"
 #include "loader/loader_impl.h"
 #include "loader/metadata_impl.h"
 
@@ -737,10 +738,36 @@ aql_status aql_code_object_load_file(aql_agent *agent, const char *path,
 	return st == AQL_OK ? st : aql_fail_prefix(st, path);
 }
 
-void aql_code_object_destroy(aql_code_object *co)
+/* A kernel dispatch whose kernel_object lies in the loaded range of co. */
+static int runs_code_of(const aql_packet *p, void *user)
 {
+	const aql_code_object *co = user;
+	uint64_t base = (uint64_t)(uintptr_t)co->info.base;
+
+	return aql_header_type(p->header) == AQL_PACKET_KERNEL_DISPATCH &&
+	       p->dispatch.kernel_object - base < co->alloc_size;
+}
+
+static const char *kernel_name_at(const aql_code_object *co, uint64_t kernel_object)
+{
+	for (uint32_t i = 0; i < co->info.kernel_count; i++)
+		if (co->kernels[i].kernel_object == kernel_object)
+			return co->kernels[i].name;
+	return "(not a kernel descriptor)";
+}
+
+aql_status aql_code_object_destroy(aql_code_object *co)
+{
+	uint64_t queue_id, packet_id;
+	aql_packet p;
+
 	if (!co)
-		return;
+		return AQL_OK;
+	if (co->info.base && aql_queue_find_pending(runs_code_of, co, &p, &queue_id, &packet_id))
+		return aql_fail(AQL_ERR_BUSY,
+				"code object still in use: kernel '%s' is in flight in packet %llu of queue %llu",
+				kernel_name_at(co, p.dispatch.kernel_object),
+				(unsigned long long)packet_id, (unsigned long long)queue_id);
 	if (co->info.base)
 		co->agent->ops->code_free(co->agent, co->info.base, co->alloc_size);
 	if (co->elf)
@@ -751,6 +778,7 @@ void aql_code_object_destroy(aql_code_object *co)
 	free(co->pointers);
 	free(co->symbol_copy);
 	free(co);
+	return AQL_OK;
 }
 
 const aql_code_object_info *aql_code_object_get_info(const aql_code_object *co)

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "helpers.h"
 
@@ -13,6 +14,41 @@ int th_finish(void)
 {
 	printf("%u passed, %u failed\n", th_passed, th_failed);
 	return th_failed ? 1 : 0;
+}
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TH_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define TH_SANITIZED 1
+#endif
+#endif
+
+uint64_t th_timeout_ns(void)
+{
+#ifdef TH_SANITIZED
+	return 60000000000ull;
+#else
+	return 10000000000ull;
+#endif
+}
+
+void th_stop(const char *why)
+{
+	th_failed++;
+	fprintf(stderr, "FAIL: %s\nstopping here: the work waited for may still run, so nothing is freed or unloaded\n",
+		why);
+	printf("%u passed, %u failed\n", th_passed, th_failed);
+	fflush(stdout);
+	fflush(stderr);
+	_exit(1);
+}
+
+aql_status th_done(aql_status st)
+{
+	if (st == AQL_ERR_TIMEOUT)
+		th_stop(aql_error_message());
+	return st;
 }
 
 aql_agent *th_agent(void)
@@ -90,8 +126,8 @@ aql_status th_submit(aql_queue *q, const void *packet)
 int64_t th_wait_done(aql_signal *signal)
 {
 	int64_t v = 1;
-	aql_status st = aql_signal_wait(signal, AQL_COND_LT, 1, TH_TIMEOUT_NS,
-					AQL_WAIT_SPIN_BLOCK, &v);
+	aql_status st = th_done(aql_signal_wait(signal, AQL_COND_LT, 1, TH_TIMEOUT_NS,
+						AQL_WAIT_SPIN_BLOCK, &v));
 
 	CHECK(st == AQL_OK, "completion wait: %s", aql_error_message());
 	return v;
@@ -99,12 +135,17 @@ int64_t th_wait_done(aql_signal *signal)
 
 uint64_t th_wait_read_index(aql_queue *q, uint64_t id)
 {
-	uint64_t read = 0;
+	uint64_t end = th_now_ns() + TH_TIMEOUT_NS, read;
 
-	for (unsigned ms = 0; ms < TH_TIMEOUT_NS / 1000000; ms++) {
-		read = __atomic_load_n(&q->amd->read_dispatch_id, __ATOMIC_ACQUIRE);
-		if (read >= id)
-			break;
+	while ((read = __atomic_load_n(&q->amd->read_dispatch_id, __ATOMIC_ACQUIRE)) < id) {
+		if (th_now_ns() > end) {
+			char why[128];
+
+			snprintf(why, sizeof(why), "queue %llu: read index %llu, waited for %llu",
+				 (unsigned long long)q->amd->hsa.id, (unsigned long long)read,
+				 (unsigned long long)id);
+			th_stop(why);
+		}
 		th_sleep_ms(1);
 	}
 	return read;

@@ -3,6 +3,7 @@
 #ifndef AQL_TESTS_HELPERS_H
 #define AQL_TESTS_HELPERS_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <aql/aql.h>
@@ -31,8 +32,28 @@ extern unsigned th_passed, th_failed;
 /* Print "N passed, M failed" and return the exit status. */
 int th_finish(void);
 
-/* Long enough for a loaded sanitizer run, short enough to fail, not hang. */
-#define TH_TIMEOUT_NS 10000000000ull
+/*
+ * How long a test waits for work to finish: long enough for a sanitizer
+ * build on a loaded 2-core machine (10 s, six times that under ASan or
+ * TSan), short enough to fail rather than hang. Meson's own limits for
+ * the tests are above it.
+ */
+uint64_t th_timeout_ns(void);
+#define TH_TIMEOUT_NS th_timeout_ns()
+
+/*
+ * Pass st through, unless it is AQL_ERR_TIMEOUT: then the work waited for
+ * may still be running, and code, kernargs or buffers it uses must stay
+ * as they are. The test fails and the process ends at once with _exit(),
+ * unloading and freeing nothing.
+ */
+aql_status th_done(aql_status st);
+
+/* Fail and end the test at once, as th_done() does on a timeout. */
+void th_stop(const char *why) __attribute__((noreturn));
+
+/* CHECK_OK for a wait on work in flight: a timeout ends the test (th_done). */
+#define CHECK_DONE(call) CHECK_OK(th_done(call))
 
 /* The default CPU agent, or exit(1). */
 aql_agent *th_agent(void);
@@ -56,13 +77,15 @@ aql_dispatch_packet th_dispatch1(const aql_host_kernel_descriptor *kd, const voi
 /* Submit; a failure is recorded with its reason. Returns the status. */
 aql_status th_submit(aql_queue *q, const void *packet);
 
-/* Wait until signal < 1 and return its value (negative: packet failed). */
+/* Wait until signal < 1 and return its value (negative: packet failed).
+ * A timeout ends the test (th_done). */
 int64_t th_wait_done(aql_signal *signal);
 
 /*
  * Wait (up to TH_TIMEOUT_NS) for the read index to reach id: the processor
  * advances it just after the completion signal, so a test that saw the
- * signal must still wait for it. Returns the last index seen.
+ * signal must still wait for it. Returns the index; a timeout ends the
+ * test (th_done).
  */
 uint64_t th_wait_read_index(aql_queue *q, uint64_t id);
 

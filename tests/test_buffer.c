@@ -161,7 +161,7 @@ static void test_copies(void)
 	/* Two queued copies, the second after the first: host -> dev -> dev2. */
 	CHECK_OK(aql_queue_copy(q, dev, host, N, NULL, 0, &c1));
 	CHECK_OK(aql_queue_copy(q, dev2, dev, N, &c1, 1, &c2));
-	CHECK_OK(aql_completion_wait(c2, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(c2, TH_TIMEOUT_NS));
 	CHECK(aql_completion_done(c1), "an earlier copy is not done after a later one");
 	CHECK_OK(aql_agent_copy(agent, back, dev2, N));
 	for (int i = 0; i < N; i++)
@@ -202,7 +202,7 @@ static void test_to_agent(void)
 	/* Change parts 0 and 2 on the host: two pieces of 100 elements. */
 	CHECK(aql_buf_data(parts[0], int32_t) && aql_buf_data(parts[2], int32_t), "part access");
 	CHECK_OK(aql_buf_to_agent(b, q, &done));
-	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	CHECK_OK(aql_launch_get_stats(q, &s));
 	CHECK(s.copies_in == 3 && s.bytes_in == 2400, "after two parts changed: %llu copies, %llu bytes",
 	      (unsigned long long)s.copies_in, (unsigned long long)s.bytes_in);

@@ -88,7 +88,7 @@ static void consume(aql_channel *ch, aql_completion done, aql_channel_fn fn, voi
 			break;
 		}
 	}
-	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 }
 
 static aql_completion run_seq(struct rig *r, aql_channel *ch, uint32_t producers,
@@ -214,7 +214,7 @@ static void test_drop_mode(void)
 
 	/* Nobody drains during the launch: exactly the ring's 8 get in. */
 	done = run_seq(&r, ch, 4, 500, drops);
-	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	d = aql_buf_data(drops, uint32_t);
 	for (int p = 0; p < 4; p++)
 		dropped += d[p];
@@ -336,7 +336,7 @@ static void test_limit(void)
 
 	CHECK_OK(AQL_LAUNCH(r.queue, th_kernel(r.co, "chan_limit"), &cfg, &done, AQL_ARG(ch),
 			    AQL_ARG(8u * 64 - 8), AQL_ARG(res)));
-	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	CHECK(aql_buf_data(res, int32_t)[0] == AQL_CHANNEL_TOO_BIG, "505 bytes: %d",
 	      aql_buf_data(res, int32_t)[0]);
 	CHECK(aql_buf_data(res, int32_t)[1] == AQL_CHANNEL_SENT, "504 bytes: %d",
@@ -394,7 +394,7 @@ static void test_group(void)
 	ch = chan(r.agent, 64, 32, AQL_CHANNEL_DROP, 0);
 	CHECK_OK(AQL_LAUNCH(r.queue, th_kernel(r.co, "chan_group"), &cfg, &done, AQL_ARG(ch),
 			    AQL_ARG(4u), AQL_ARG(drops)));
-	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	s = stats(ch);
 	CHECK(s.sent == 32 && s.drops == 64 * 4 - 32, "sent %llu drops %llu",
 	      (unsigned long long)s.sent, (unsigned long long)s.drops);
@@ -446,14 +446,14 @@ static void test_wait(void)
 	CHECK(s.wakeups <= sleeps, "%llu wake-ups for %llu sleeps",
 	      (unsigned long long)s.wakeups, (unsigned long long)sleeps);
 	chan_verify_fini(&v);
-	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 
 	/* A long wait that a late message ends. */
 	done = run_seq(&r, ch, 1, 1, drops);
 	t0 = th_now_ns();
-	CHECK_OK(aql_channel_wait(ch, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_channel_wait(ch, TH_TIMEOUT_NS));
 	CHECK(th_now_ns() - t0 < TH_TIMEOUT_NS, "the wait ran to its timeout");
-	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	chan_verify_init(&v, 1, 1);
 	CHECK_OK(aql_channel_drain(ch, 0, chan_verify_msg, &v, NULL));
 	CHECK(v.received == 1, "%llu received", (unsigned long long)v.received);
@@ -492,7 +492,7 @@ static void test_io_uring(void)
 	CHECK(e == 0 && (cqe->res & POLLIN), "POLL_ADD: %d", e);
 	if (e == 0)
 		io_uring_cqe_seen(&ring, cqe);
-	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	chan_verify_init(&v, 1, 0);
 	CHECK_OK(aql_channel_drain(ch, 0, chan_verify_msg, &v, NULL));
 	CHECK(v.received == 3 && v.errors == 0, "%llu received", (unsigned long long)v.received);
@@ -544,13 +544,13 @@ static void test_rpc(void)
 	CHECK_OK(aql_channel_register_rpc(ch, CHAN_OP_MUL, mul, NULL));
 	CHECK_OK(aql_channel_serve_start(ch, NULL, NULL));
 	CHECK(aql_channel_serve_start(ch, NULL, NULL) == AQL_ERR_BUSY, "a second serve thread");
-	CHECK_OK(aql_completion_wait(run_rpc(&r, ch, 16, 100, CHAN_OP_MUL, res), TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(run_rpc(&r, ch, 16, 100, CHAN_OP_MUL, res), TH_TIMEOUT_NS));
 	out = aql_buf_data(res, int32_t);
 	for (int i = 0; i < 16; i++)
 		CHECK(out[2 * i] == 0, "work-item %d: %d wrong replies (last %d)", i, out[2 * i],
 		      out[2 * i + 1]);
 	/* An opcode nobody serves. */
-	CHECK_OK(aql_completion_wait(run_rpc(&r, ch, 2, 3, 99, res), TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(run_rpc(&r, ch, 2, 3, 99, res), TH_TIMEOUT_NS));
 	CHECK(out[0] == 3 && out[1] == AQL_CHANNEL_CALL_UNKNOWN && out[2] == 3,
 	      "unknown opcode: %d bad, last %d", out[0], out[1]);
 	CHECK_OK(aql_channel_serve_stop(ch));
@@ -561,7 +561,7 @@ static void test_rpc(void)
 
 	/* No reply slots: the call fails on the device, sends nothing. */
 	ch = chan(r.agent, 64, 64, 0, 0);
-	CHECK_OK(aql_completion_wait(run_rpc(&r, ch, 1, 2, CHAN_OP_MUL, res), TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(run_rpc(&r, ch, 1, 2, CHAN_OP_MUL, res), TH_TIMEOUT_NS));
 	CHECK(out[0] == 2 && out[1] == AQL_CHANNEL_CALL_NO_REPLIES, "no replies: %d, %d",
 	      out[0], out[1]);
 	CHECK(stats(ch).sent == 0, "a request was sent");
@@ -581,7 +581,7 @@ static void test_serve(void)
 
 	chan_verify_init(&v, 4, 0);
 	CHECK_OK(aql_channel_serve_start(ch, chan_verify_msg, &v));
-	CHECK_OK(aql_completion_wait(run_seq(&r, ch, 4, 3000, drops), TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(run_seq(&r, ch, 4, 3000, drops), TH_TIMEOUT_NS));
 	CHECK_OK(aql_channel_serve_stop(ch));
 	CHECK(v.received == 12000 && v.errors == 0, "%llu received: %s",
 	      (unsigned long long)v.received, v.first_error);
@@ -589,7 +589,7 @@ static void test_serve(void)
 
 	/* A serve thread with no callback for kind 0 ends, and says why. */
 	CHECK_OK(aql_channel_serve_start(ch, NULL, NULL));
-	CHECK_OK(aql_completion_wait(run_seq(&r, ch, 1, 1, drops), TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(run_seq(&r, ch, 1, 1, drops), TH_TIMEOUT_NS));
 	st = aql_channel_serve_stop(ch);
 	CHECK(st == AQL_ERR_INVALID_ARG && th_error_has("no handler for message kind 0"),
 	      "serve stop: %s: %s", aql_status_str(st), aql_error_message());
@@ -658,12 +658,12 @@ static void test_lookalike(void)
 			    AQL_ARG(1u)));
 	CHECK_OK(AQL_LAUNCH(r.queue, k, &cfg, &done, AQL_ARG(ch), AQL_ARG(data), AQL_ARG(8u),
 			    AQL_ARG(2u)));
-	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	CHECK_OK(aql_channel_drain(ch, 0, count_msg, &n, NULL));
 	CHECK(n == 3, "%u of 3 messages", n);
 	CHECK_OK(AQL_LAUNCH(r.queue, k, &cfg, &done, AQL_ARG(ch), AQL_ARG(data), AQL_ARG(8u),
 			    AQL_ARG(1u)));
-	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	n = 0;
 	CHECK_OK(aql_channel_drain(ch, 0, count_msg, &n, NULL));
 	CHECK(n == 1, "%u messages where 1 was sent: payload read as a header", n);

@@ -170,7 +170,7 @@ static void run(const char *what, uint32_t workers, uint32_t slots, uint32_t fla
 		CHECK(c[i].st == AQL_OK, "%s: consumer %d: %s", what, i, c[i].error);
 	}
 	if (kernel) {
-		CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
+		CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 		for (uint32_t p = 0; p < PRODUCERS; p++)
 			dropped += aql_buf_data(r.drops, uint32_t)[p];
 	} else {

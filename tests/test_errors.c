@@ -162,8 +162,10 @@ static void test_destroy_in_flight(void)
 	}
 	/* A loaded machine may not have started the kernel yet; destroy must
 	 * find it running, not cancel it. */
-	while (!__atomic_load_n(&started, __ATOMIC_ACQUIRE))
-		th_sleep_ms(1);
+	for (uint64_t end = th_now_ns() + TH_TIMEOUT_NS;
+	     !__atomic_load_n(&started, __ATOMIC_ACQUIRE); th_sleep_ms(1))
+		if (th_now_ns() > end)
+			th_stop("the kernel never started");
 	CHECK_OK(aql_queue_destroy(q));
 	CHECK(finished == 1 && running->value == 0,
 	      "running kernel: finished %d, signal %lld", finished, (long long)running->value);

@@ -860,8 +860,13 @@ static void *open_gate_later(void *arg)
 
 static void wait_seen(struct gate *g)
 {
-	for (int i = 0; i < 10000 && !__atomic_load_n(&g->seen, __ATOMIC_ACQUIRE); i++)
+	uint64_t end = th_now_ns() + TH_TIMEOUT_NS;
+
+	while (!__atomic_load_n(&g->seen, __ATOMIC_ACQUIRE)) {
+		if (th_now_ns() > end)
+			th_stop("the read's progress callback never ran");
 		th_sleep_ms(1);
+	}
 }
 
 /*
@@ -904,13 +909,13 @@ static void test_async_chain(void)
 	      "a running read did not time out");
 	__atomic_store_n(&g.open, 1, __ATOMIC_RELEASE);
 	/* A waiter sees the signal reach 0. */
-	CHECK_OK(aql_signal_wait(read_done, AQL_COND_EQ, 0, TH_TIMEOUT_NS, AQL_WAIT_BLOCKED, &v));
+	CHECK_DONE(aql_signal_wait(read_done, AQL_COND_EQ, 0, TH_TIMEOUT_NS, AQL_WAIT_BLOCKED, &v));
 	CHECK(v == 0, "read signal %lld", (long long)v);
 	CHECK(th_wait_done(kernel_done) == 0, "kernel did not complete");
 	CHECK(__atomic_load_n(&sum, __ATOMIC_ACQUIRE) == want,
 	      "kernel saw sum %llu, want %llu", (unsigned long long)sum,
 	      (unsigned long long)want);
-	CHECK_OK(aql_file_read_wait(op, TH_TIMEOUT_NS, &r));
+	CHECK_DONE(aql_file_read_wait(op, TH_TIMEOUT_NS, &r));
 	CHECK(r.bytes == size && mismatch(dst, size, 0) < 0, "async read %llu bytes",
 	      (unsigned long long)r.bytes);
 	aql_file_read_free(op);
@@ -937,10 +942,10 @@ static void test_async(void)
 	/* Two reads on one signal of value 2: 0 after both. */
 	CHECK_OK(aql_file_read_async(path, a, size, 0, &o, s, &op1));
 	CHECK_OK(aql_file_read_async(path, b, size, 0, &o, s, &op2));
-	CHECK_OK(aql_signal_wait(s, AQL_COND_LT, 1, TH_TIMEOUT_NS, AQL_WAIT_BLOCKED, &v));
+	CHECK_DONE(aql_signal_wait(s, AQL_COND_LT, 1, TH_TIMEOUT_NS, AQL_WAIT_BLOCKED, &v));
 	CHECK(v == 0, "two reads left the signal at %lld", (long long)v);
-	CHECK_OK(aql_file_read_wait(op1, TH_TIMEOUT_NS, NULL));
-	CHECK_OK(aql_file_read_wait(op2, TH_TIMEOUT_NS, &r));
+	CHECK_DONE(aql_file_read_wait(op1, TH_TIMEOUT_NS, NULL));
+	CHECK_DONE(aql_file_read_wait(op2, TH_TIMEOUT_NS, &r));
 	CHECK(r.bytes == size && mismatch(a, size, 0) < 0 && mismatch(b, size, 0) < 0,
 	      "two async reads");
 	aql_file_read_free(op1);
@@ -967,9 +972,9 @@ static void test_async(void)
 					     .progress = on_progress, .progress_user = &log };
 
 		CHECK_OK(aql_file_read_async(path, a, size, 0, &so, s, &op));
-		CHECK_OK(aql_signal_wait(s, AQL_COND_LT, 1, TH_TIMEOUT_NS, AQL_WAIT_BLOCKED, &v));
+		CHECK_DONE(aql_signal_wait(s, AQL_COND_LT, 1, TH_TIMEOUT_NS, AQL_WAIT_BLOCKED, &v));
 		CHECK(v == -1, "failed read left the signal at %lld", (long long)v);
-		CHECK(aql_file_read_wait(op, TH_TIMEOUT_NS, &r) == AQL_ERR_SYSTEM &&
+		CHECK(th_done(aql_file_read_wait(op, TH_TIMEOUT_NS, &r)) == AQL_ERR_SYSTEM &&
 			      th_error_has("shrank"),
 		      "async failure status");
 		CHECK(r.bytes == CHUNK + 1000, "async failure reports %llu bytes",
@@ -989,7 +994,7 @@ static void test_async(void)
 		wait_seen(&g);
 		aql_file_read_cancel(op);
 		__atomic_store_n(&g.open, 1, __ATOMIC_RELEASE);
-		CHECK(aql_file_read_wait(op, TH_TIMEOUT_NS, &r) == AQL_ERR_SYSTEM &&
+		CHECK(th_done(aql_file_read_wait(op, TH_TIMEOUT_NS, &r)) == AQL_ERR_SYSTEM &&
 			      th_error_has("aql_file_read_cancel"),
 		      "canceled async read");
 		CHECK(aql_signal_load(s, AQL_ACQUIRE) == -1, "canceled read signal %lld",
@@ -1018,7 +1023,7 @@ static void test_async(void)
 
 	/* No signal: the handle alone. */
 	CHECK_OK(aql_file_read_async(path, b, size, 0, &o, NULL, &op));
-	CHECK_OK(aql_file_read_wait(op, TH_TIMEOUT_NS, &r));
+	CHECK_DONE(aql_file_read_wait(op, TH_TIMEOUT_NS, &r));
 	CHECK(r.bytes == size, "signal-less async read");
 	aql_file_read_free(op);
 

@@ -147,7 +147,7 @@ static void run_axpy(aql_agent *agent, int separate)
 	}
 	CHECK_OK(AQL_LAUNCH(q, k_axpy, &c, &done, AQL_ARG(2.0f), AQL_ARG(x), AQL_ARG(y),
 			    AQL_ARG((uint32_t)N)));
-	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	hy = aql_buf_data(y, float);
 	for (int i = 0; i < N; i++)
 		bad += hy[i] != 2.0f * (float)i + 1.0f;
@@ -162,7 +162,7 @@ static void run_axpy(aql_agent *agent, int separate)
 	/* x unchanged on the host: only y (written through aql_buf_data) moves in. */
 	CHECK_OK(AQL_LAUNCH(q, k_axpy, &c, &done, AQL_ARG(1.0f), AQL_ARG(x), AQL_ARG(y),
 			    AQL_ARG((uint32_t)N)));
-	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	CHECK_OK(aql_launch_get_stats(q, &s));
 	CHECK(s.copies_in == (separate ? 3u : 0u),
 	      "second launch copied x again: %llu copies in", (unsigned long long)s.copies_in);
@@ -172,7 +172,7 @@ static void run_axpy(aql_agent *agent, int separate)
 	CHECK(cy && cy[10] == 3.0f * 10 + 1.0f, "y[10] = %g after two launches", cy ? cy[10] : -1);
 	CHECK_OK(AQL_LAUNCH(q, k_axpy, &c, &done, AQL_ARG(1.0f), AQL_ARG(x), AQL_ARG(y),
 			    AQL_ARG((uint32_t)N)));
-	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	CHECK_OK(aql_launch_get_stats(q, &s));
 	CHECK(s.copies_in == (separate ? 3u : 0u) && s.copies_out == (separate ? 3u : 0u),
 	      "third launch: %llu copies in, %llu out", (unsigned long long)s.copies_in,
@@ -203,7 +203,7 @@ static void test_out_direction(aql_agent *agent)
 		hout[i] = -5;
 	}
 	CHECK_OK(AQL_LAUNCH(q, k_twice, &c, &done, AQL_ARG(in), AQL_ARG(out), AQL_ARG((uint32_t)N)));
-	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	CHECK_OK(aql_launch_get_stats(q, &s));
 	CHECK(s.copies_in == 1 && s.bytes_in == N * 4 && s.copies_out == 1 && s.bytes_out == N * 4,
 	      "out buffer: %llu copies in (%llu bytes), %llu out (%llu bytes)",
@@ -230,7 +230,7 @@ static void test_many_pieces(aql_agent *agent)
 
 	CHECK_OK(aql_queue_create(agent, NULL, &q));
 	CHECK_OK(AQL_LAUNCH(q, k_add, &c, &done, AQL_ARG(b), AQL_ARG(1), AQL_ARG((uint32_t)N)));
-	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	for (int i = 0; i < PIECES; i++) {
 		CHECK_OK(aql_buf_slice(b, 10 + 2 * (uint64_t)i, 1, &one));
 		int32_t *h = aql_buf_data(one, int32_t);
@@ -240,7 +240,7 @@ static void test_many_pieces(aql_agent *agent)
 		aql_buf_destroy(one);
 	}
 	CHECK_OK(AQL_LAUNCH(q, k_add, &c, &done, AQL_ARG(b), AQL_ARG(1), AQL_ARG((uint32_t)N)));
-	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	const int32_t *h = aql_buf_data_const(b, int32_t);
 
 	for (int i = 0; i < N && h; i++) {
@@ -280,7 +280,7 @@ static void test_fill_across_queues(aql_agent *agent)
 	c.after_count = 1;
 	CHECK_OK(AQL_LAUNCH(q2, k_twice, &c, &second, AQL_ARG(x), AQL_ARG(o2), AQL_ARG((uint32_t)N)));
 	gate_open(gate);
-	CHECK_OK(aql_completion_wait(second, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(second, TH_TIMEOUT_NS));
 	const int32_t *h = aql_buf_data_const(o2, int32_t);
 
 	for (int i = 0; i < N && h; i++)
@@ -350,14 +350,14 @@ static void test_dependencies(void)
 	th_sleep_ms(5);
 	CHECK(!aql_completion_done(second), "the dependent launch ran before its dependency");
 	gate_open(gate);
-	CHECK_OK(aql_completion_wait(second, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(second, TH_TIMEOUT_NS));
 	CHECK(aql_completion_done(first), "dependency not done after the dependent launch");
 	const int32_t *hb = aql_buf_data_const(b, int32_t);
 
 	for (int i = 0; i < N && hb; i++)
 		bad += hb[i] != 10;
 	CHECK(hb && bad == 0, "%d wrong results after a chained launch", bad);
-	CHECK_OK(aql_buf_wait(a, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_buf_wait(a, TH_TIMEOUT_NS));
 	aql_buf_destroy(a);
 	aql_buf_destroy(b);
 	aql_signal_destroy(gate);
@@ -405,7 +405,7 @@ static void test_partitions(void)
 	for (int i = 0; i < P; i++)
 		gate_open(gate[i]);
 	for (int i = 0; i < P; i++)
-		CHECK_OK(aql_completion_wait(done[i], TH_TIMEOUT_NS));
+		CHECK_DONE(aql_completion_wait(done[i], TH_TIMEOUT_NS));
 	CHECK(aql_buf_destroy(data) == AQL_ERR_BUSY, "a root with live views was destroyed");
 	const int32_t *h = aql_buf_data_const(data, int32_t);
 
@@ -416,7 +416,7 @@ static void test_partitions(void)
 	c.grid[0] = N / P;
 	CHECK_OK(AQL_LAUNCH(q[P], k_add, &c, &done[0], AQL_ARG(overlap), AQL_ARG(100),
 			    AQL_ARG((uint32_t)(N / P))));
-	CHECK_OK(aql_completion_wait(done[0], TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(done[0], TH_TIMEOUT_NS));
 	h = aql_buf_data_const(data, int32_t);
 	CHECK(h && h[N / P + 9] == 2 && h[N / P + 10] == 102 && h[2 * N / P + 9] == 103 &&
 		      h[2 * N / P + 10] == 3,
@@ -446,7 +446,7 @@ static void test_geometry(void)
 
 	CHECK_OK(aql_buf_create(AQL_TYPE(uint32_t), N, AQL_OUT, NULL, &ids));
 	CHECK_OK(AQL_LAUNCH(q, k_ids, &c, &done, AQL_ARG(ids), AQL_ARG((uint32_t)N)));
-	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	const uint32_t *h = aql_buf_data_const(ids, uint32_t);
 
 	/* The default work-group: 256, with a partial last group. */
@@ -456,7 +456,7 @@ static void test_geometry(void)
 
 	c.workgroup[0] = 100;
 	CHECK_OK(AQL_LAUNCH(q, k_ids, &c, &done, AQL_ARG(ids), AQL_ARG((uint32_t)N)));
-	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	h = aql_buf_data_const(ids, uint32_t);
 	CHECK(h && h[999] == 9 * 1000 + 99 && h[150] == 1050, "work-group 100: %u %u",
 	      h ? h[999] : 0, h ? h[150] : 0);
@@ -476,7 +476,7 @@ static void test_geometry(void)
 	c.workgroup[1] = 0;
 	c.workgroup[0] = 0;
 	CHECK_OK(AQL_LAUNCH(q, &small, &c, &done, AQL_ARG(ids), AQL_ARG((uint32_t)N)));
-	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	h = aql_buf_data_const(ids, uint32_t);
 	CHECK(h && h[999] == 7 * 1000 + 103, "max_flat 128: default group gave %u", h ? h[999] : 0);
 	c.workgroup[0] = 256;
@@ -493,7 +493,7 @@ static void test_geometry(void)
 
 	one.dynamic_lds = 100;
 	CHECK_OK(AQL_LAUNCH(q, k_dyn, &one, &done, AQL_ARG(ids)));
-	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	h = aql_buf_data_const(ids, uint32_t);
 	CHECK(h && h[0] == 100, "kernel with 20 bytes of static LDS saw %u dynamic bytes, not 100",
 	      h ? h[0] : 0);
@@ -523,7 +523,7 @@ static void test_struct_elements(void)
 	for (int i = 0; i < N && h; i++)
 		h[i] = (struct particle){ { 1, 2, 3 }, (uint32_t)i };
 	CHECK_OK(AQL_LAUNCH(q, k_move, &c, &done, AQL_ARG(p.raw), AQL_ARG(0.5), AQL_ARG((uint32_t)N)));
-	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	const struct particle *r = aql_buf_particle_data_const(p);
 
 	for (int i = 0; i < N && r; i++)
@@ -555,7 +555,7 @@ static void test_kernarg_recycling(void)
 	CHECK_OK(aql_mem_pool_default(AQL_MEM_FINE_GRAINED, &pool));
 	for (int i = 0; i < 1000; i++)
 		CHECK_OK(AQL_LAUNCH(q, k_add, &c, &done, AQL_ARG(acc), AQL_ARG(1), AQL_ARG((uint32_t)N)));
-	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	CHECK_OK(aql_mem_pool_get_stats(pool, &before));
 	CHECK_OK(aql_launch_get_stats(q, &s0));
 	for (int i = 0; i < LAUNCHES; i++) {
@@ -568,7 +568,7 @@ static void test_kernarg_recycling(void)
 		}
 		want += i % 7;
 	}
-	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	CHECK_OK(aql_mem_pool_get_stats(pool, &after));
 	CHECK_OK(aql_launch_get_stats(q, &s));
 	const int32_t *h = aql_buf_data_const(acc, int32_t);
@@ -616,7 +616,7 @@ static void test_kernarg_wait(void)
 		want += i % 7 + 1;
 	}
 	pthread_join(opener, NULL);
-	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	CHECK_OK(aql_launch_get_stats(q, &s));
 	CHECK(failures == 0 && s.kernarg_waits > 0 && s.kernarg_bytes < (uint64_t)LAUNCHES * 64,
 	      "%d failed launches; %llu waits for a %llu-byte pool", failures,
@@ -646,7 +646,7 @@ static void *launch_worker(void *arg)
 		if (AQL_LAUNCH(w->q, k_add, &c, &done, AQL_ARG(w->part), AQL_ARG(1),
 			       AQL_ARG(16u)) != AQL_OK)
 			w->failures++;
-	if (aql_completion_wait(done, TH_TIMEOUT_NS) != AQL_OK)
+	if (th_done(aql_completion_wait(done, TH_TIMEOUT_NS)) != AQL_OK)
 		w->failures++;
 	return NULL;
 }
@@ -669,7 +669,7 @@ static void test_threads(void)
 		pthread_join(tid[i], NULL);
 		failures += w[i].failures;
 	}
-	CHECK_OK(aql_buf_wait(data, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_buf_wait(data, TH_TIMEOUT_NS));
 	const int32_t *h = aql_buf_data_const(data, int32_t);
 
 	for (int i = 0; i < 16 * T && h; i++)
@@ -729,8 +729,8 @@ static void test_file_chain(void)
 	th_sleep_ms(5);
 	CHECK(!aql_completion_done(done), "the launch ran before the file was read");
 	__atomic_store_n(&release, 1, __ATOMIC_RELEASE);
-	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
-	CHECK_OK(aql_file_read_wait(op, TH_TIMEOUT_NS, NULL));
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_file_read_wait(op, TH_TIMEOUT_NS, NULL));
 	const int32_t *h = aql_buf_data_const(out, int32_t);
 
 	for (int i = 0; i < N && h; i++)
@@ -758,9 +758,9 @@ static void test_cancelled(void)
 	CHECK_OK(AQL_LAUNCH(q, k_add, &c, &done, AQL_ARG(a), AQL_ARG(1), AQL_ARG(8u)));
 	CHECK(aql_completion_wait(done, 1000000) == AQL_ERR_TIMEOUT, "a gated launch completed");
 	aql_queue_destroy(q);
-	expect_refused(aql_completion_wait(done, TH_TIMEOUT_NS), AQL_ERR_QUEUE_ERROR,
+	expect_refused(th_done(aql_completion_wait(done, TH_TIMEOUT_NS)), AQL_ERR_QUEUE_ERROR,
 		       "cancelled launch", "failed or was cancelled");
-	CHECK(aql_buf_wait(a, TH_TIMEOUT_NS) == AQL_ERR_QUEUE_ERROR,
+	CHECK(th_done(aql_buf_wait(a, TH_TIMEOUT_NS)) == AQL_ERR_QUEUE_ERROR,
 	      "aql_buf_wait on a cancelled launch's buffer: %s", aql_error_message());
 	CHECK_OK(aql_buf_destroy(a));
 	aql_signal_destroy(gate);

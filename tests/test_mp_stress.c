@@ -55,8 +55,8 @@ static void *produce(void *arg)
 		aql_dispatch_packet d;
 
 		if (i >= WINDOW) {
-			if (aql_signal_wait(signals[w], AQL_COND_LT, 1, TH_TIMEOUT_NS,
-					    AQL_WAIT_SPIN_BLOCK, &v) != AQL_OK || v != 0)
+			if (th_done(aql_signal_wait(signals[w], AQL_COND_LT, 1, TH_TIMEOUT_NS,
+						    AQL_WAIT_SPIN_BLOCK, &v)) != AQL_OK || v != 0)
 				p->bad_signals++;
 		}
 		aql_signal_store(signals[w], 1, AQL_RELAXED);
@@ -68,8 +68,8 @@ static void *produce(void *arg)
 		}
 	}
 	for (int i = 0; i < WINDOW; i++) {
-		if (aql_signal_wait(signals[i], AQL_COND_LT, 1, TH_TIMEOUT_NS,
-				    AQL_WAIT_SPIN_BLOCK, &v) != AQL_OK || v != 0)
+		if (th_done(aql_signal_wait(signals[i], AQL_COND_LT, 1, TH_TIMEOUT_NS,
+					    AQL_WAIT_SPIN_BLOCK, &v)) != AQL_OK || v != 0)
 			p->bad_signals++;
 		aql_signal_destroy(signals[i]);
 	}

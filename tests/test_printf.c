@@ -1486,7 +1486,7 @@ static void consume(aql_channel *ch, aql_completion done)
 			break;
 		}
 	}
-	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 }
 
 /* Many work-items, each printing a numbered sequence through a small ring. */

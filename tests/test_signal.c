@@ -109,7 +109,7 @@ static void test_wake(void)
 		int64_t v = 1;
 
 		pthread_create(&t, NULL, store_later, &d);
-		CHECK_OK(aql_signal_wait(d.s, AQL_COND_EQ, 0, TH_TIMEOUT_NS, hints[i], &v));
+		CHECK_DONE(aql_signal_wait(d.s, AQL_COND_EQ, 0, TH_TIMEOUT_NS, hints[i], &v));
 		CHECK(v == 0, "hint %u observed %lld", i, (long long)v);
 		pthread_join(t, NULL);
 		aql_signal_destroy(d.s);
@@ -127,7 +127,7 @@ static void test_wait_any(void)
 	pthread_t t;
 
 	pthread_create(&t, NULL, store_later, &d);
-	CHECK_OK(aql_signal_wait_any(3, s, conds, cmp, TH_TIMEOUT_NS, AQL_WAIT_BLOCKED,
+	CHECK_DONE(aql_signal_wait_any(3, s, conds, cmp, TH_TIMEOUT_NS, AQL_WAIT_BLOCKED,
 				     &index, &v));
 	CHECK(index == 2 && v == 6, "index %u value %lld", index, (long long)v);
 	pthread_join(t, NULL);

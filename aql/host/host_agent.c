@@ -12,10 +12,11 @@
  * processor taking part.
  *
  * Before a packet: its header was loaded with acquire order, which meets
- * any acquire fence scope. After it: release fence (if asked for), profiling
- * stamps, completion signal decrement, header reset to INVALID, read index
- * advance. A malformed packet stops the queue: error state, completion
- * signal -1, error callback.
+ * any acquire fence scope. After it: header reset to INVALID (the packet
+ * is no longer in flight), profiling stamps, completion signal decrement
+ * (release, if the packet asks for a release fence), read index advance. A
+ * malformed packet stops the queue: error state, completion signal -1,
+ * error callback.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -321,6 +322,7 @@ static enum outcome process(struct processor *p, aql_packet *slot, uint16_t head
 	if (out != DONE)
 		return out;
 	handle = slot->dispatch.completion_signal;
+	aql_queue_finish(slot);
 	if (handle) {
 		signal = aql_signal_from_handle(handle);
 		if (p->profiling) {
@@ -331,7 +333,7 @@ static enum outcome process(struct processor *p, aql_packet *slot, uint16_t head
 		aql_signal_sub(signal, 1, aql_header_release(header) != AQL_FENCE_NONE
 						  ? AQL_RELEASE : AQL_RELAXED);
 	}
-	aql_queue_retire(p->q, slot, id);
+	aql_queue_retire(p->q, id);
 	return DONE;
 }
 

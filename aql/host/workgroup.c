@@ -1,15 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Work-items as fibers. Each work-item that reaches a barrier keeps its own
- * stack until the group finishes; one that returns gives its stack back, so
- * a kernel without barriers runs every work-item on one stack. Fibers use
- * ucontext; the sanitizers are told about every stack switch.
+ * Work-items as fibers. A fiber is a stack and a context, made once per
+ * executor and kept: it runs one work-item after another, so a dispatch
+ * pays only for switches, never for making contexts. A work-item that
+ * reaches a barrier keeps its fiber until it returns; one that returns
+ * gives its fiber back to the next work-item, so a kernel without
+ * barriers needs one fiber. On x86-64 a switch saves the callee-saved
+ * registers itself; elsewhere it is swapcontext(), which also costs a
+ * signal-mask system call. The sanitizers are told about every switch.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <ucontext.h>
 #include <unistd.h>
 
 #include "util/error.h"
@@ -34,6 +38,7 @@
 void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom, size_t size);
 void __sanitizer_finish_switch_fiber(void *fake_stack_save, const void **bottom_old,
 				     size_t *size_old);
+void __asan_unpoison_memory_region(const volatile void *addr, size_t size);
 #endif
 #ifdef AQL_TSAN
 void *__tsan_get_current_fiber(void);
@@ -51,25 +56,112 @@ const aql_host_workitem *aql_host_workitem_current(void)
 	return aql_host_current_workitem;
 }
 
-enum fiber_state { FIBER_NEW, FIBER_AT_BARRIER, FIBER_DONE };
+/* Each fiber runs this loop; hidden, not static: x86-64 enters it from asm. */
+void aql_fiber_start(void) __attribute__((visibility("hidden"), noreturn));
 
-struct stack {
-	void *base;		/* guard page first */
-	void *tsan_fiber;
+#if defined(__x86_64__)
+/*
+ * A context is the stack pointer of a suspended fiber. aql_fiber_switch
+ * pushes the registers the SysV ABI makes callee-saved (rbx, rbp, r12-r15,
+ * and the MXCSR and x87 control words), stores rsp in *from, loads to and
+ * pops the same. Everything else is caller-saved, so the C caller has
+ * already spilled it.
+ */
+struct fiber_ctx {
+	void *sp;
 };
+
+void aql_fiber_switch(void **from, void *to) __attribute__((visibility("hidden")));
+void aql_fiber_entry(void) __attribute__((visibility("hidden")));
+
+__asm__(".text\n"
+	".globl aql_fiber_switch\n"
+	".hidden aql_fiber_switch\n"
+	".type aql_fiber_switch, @function\n"
+	"aql_fiber_switch:\n"
+	"	pushq %rbp\n"
+	"	pushq %rbx\n"
+	"	pushq %r12\n"
+	"	pushq %r13\n"
+	"	pushq %r14\n"
+	"	pushq %r15\n"
+	"	subq $8, %rsp\n"
+	"	stmxcsr (%rsp)\n"
+	"	fnstcw 4(%rsp)\n"
+	"	movq %rsp, (%rdi)\n"
+	"	movq %rsi, %rsp\n"
+	"	ldmxcsr (%rsp)\n"
+	"	fldcw 4(%rsp)\n"
+	"	addq $8, %rsp\n"
+	"	popq %r15\n"
+	"	popq %r14\n"
+	"	popq %r13\n"
+	"	popq %r12\n"
+	"	popq %rbx\n"
+	"	popq %rbp\n"
+	"	ret\n"
+	".size aql_fiber_switch, .-aql_fiber_switch\n"
+	/* A new fiber's first switch returns here, with rsp 16-byte aligned. */
+	".globl aql_fiber_entry\n"
+	".hidden aql_fiber_entry\n"
+	".type aql_fiber_entry, @function\n"
+	"aql_fiber_entry:\n"
+	"	call aql_fiber_start\n"
+	"	ud2\n"
+	".size aql_fiber_entry, .-aql_fiber_entry\n");
+
+static void ctx_init(struct fiber_ctx *c, void *base, size_t size)
+{
+	/* What aql_fiber_switch pops: control words, six registers (zero, so
+	 * that frame-pointer unwinding stops here), then the return address. */
+	uint64_t *sp = (uint64_t *)(((uintptr_t)base + size - 16) & ~(uintptr_t)15) - 8;
+
+	memset(sp, 0, 8 * sizeof(*sp));
+	sp[0] = 0x1f80u | (uint64_t)0x037fu << 32;	/* MXCSR, x87 control: defaults */
+	sp[7] = (uint64_t)(uintptr_t)aql_fiber_entry;
+	c->sp = sp;
+}
+
+static inline void ctx_switch(struct fiber_ctx *from, struct fiber_ctx *to)
+{
+	aql_fiber_switch(&from->sp, to->sp);
+}
+#else
+#include <ucontext.h>
+
+struct fiber_ctx {
+	ucontext_t uc;
+};
+
+static void ctx_init(struct fiber_ctx *c, void *base, size_t size)
+{
+	getcontext(&c->uc);
+	c->uc.uc_stack.ss_sp = base;
+	c->uc.uc_stack.ss_size = size;
+	c->uc.uc_link = NULL;
+	makecontext(&c->uc, aql_fiber_start, 0);
+}
+
+static inline void ctx_switch(struct fiber_ctx *from, struct fiber_ctx *to)
+{
+	swapcontext(&from->uc, &to->uc);
+}
+#endif
 
 struct fiber {
-	ucontext_t ctx;
-	struct stack *stack;
-	enum fiber_state state;
+	struct fiber_ctx ctx;
+	void *base;		/* guard page first; NULL until first used */
 };
+
+enum item_state { ITEM_NEW, ITEM_AT_BARRIER, ITEM_DONE };
 
 struct aql_wg_exec {
 	uint32_t max_workitems;
 	aql_host_workitem *items;
-	struct fiber *fibers;
-	struct stack *stacks;		/* max_workitems of them, mapped lazily */
-	struct stack **free_stacks;
+	uint8_t *state;			/* enum item_state, per work-item */
+	struct fiber **item_fiber;	/* the fiber running each work-item */
+	struct fiber *fibers;		/* max_workitems of them, made lazily */
+	struct fiber **free_fibers;
 	uint32_t nfree;
 	void *group_segment;
 	size_t group_capacity;
@@ -81,8 +173,15 @@ struct aql_wg_exec {
 	uint32_t current;
 	int use_fibers;
 	int fault;
-	ucontext_t sched;
-	void *sched_tsan_fiber;
+	struct fiber_ctx sched;
+	/*
+	 * TSan: one fiber handle for all work-items. They run on this thread
+	 * one at a time and every switch synchronises, so TSan would see them
+	 * as one thread anyway; a handle per work-item costs TSan about 0.8 MB
+	 * to make. Only the call stacks in a report can mix work-items.
+	 */
+	void *tsan_sched;
+	void *tsan_items;
 	const void *sched_stack_bottom;
 	size_t sched_stack_size;
 };
@@ -97,37 +196,48 @@ aql_status aql_wg_exec_create(uint32_t max_workitems, struct aql_wg_exec **out)
 		return aql_fail(AQL_ERR_NOMEM, "work-group executor: no memory");
 	e->max_workitems = max_workitems;
 	e->items = calloc(max_workitems, sizeof(*e->items));
+	e->state = calloc(max_workitems, sizeof(*e->state));
+	e->item_fiber = calloc(max_workitems, sizeof(*e->item_fiber));
 	e->fibers = calloc(max_workitems, sizeof(*e->fibers));
-	e->stacks = calloc(max_workitems, sizeof(*e->stacks));
-	e->free_stacks = calloc(max_workitems, sizeof(*e->free_stacks));
-	if (!e->items || !e->fibers || !e->stacks || !e->free_stacks) {
+	e->free_fibers = calloc(max_workitems, sizeof(*e->free_fibers));
+	if (!e->items || !e->state || !e->item_fiber || !e->fibers || !e->free_fibers) {
 		aql_wg_exec_destroy(e);
 		return aql_fail(AQL_ERR_NOMEM, "work-group executor: no memory for %u work-items",
 				max_workitems);
 	}
 	for (uint32_t i = 0; i < max_workitems; i++)
-		e->free_stacks[i] = &e->stacks[max_workitems - 1 - i];
+		e->free_fibers[i] = &e->fibers[max_workitems - 1 - i];
 	e->nfree = max_workitems;
 	*out = e;
 	return AQL_OK;
 }
 
+/*
+ * Fibers are suspended in their loop, not running: dropping them is safe.
+ * ASan still holds the redzones of their live frames, and would report
+ * whatever is mapped there next: clear them first.
+ */
 void aql_wg_exec_destroy(struct aql_wg_exec *e)
 {
 	if (!e)
 		return;
-	for (uint32_t i = 0; e->stacks && i < e->max_workitems; i++) {
-		if (e->stacks[i].base)
-			munmap(e->stacks[i].base, STACK_SIZE);
-#ifdef AQL_TSAN
-		if (e->stacks[i].tsan_fiber)
-			__tsan_destroy_fiber(e->stacks[i].tsan_fiber);
+	for (uint32_t i = 0; e->fibers && i < e->max_workitems; i++) {
+		if (!e->fibers[i].base)
+			continue;
+#ifdef AQL_ASAN
+		__asan_unpoison_memory_region(e->fibers[i].base, STACK_SIZE);
 #endif
+		munmap(e->fibers[i].base, STACK_SIZE);
 	}
+#ifdef AQL_TSAN
+	if (e->tsan_items)
+		__tsan_destroy_fiber(e->tsan_items);
+#endif
 	free(e->items);
+	free(e->state);
+	free(e->item_fiber);
 	free(e->fibers);
-	free(e->stacks);
-	free(e->free_stacks);
+	free(e->free_fibers);
 	free(e->group_segment);
 	free(e->private_segment);
 	free(e);
@@ -148,74 +258,85 @@ static int reserve(void **buf, size_t *capacity, size_t size)
 	return 0;
 }
 
-static struct stack *take_stack(struct aql_wg_exec *e)
+/*
+ * A free fiber; its stack and context are made on first use only. After a
+ * group failed, the fibers of its work-items left at a barrier hold their
+ * frames for good and are never free again, so the pool can run dry.
+ */
+static struct fiber *take_fiber(struct aql_wg_exec *e)
 {
-	struct stack *s = e->free_stacks[--e->nfree];
+	struct fiber *f;
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 
-	if (!s->base) {
-		s->base = mmap(NULL, STACK_SIZE, PROT_READ | PROT_WRITE,
+	if (!e->nfree)
+		return NULL;
+	f = e->free_fibers[--e->nfree];
+	if (!f->base) {
+		f->base = mmap(NULL, STACK_SIZE, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-		if (s->base == MAP_FAILED) {
-			s->base = NULL;
+		if (f->base == MAP_FAILED) {
+			f->base = NULL;
 			e->nfree++;
 			return NULL;
 		}
 		/* A guard page turns a stack overflow into a fault, not corruption. */
-		mprotect(s->base, page, PROT_NONE);
-#ifdef AQL_TSAN
-		s->tsan_fiber = __tsan_create_fiber(0);
-#endif
+		mprotect(f->base, page, PROT_NONE);
+		ctx_init(&f->ctx, f->base, STACK_SIZE);
 	}
-	return s;
+	return f;
 }
 
 /* Switch from the current context to to; bottom/size describe to's stack. */
-static void switch_context(ucontext_t *from, ucontext_t *to, void *tsan_to,
-			   const void *bottom, size_t size, int dying)
+static void switch_context(struct fiber_ctx *from, struct fiber_ctx *to, void *tsan_to,
+			   const void *bottom, size_t size)
 {
 #ifdef AQL_ASAN
 	void *fake = NULL;
 
-	__sanitizer_start_switch_fiber(dying ? NULL : &fake, bottom, size);
+	__sanitizer_start_switch_fiber(&fake, bottom, size);
 #else
-	(void)bottom, (void)size, (void)dying;
+	(void)bottom, (void)size;
 #endif
 #ifdef AQL_TSAN
 	__tsan_switch_to_fiber(tsan_to, 0);
 #else
 	(void)tsan_to;
 #endif
-	swapcontext(from, to);
+	ctx_switch(from, to);
 #ifdef AQL_ASAN
 	__sanitizer_finish_switch_fiber(fake, NULL, NULL);
 #endif
 }
 
-static void to_scheduler(struct aql_wg_exec *e, struct fiber *f, int dying)
+static void to_scheduler(struct aql_wg_exec *e, struct fiber *f)
 {
-	switch_context(&f->ctx, &e->sched, e->sched_tsan_fiber, e->sched_stack_bottom,
-		       e->sched_stack_size, dying);
+	switch_context(&f->ctx, &e->sched, e->tsan_sched, e->sched_stack_bottom,
+		       e->sched_stack_size);
 }
 
-static void fiber_main(void)
+/* A fiber's whole life: run the current work-item, report, repeat. Its
+ * executor never changes, as it runs only on the executor's thread. */
+void aql_fiber_start(void)
 {
 	struct aql_wg_exec *e = running_exec;
-	struct fiber *f = &e->fibers[e->current];
 
 #ifdef AQL_ASAN
 	__sanitizer_finish_switch_fiber(NULL, &e->sched_stack_bottom, &e->sched_stack_size);
 #endif
-	aql_host_current_workitem = &e->items[e->current];
-	e->kd->entry(e->kernarg);
-	f->state = FIBER_DONE;
-	to_scheduler(e, f, 1);
+	for (;;) {
+		uint32_t i = e->current;
+
+		aql_host_current_workitem = &e->items[i];
+		e->kd->entry(e->kernarg);
+		e->state[i] = ITEM_DONE;
+		to_scheduler(e, e->item_fiber[i]);
+	}
 }
 
 void aql_host_barrier(void)
 {
 	struct aql_wg_exec *e = running_exec;
-	struct fiber *f;
+	uint32_t i;
 
 	if (!e || !e->use_fibers) {
 		/* One work-item, or a kernel that promised no barriers. */
@@ -224,51 +345,37 @@ void aql_host_barrier(void)
 			e->fault = 1;
 		return;
 	}
-	f = &e->fibers[e->current];
-	f->state = FIBER_AT_BARRIER;
-	to_scheduler(e, f, 0);
+	i = e->current;
+	e->state[i] = ITEM_AT_BARRIER;
+	to_scheduler(e, e->item_fiber[i]);
 	aql_host_current_workitem = &e->items[e->current];
-}
-
-/* Out of line: getcontext() returns twice, which must not clobber the
- * scheduler loop's locals. */
-static __attribute__((noinline)) int prepare_fiber(struct aql_wg_exec *e, struct fiber *f)
-{
-	f->stack = take_stack(e);
-	if (!f->stack)
-		return -1;
-	getcontext(&f->ctx);
-	f->ctx.uc_stack.ss_sp = f->stack->base;
-	f->ctx.uc_stack.ss_size = STACK_SIZE;
-	f->ctx.uc_link = NULL;
-	makecontext(&f->ctx, fiber_main, 0);
-	return 0;
 }
 
 static int run_fibers(struct aql_wg_exec *e, uint32_t n)
 {
 	uint32_t alive = n;
 
-	for (uint32_t i = 0; i < n; i++)
-		e->fibers[i].state = FIBER_NEW;
+	memset(e->state, ITEM_NEW, n);
 #ifdef AQL_TSAN
-	e->sched_tsan_fiber = __tsan_get_current_fiber();
+	if (!e->tsan_items)
+		e->tsan_items = __tsan_create_fiber(0);
+	e->tsan_sched = __tsan_get_current_fiber();
 #endif
 	/* Each round runs every live work-item up to its next barrier, so no
 	 * work-item passes a barrier before all have reached it. */
 	while (alive) {
 		for (uint32_t i = 0; i < n; i++) {
-			struct fiber *f = &e->fibers[i];
+			struct fiber *f;
 
-			if (f->state == FIBER_DONE)
+			if (e->state[i] == ITEM_DONE)
 				continue;
-			if (f->state == FIBER_NEW && prepare_fiber(e, f))
+			if (e->state[i] == ITEM_NEW && !(e->item_fiber[i] = take_fiber(e)))
 				return -1;
+			f = e->item_fiber[i];
 			e->current = i;
-			switch_context(&e->sched, &f->ctx,
-				       f->stack->tsan_fiber, f->stack->base, STACK_SIZE, 0);
-			if (f->state == FIBER_DONE) {
-				e->free_stacks[e->nfree++] = f->stack;
+			switch_context(&e->sched, &f->ctx, e->tsan_items, f->base, STACK_SIZE);
+			if (e->state[i] == ITEM_DONE) {
+				e->free_fibers[e->nfree++] = f;
 				alive--;
 			}
 		}

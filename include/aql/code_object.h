@@ -151,10 +151,14 @@ aql_status aql_code_object_load_file(aql_agent *agent, const char *path,
 				     aql_code_object **out);
 
 /*
- * Unload: free the agent memory and everything the object owns. Packets
- * using its kernels must have completed. NULL is accepted.
+ * Unload: free the agent memory and everything the object owns. NULL is
+ * accepted. Errors: AQL_ERR_BUSY while a packet that dispatches one of its
+ * kernels is in flight in any queue (submitted and not finished), naming
+ * the kernel, the packet and the queue; the object is then left as it
+ * was. A dispatch submitted while destroy runs may be missed: the caller
+ * must not submit kernels of an object it is destroying.
  */
-void aql_code_object_destroy(aql_code_object *co);
+aql_status aql_code_object_destroy(aql_code_object *co);
 
 /*
  * Description of co (not NULL), valid until aql_code_object_destroy().

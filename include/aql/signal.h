@@ -74,12 +74,17 @@ enum aql_wait_hint {
 aql_status aql_signal_create(int64_t initial, aql_signal **out);
 
 /*
- * Release a signal. The caller guarantees that no packet references it and
- * no thread waits on it; freeing it right after a wait on it returned is
- * safe (signal memory is pooled and stays valid). NULL is accepted. Thread
- * safe.
+ * Release a signal. NULL is accepted. Thread safe. Errors: AQL_ERR_BUSY
+ * while a packet in flight in any queue (submitted and not finished) uses
+ * it as its completion signal or as a dependency (barrier-AND/OR,
+ * BARRIER_VALUE), naming the packet and the queue; the signal then stays
+ * valid. The caller guarantees that no thread waits on it and that no
+ * packet using it is being submitted meanwhile. Freeing it right after a
+ * wait on it returned is safe: the packet has finished by then, and
+ * signal memory is pooled, so the processor's wake-up after its decrement
+ * touches valid memory.
  */
-void aql_signal_destroy(aql_signal *signal);
+aql_status aql_signal_destroy(aql_signal *signal);
 
 /*
  * Block until cond(value, compare) holds or timeout_ns passes. On success

@@ -35,6 +35,13 @@
  *	that thread's completion signal. Timed from the barrier release
  *	(the earliest post-barrier timestamp) until every signal completed.
  *
+ * dispatch_barrier_wg1000
+ *	Round trip of one dispatch of a kernel with two work-group barriers,
+ *	4000 work-items in groups of 1000, on a SINGLE queue: every
+ *	work-item runs as a fiber and is switched at each barrier, so this
+ *	is the cost of the CPU agent's work-item contexts. Timed as
+ *	dispatch_rtt_block (AQL_WAIT_BLOCKED), block_samples / 10 samples.
+ *
  * baseline_pingpong_rtt
  *	Two threads bounce a counter through one cache line, spinning:
  *	A stores i, B waits for i and answers -i, A waits for -i. Timed
@@ -95,6 +102,34 @@ static aql_packet empty_dispatch(int barrier, aql_signal *completion)
 	d->completion_signal = completion ? aql_signal_handle(completion) : 0;
 	return p;
 }
+
+/* ---- the barrier kernel ---------------------------------------------- */
+
+#define BARRIER_GRID	4000u
+#define BARRIER_WG	1000u
+
+struct barrier_kernarg {
+	uint32_t *out;
+};
+
+/* Each work-item writes its slot, waits, reads its neighbour's, waits
+ * again: two barriers, so each context is switched out twice. */
+static void barrier_kernel(const void *kernarg)
+{
+	const struct barrier_kernarg *a = kernarg;
+	const aql_host_workitem *w = aql_host_workitem_current();
+	uint32_t l = w->local_id[0], g = w->group_id[0] * BARRIER_WG;
+	uint32_t v;
+
+	a->out[g + l] = g + l;
+	aql_host_barrier();
+	v = a->out[g + (l + 1) % BARRIER_WG];
+	aql_host_barrier();
+	a->out[g + l] = v;
+}
+
+static const aql_host_kernel_descriptor barrier_kd =
+	AQL_HOST_KERNEL_DESCRIPTOR(barrier_kernel, struct barrier_kernarg, 0);
 
 /* ---- queue plumbing ----------------------------------------------------- */
 
@@ -230,6 +265,63 @@ out:
 	if (q && queue_close(q))
 		rc = -1;
 	aql_signal_destroy(sig);
+	free(samples);
+	return rc;
+}
+
+static int bench_barrier_wg1000(struct ctx *ctx, struct result *res)
+{
+	static _Alignas(16) struct barrier_kernarg args;
+	uint32_t n = ctx->sz.block_samples / 10 ? ctx->sz.block_samples / 10 : 1;
+	uint64_t *samples = alloc_samples(n);
+	aql_queue *q = NULL;
+	aql_signal *sig = NULL;
+	aql_packet pkt;
+	aql_dispatch_packet *d = &pkt.dispatch;
+	aql_status st;
+	uint64_t t0;
+	int rc = -1;
+
+	args.out = calloc(BARRIER_GRID, sizeof(*args.out));
+	if (!samples || !args.out) {
+		rc = fail_errno("malloc", ENOMEM);
+		goto out;
+	}
+	if (queue_open(ctx, ctx->agent, AQL_QUEUE_SINGLE, &q) || signals_create(&sig, 1))
+		goto out;
+	pkt = empty_dispatch(0, sig);
+	d->workgroup_size_x = BARRIER_WG;
+	d->grid_size_x = BARRIER_GRID;
+	d->kernel_object = (uint64_t)(uintptr_t)&barrier_kd;
+	d->kernarg_address = (uint64_t)(uintptr_t)&args;
+	/* Round -1 is the warm-up: it maps the work-item stacks. */
+	for (int64_t i = -1; i < (int64_t)n; i++) {
+		aql_signal_store(sig, 1, AQL_RELAXED);
+		t0 = now_ns();
+		st = aql_queue_submit(q, &pkt);
+		if (st != AQL_OK) {
+			rc = fail("aql_queue_submit", st);
+			goto out;
+		}
+		if (await_done(q, sig, AQL_WAIT_BLOCKED))
+			goto out;
+		if (i >= 0)
+			samples[i] = now_ns() - t0;
+	}
+	for (uint32_t i = 0; i < BARRIER_GRID; i++)
+		if (args.out[i] != i / BARRIER_WG * BARRIER_WG + (i + 1) % BARRIER_WG) {
+			fprintf(stderr, "aql-bench: barrier kernel: out[%u] = %u\n", i,
+				args.out[i]);
+			goto out;
+		}
+	res->kind = RESULT_LATENCY;
+	latency_stats(samples, n, &res->lat);
+	rc = 0;
+out:
+	if (q && queue_close(q))
+		rc = -1;
+	aql_signal_destroy(sig);
+	free(args.out);
 	free(samples);
 	return rc;
 }
@@ -576,6 +668,7 @@ static const struct bench dispatch_benches[] = {
 	{ "baseline_futex_rtt",		 bench_pingpong_futex },
 	{ "dispatch_rtt_block",		 bench_rtt_block },
 	{ "dispatch_rtt_block_parked",	 bench_rtt_block_parked },
+	{ "dispatch_barrier_wg1000",	 bench_barrier_wg1000 },
 	{ "dispatch_throughput",	 bench_tput },
 	{ "dispatch_throughput_barrier", bench_tput_barrier },
 	{ "dispatch_throughput_mp",	 bench_tput_mp },
