@@ -62,6 +62,7 @@ struct load_ctx {
 	uint32_t args;
 	void *note;		/* copy of the NT_AMDGPU_METADATA descriptor */
 	size_t note_size;
+	int inspect_only;	/* a target aql opens but does not dispatch */
 	struct comgr *comgr;	/* NULL: not installed */
 	char comgr_why[320];	/* why it is NULL */
 	struct duration meta[READERS];	/* see measure_readers() */
@@ -140,6 +141,20 @@ static int aql_meta_once(const struct load_ctx *l, struct walk_sum *sum)
 	walk_aql(aql_code_object_get_info(co)->metadata, sum);
 	aql_code_object_destroy(co);
 	return 0;
+}
+
+static int dispatchable(const struct load_ctx *l)
+{
+	const aql_code_object_info *info;
+	aql_code_object *co;
+	int ok;
+
+	if (aql_code_object_open(l->image, l->size, &co) != AQL_OK)
+		return 1;
+	info = aql_code_object_get_info(co);
+	ok = info->kind != AQL_CODE_OBJECT_AMDGPU || aql_target_dispatchable(&info->target);
+	aql_code_object_destroy(co);
+	return ok;
 }
 
 /* The parser alone, on the note found by load_setup(). */
@@ -641,6 +656,12 @@ static int bench_load_ms(struct ctx *ctx, struct result *res)
 
 	if (!v)
 		return fail_errno("calloc", ENOMEM);
+	if (l->inspect_only) {
+		res->kind = RESULT_SKIPPED;
+		res->skipped = "aql opens this target but does not dispatch it (gfx6-gfx8)";
+		free(v);
+		return 0;
+	}
 	/* Round 0 warms up and is not recorded. */
 	for (r = 0; r <= n; r++) {
 		t0 = now_ns();
@@ -697,6 +718,7 @@ static int load_setup(struct ctx *ctx)
 		return -1;
 	}
 	l->kernels = (uint32_t)a.kernels;
+	l->inspect_only = !dispatchable(l);
 	l->args = (uint32_t)a.args;
 	find_metadata_note(l);
 	if (!l->note) {
