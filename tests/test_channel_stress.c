@@ -203,6 +203,84 @@ static void run(const char *what, uint32_t workers, uint32_t slots, uint32_t fla
 	rig_free(&r);
 }
 
+struct pinger {
+	uint64_t channel;
+	uint32_t count, sent;
+	uint32_t ack;
+};
+
+static void *ping(void *arg)
+{
+	struct pinger *p = arg;
+
+	p->sent = chan_host_ping(p->channel, p->count, &p->ack);
+	return NULL;
+}
+
+struct acker {
+	struct chan_verify *v;
+	uint32_t *ack;
+};
+
+static int ack_msg(const aql_channel_msg *m, void *ctx)
+{
+	struct acker *a = ctx;
+	int r = chan_verify_msg(m, a->v);
+
+	__atomic_store_n(a->ack, (uint32_t)a->v->received, __ATOMIC_RELEASE);
+	return r;
+}
+
+/*
+ * Lost wake-ups: one message at a time, each sent only after the last was
+ * received, after a pause that varies so that sends meet the consumer in
+ * every phase of aql_channel_wait(): spinning, announcing its sleep,
+ * asleep. A wake-up lost runs a wait to its timeout, which fails.
+ */
+static void ping_pong(const char *what, uint32_t flags, uint32_t count)
+{
+	struct rig r = rig_make(1);
+	aql_channel_config cc = { .flags = flags };
+	struct pinger p = { 0 };
+	struct chan_verify v;
+	struct acker a = { &v, &p.ack };
+	aql_channel *ch = NULL;
+	aql_channel_stats s = { 0 };
+	uint64_t t0 = th_now_ns();
+	pthread_t t;
+	aql_status st;
+
+	CHECK_OK(aql_channel_create(r.agent, &cc, &ch));
+	if (!ch)
+		exit(1);
+	chan_verify_init(&v, 1, 0);
+	p = (struct pinger){ aql_channel_device_address(ch), count, 0, 0 };
+	CHECK(pthread_create(&t, NULL, ping, &p) == 0, "pthread_create");
+	while (v.received < count && !v.errors) {
+		st = aql_channel_wait(ch, TH_TIMEOUT_NS);
+		CHECK(st == AQL_OK, "%s: message %llu: %s", what,
+		      (unsigned long long)v.received, aql_error_message());
+		if (st == AQL_OK)
+			st = aql_channel_drain(ch, 0, ack_msg, &a, NULL);
+		if (st != AQL_OK)
+			break;
+	}
+	__atomic_store_n(&p.ack, UINT32_MAX, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	CHECK_OK(aql_channel_get_stats(ch, &s));
+	CHECK(v.errors == 0 && v.received == count && p.sent == count,
+	      "%s: %llu of %u received, %u sent: %s", what, (unsigned long long)v.received,
+	      count, p.sent, v.first_error);
+	CHECK(s.wakeups > 0 && s.wakeups <= count, "%s: %llu wake-ups for %u messages", what,
+	      (unsigned long long)s.wakeups, count);
+	printf("%-40s %8llu received %8u dropped %7u full waits %6llu wake-ups %6.0f ms\n",
+	       what, (unsigned long long)v.received, 0u, 0u, (unsigned long long)s.wakeups,
+	       (double)(th_now_ns() - t0) / 1e6);
+	chan_verify_fini(&v);
+	CHECK_OK(aql_channel_destroy(ch));
+	rig_free(&r);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -223,5 +301,7 @@ int main(int argc, char **argv)
 	    1, n);
 	run("128 host threads, 64 slots, 2 consumers", 1, 64, 0, NULL, 1, 2, few);
 	run("128 host threads, 256 slots, drop mode", 1, 256, AQL_CHANNEL_DROP, NULL, 1, 1, n);
+	ping_pong("ping-pong, membarrier handshake", 0, n / 4);
+	ping_pong("ping-pong, senders fence", AQL_CHANNEL_FENCE, n / 4);
 	return th_finish();
 }

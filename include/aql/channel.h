@@ -47,6 +47,13 @@ typedef struct aql_channel aql_channel;
 enum aql_channel_flag {
 	/* A send that finds the channel full is dropped and counted. */
 	AQL_CHANNEL_DROP = 1u << 0,
+	/*
+	 * CPU agent senders fence every message, and the consumer calls no
+	 * membarrier() before it sleeps: for a consumer that sleeps more
+	 * often than it receives. Without this flag it is used only where
+	 * membarrier() is refused (a seccomp filter, a kernel before 4.14).
+	 */
+	AQL_CHANNEL_FENCE = 1u << 1,
 };
 
 typedef struct aql_channel_config {
