@@ -42,12 +42,16 @@ RUNS = [
      'BLOCK with the tail_seen cache, 3 x 2/2/1'),
     ('lookalike', ['-DLOOKALIKE'], 'pass',
      'payload that looks like a header, which the consumer clears'),
+    ('sender_fence', ['-DSENDER_FENCE', '-DMLAST=1'], 'pass',
+     'senders fence (AQL_CHANNEL_FENCE, GPUs), no membarrier, 3 x 2/2/1'),
     ('bug_no_clear', ['-DLOOKALIKE', '-DBUG_NO_CLEAR'], 'assert',
      'consumer leaves payload that looks like a header: garbage delivered'),
     ('bug_no_recheck', ['-DBUG_NO_RECHECK'], 'deadlock',
      'consumer sleeps without re-checking: lost wake-up'),
     ('bug_wake_early', ['-DBUG_WAKE_EARLY'], 'deadlock',
      'producer looks at sleeping before its header store: lost wake-up'),
+    ('bug_no_membarrier', ['-DBUG_NO_MEMBARRIER'], 'deadlock',
+     'neither membarrier nor sender fence: sleeping load passes the header'),
     ('bug_no_flush', ['-DBUG_NO_FLUSH'], 'deadlock',
      'consumer sleeps without storing tail: producers never get space'),
     ('bug_hdr_first', ['-DBUG_HDR_FIRST'], 'assert',
@@ -65,6 +69,7 @@ RUNS = [
     ('see_wrap', ['-DSEE=7'], 'reach', 'a message wraps at the end of the ring'),
     ('see_evfd', ['-DSEE=8'], 'reach', 'a producer writes the eventfd'),
     ('see_flag_race', ['-DSEE=9'], 'reach', 'two stores of 0 to sleeping race'),
+    ('see_reorder', ['-DSEE=10'], 'reach', 'a load of sleeping passes the header store'),
 ]
 
 
