@@ -110,10 +110,16 @@ AQL_INLINE void aql_sys_store_u32_(aql_global uint32_t *p, uint32_t v)
 	*(volatile aql_global uint32_t *)p = v;
 }
 
+/*
+ * st.release (sm_70 and up) orders the payload before the header without
+ * a full fence of its own; membar.sys then orders it before the load of
+ * sleeping: one full fence per message, where the release store above
+ * would make two.
+ */
 AQL_INLINE void aql_channel_publish_(uint32_t flags, aql_global uint64_t *hdr, uint64_t v)
 {
 	(void)flags;
-	aql_sys_store_release_u64_(hdr, v);
+	__asm__ __volatile__("st.release.sys.global.u64 [%0], %1;" ::"l"(hdr), "l"(v) : "memory");
 	__nvvm_membar_sys();
 }
 

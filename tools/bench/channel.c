@@ -347,7 +347,8 @@ static int on_message(const aql_channel_msg *m, void *arg)
 	if (m->ticket != c->ticket)
 		return check_fail(c, "ticket %" PRIu64 " arrived, expected %" PRIu64, m->ticket,
 				  c->ticket);
-	c->ticket += AQL_CHANNEL_SLOTS(m->size, c->slot_size);
+	c->ticket += m->size + AQL_CHANNEL_HDR_BYTES <= c->slot_size ? 1
+		     : AQL_CHANNEL_SLOTS(m->size, c->slot_size);
 	return chan_msg_check(c, m->data, m->size);
 }
 
