@@ -69,7 +69,9 @@
  *   - Timeouts, statistics, kinds, RPC replies, the copy of wrapped
  *     messages, more than one consumer thread.
  *
- * Options (spin -D...): S, NP, M, MLAST; DROP; TAIL_SEEN (producers check
+ * Options (spin -D...): S, NP, M, MLAST; DROP; SENDER_FENCE (above; the
+ * smaller state space of the two, for the runs that check other parts of
+ * the protocol); TAIL_SEEN (producers check
  * ctl's tail_seen, the largest tail loaded so far, before loading the
  * ring's, and raise it with an atomic max); LOOKALIKE (payload in a second
  * slot's header word happens to read as the header the consumer looks for
