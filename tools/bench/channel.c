@@ -1031,7 +1031,7 @@ static const struct bench chan_benches[] = {
 /* Goal 1 becomes the anchor goal when the peer is not there (setup). */
 static struct goal chan_goals[] = {
 	{ "ratio_chan_mpsc_1p_over_dpdk_mpsc",
-	  "chan_mpsc_1p / DPDK rte_ring MP/SC, 1 producer (same run)",
+	  "chan_mpsc_1p / DPDK rte_ring MP/SC (same run)",
 	  "chan_mpsc_1p", "dpdk_ring_mpsc_1p", true, 1.2, NULL },
 	{ "ratio_chan_mpsc_8p_over_1p",
 	  "chan_mpsc_8p / chan_mpsc_1p (8 producers, 2 cores)",
