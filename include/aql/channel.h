@@ -136,7 +136,8 @@ aql_status aql_channel_wait(aql_channel *ch, uint64_t timeout_ns);
  * Before each poll of it, call aql_channel_arm(): 0 means a message is
  * already there (drain instead of polling); 1 means armed, and the next
  * send will make the fd readable. Reading the fd is optional; arm resets
- * it. Thread safe.
+ * it. An arm that announces a sleep runs membarrier() (microseconds; none
+ * with AQL_CHANNEL_FENCE), which spares every send a fence. Thread safe.
  */
 int aql_channel_fd(const aql_channel *ch);
 int aql_channel_arm(aql_channel *ch);
