@@ -322,12 +322,13 @@ AQL_INLINE uint32_t aql_channel_slots_(aql_global aql_channel_dev *ch, uint32_t 
 AQL_INLINE uint64_t aql_channel_write_(aql_global uint8_t *slots, uint64_t end, uint64_t off,
 				       const void *src, uint32_t n)
 {
-	uint32_t room = (uint32_t)(end - off);
+	uint32_t room;
 
-	if (n < room) {
+	if (n < end - off) {
 		aql_channel_copy_(slots + off, (const uint8_t *)src, n);
 		return off + n;
 	}
+	room = (uint32_t)(end - off);	/* at most n */
 	aql_channel_copy_(slots + off, (const uint8_t *)src, room);
 	aql_channel_copy_(slots, (const uint8_t *)src + room, n - room);
 	return n - room;
