@@ -7,6 +7,7 @@
  * checks it.
  */
 #include <errno.h>
+#include <linux/membarrier.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -55,6 +57,7 @@ struct aql_channel {
 	uint32_t slot_size, slot_count, max_bytes;
 	uint32_t reply_size, reply_count;
 	int efd;
+	int membarrier;			/* arm() fences the senders' CPUs */
 
 	aql_lock consumer;		/* one consumer at a time */
 	uint64_t pos;			/* next ticket to read; atomic */
@@ -94,9 +97,9 @@ static aql_status check_config(const aql_channel_config *c)
 		return aql_fail(AQL_ERR_INVALID_ARG,
 				"channel slot_count %u is not a power of two from 2 to %u",
 				c->slot_count, MAX_SLOT_COUNT);
-	if (c->flags & ~(uint32_t)AQL_CHANNEL_DROP)
+	if (c->flags & ~(uint32_t)(AQL_CHANNEL_DROP | AQL_CHANNEL_FENCE))
 		return aql_fail(AQL_ERR_INVALID_ARG, "channel flags 0x%x: unknown bits 0x%x",
-				c->flags, c->flags & ~(uint32_t)AQL_CHANNEL_DROP);
+				c->flags, c->flags & ~(uint32_t)(AQL_CHANNEL_DROP | AQL_CHANNEL_FENCE));
 	if (c->reply_slots && (!is_pow2(c->reply_slots) || c->reply_slots > MAX_SLOT_COUNT))
 		return aql_fail(AQL_ERR_INVALID_ARG,
 				"channel reply_slots %u is not a power of two up to %u",
@@ -106,6 +109,24 @@ static aql_status check_config(const aql_channel_config *c)
 				"channel reply_size %u is not a multiple of %u bytes up to 1 MiB",
 				c->reply_size, AQL_CHANNEL_SLOT_ALIGN);
 	return AQL_OK;
+}
+
+/*
+ * Register the process for MEMBARRIER_CMD_PRIVATE_EXPEDITED (once: it is
+ * per process and for good); 1 if arm() may use it. Racing first calls
+ * both register, which is harmless.
+ */
+static int membarrier_ready(void)
+{
+	static int state;	/* 0 not tried, 1 registered, -1 refused; atomic */
+	int s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
+
+	if (!s) {
+		s = syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0)
+			? -1 : 1;
+		__atomic_store_n(&state, s, __ATOMIC_RELEASE);
+	}
+	return s > 0;
 }
 
 aql_status aql_channel_create(aql_agent *agent, const aql_channel_config *config,
@@ -175,7 +196,9 @@ aql_status aql_channel_create(aql_agent *agent, const aql_channel_config *config
 	dev.replies = (uint64_t)(uintptr_t)ch->replies;
 	dev.slot_size = c.slot_size;
 	dev.slot_count = c.slot_count;
-	dev.flags = c.flags & AQL_CHANNEL_DROP ? AQL_CHANNEL_DEV_DROP : 0;
+	ch->membarrier = !(c.flags & AQL_CHANNEL_FENCE) && membarrier_ready();
+	dev.flags = (c.flags & AQL_CHANNEL_DROP ? AQL_CHANNEL_DEV_DROP : 0) |
+		    (ch->membarrier ? 0 : AQL_CHANNEL_DEV_FENCE);
 	dev.max_bytes = ch->max_bytes;
 	dev.reply_size = c.reply_size;
 	dev.reply_count = c.reply_slots;
@@ -285,10 +308,18 @@ static int serve_rpc(const aql_channel_msg *m, void *arg)
 	return 0;
 }
 
+/* Slots of a message of bytes payload bytes: mostly one, no division. */
+static uint32_t slots_of(const aql_channel *ch, uint32_t bytes)
+{
+	return bytes + AQL_CHANNEL_HDR_BYTES <= ch->slot_size ? 1u
+	       : AQL_CHANNEL_SLOTS(bytes, ch->slot_size);
+}
+
 aql_status aql_channel_drain(aql_channel *ch, uint32_t max, aql_channel_fn fn,
 			     void *ctx, uint32_t *received)
 {
 	uint32_t n = 0, batch;
+	size_t end;
 	aql_status st = AQL_OK;
 	uint64_t pos, called[4];
 
@@ -304,18 +335,22 @@ aql_status aql_channel_drain(aql_channel *ch, uint32_t max, aql_channel_fn fn,
 				(unsigned long long)ch->pos);
 	}
 	memset(called, 0, sizeof(called));
+	end = (size_t)ch->slot_count * ch->slot_size;
 	batch = ch->slot_count / 4 ? ch->slot_count / 4 : 1;
 	pos = ch->pos;
-	while ((!max || n < max) && ready(ch, pos)) {
-		uint64_t hdr = *slot_at(ch, pos);
+	while (!max || n < max) {
+		uint64_t *slot = slot_at(ch, pos);
+		/* Acquire: the payload the header vouches for is visible. */
+		uint64_t hdr = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
 		uint32_t bytes = AQL_CHANNEL_HDR_BYTES_OF(hdr), k;
 		uint32_t kind = AQL_CHANNEL_HDR_KIND(hdr);
-		size_t off = (size_t)((uint8_t *)slot_at(ch, pos) - ch->slots) + AQL_CHANNEL_HDR_BYTES;
-		size_t end = (size_t)ch->slot_count * ch->slot_size;
+		size_t off = (size_t)((uint8_t *)slot - ch->slots) + AQL_CHANNEL_HDR_BYTES;
 		const struct handler *h = &ch->handlers[kind];
 		aql_channel_msg m = { ch->slots + off, bytes, kind, pos };
 		int stop;
 
+		if (AQL_CHANNEL_HDR_SEQ(hdr) != (uint32_t)(pos + 1))
+			break;
 		if (bytes > ch->max_bytes) {
 			ch->stopped = 1;
 			st = aql_fail(AQL_ERR_QUEUE_ERROR,
@@ -343,7 +378,7 @@ aql_status aql_channel_drain(aql_channel *ch, uint32_t max, aql_channel_fn fn,
 		 * their first words before the slots go back (the release of
 		 * tail orders these stores before any reuse).
 		 */
-		k = AQL_CHANNEL_SLOTS(bytes, ch->slot_size);
+		k = slots_of(ch, bytes);
 		for (uint32_t j = 1; j < k; j++)
 			__atomic_store_n(slot_at(ch, pos + j), 0, __ATOMIC_RELAXED);
 		pos += k;
@@ -376,18 +411,32 @@ static void reset_eventfd(aql_channel *ch)
 
 /*
  * Announce a sleep: 1 if the consumer may now block on the eventfd, 0 if
- * a message is there. The seq_cst exchange and load pair with the
- * sender's seq_cst fence between its header store and its load of
- * sleeping (aql_channel_put_ in aql/kernel_channel.h): either the sender
- * sees sleeping = 1 and wakes us, or the re-check sees its header.
+ * a message is there. Dekker with the sender (aql_channel_put_ in
+ * aql/kernel_channel.h), which stores a header, then loads sleeping:
+ * either it sees sleeping = 1 and wakes us, or the re-check here sees
+ * its header. Each side needs a full fence between its store and its
+ * load. Ours is the seq_cst exchange. The sender's is, on a GPU or with
+ * AQL_CHANNEL_DEV_FENCE, its own fence; else it is membarrier() here,
+ * which runs a full fence on every CPU that runs a thread of this
+ * process (a thread not running passed one when it was switched out): a
+ * CPU sender's load of sleeping comes after that fence and sees 1, or
+ * its header store came before it and the load below sees it. This
+ * costs the consumer a few microseconds per sleep, and each sender
+ * nothing per message.
  */
 static int arm(aql_channel *ch)
 {
 	uint64_t pos = __atomic_load_n(&ch->pos, __ATOMIC_RELAXED);
 
+	/* A message already there: no announcement, no wake-up to cause. */
+	if (ready(ch, pos))
+		return 0;
 	reset_eventfd(ch);
 	__atomic_exchange_n(&ch->ring->sleeping, 1, __ATOMIC_SEQ_CST);
-	if (AQL_CHANNEL_HDR_SEQ(__atomic_load_n(slot_at(ch, pos), __ATOMIC_SEQ_CST)) ==
+	/* It cannot fail once registered; were it to, not sleeping is safe. */
+	if ((ch->membarrier &&
+	     syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0)) ||
+	    AQL_CHANNEL_HDR_SEQ(__atomic_load_n(slot_at(ch, pos), __ATOMIC_SEQ_CST)) ==
 		    (uint32_t)(pos + 1) ||
 	    __atomic_load_n(&ch->stopping, __ATOMIC_ACQUIRE)) {
 		__atomic_store_n(&ch->ring->sleeping, 0, __ATOMIC_RELAXED);

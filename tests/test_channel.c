@@ -411,7 +411,7 @@ static void test_wait(void)
 	aql_buf *drops = u32_buf(1);
 	struct chan_verify v;
 	aql_channel_stats s;
-	uint64_t t0, sleeps = 0;
+	uint64_t t0, arms = 0;
 	aql_completion done;
 	aql_status st;
 
@@ -431,10 +431,12 @@ static void test_wait(void)
 			CHECK(0, "%llu of 20000 received", (unsigned long long)v.received);
 			break;
 		}
+		/* Counted whatever it returns: a sender may see the announcement
+		 * of an arm that then finds its message, and wake anyway. */
+		arms++;
 		if (aql_channel_arm(ch)) {
 			struct pollfd p = { .fd = aql_channel_fd(ch), .events = POLLIN };
 
-			sleeps++;
 			poll(&p, 1, 5);
 		}
 		CHECK_OK(aql_channel_drain(ch, 0, chan_verify_msg, &v, NULL));
@@ -443,8 +445,8 @@ static void test_wait(void)
 	}
 	s = stats(ch);
 	CHECK(v.errors == 0 && v.received == 20000, "%s", v.first_error);
-	CHECK(s.wakeups <= sleeps, "%llu wake-ups for %llu sleeps",
-	      (unsigned long long)s.wakeups, (unsigned long long)sleeps);
+	CHECK(s.wakeups <= arms && s.wakeups < 20000, "%llu wake-ups for %llu arms",
+	      (unsigned long long)s.wakeups, (unsigned long long)arms);
 	chan_verify_fini(&v);
 	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 

@@ -10,6 +10,7 @@
  *
  *   test_channel_stress CHANNEL_KERNELS.host.so [MESSAGES_PER_PRODUCER]
  */
+#include <poll.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -203,6 +204,93 @@ static void run(const char *what, uint32_t workers, uint32_t slots, uint32_t fla
 	rig_free(&r);
 }
 
+struct pinger {
+	uint64_t channel;
+	uint32_t count, sent;
+	uint32_t ack;
+};
+
+static void *ping(void *arg)
+{
+	struct pinger *p = arg;
+
+	p->sent = chan_host_ping(p->channel, p->count, &p->ack);
+	return NULL;
+}
+
+struct acker {
+	struct chan_verify *v;
+	uint32_t *ack;
+};
+
+static int ack_msg(const aql_channel_msg *m, void *ctx)
+{
+	struct acker *a = ctx;
+	int r = chan_verify_msg(m, a->v);
+
+	__atomic_store_n(a->ack, (uint32_t)a->v->received, __ATOMIC_RELEASE);
+	return r;
+}
+
+/*
+ * Lost wake-ups: one message at a time, each sent only after the last was
+ * received, after a pause that varies so that sends meet the consumer
+ * announcing its sleep (aql_channel_arm) or asleep in poll(). A wake-up
+ * lost runs the poll to its timeout, which fails. Whether some sends do
+ * find it asleep depends on the scheduler: the count is printed.
+ */
+static void ping_pong(const char *what, uint32_t flags, uint32_t count)
+{
+	struct rig r = rig_make(1);
+	aql_channel_config cc = { .flags = flags };
+	struct pinger p = { 0 };
+	struct chan_verify v;
+	struct acker a = { &v, &p.ack };
+	aql_channel *ch = NULL;
+	aql_channel_stats s = { 0 };
+	uint64_t t0 = th_now_ns(), sleeps = 0;
+	pthread_t t;
+	aql_status st;
+
+	CHECK_OK(aql_channel_create(r.agent, &cc, &ch));
+	if (!ch)
+		exit(1);
+	chan_verify_init(&v, 1, 0);
+	p = (struct pinger){ aql_channel_device_address(ch), count, 0, 0 };
+	CHECK(pthread_create(&t, NULL, ping, &p) == 0, "pthread_create");
+	while (v.received < count && !v.errors) {
+		if (aql_channel_arm(ch)) {
+			struct pollfd pfd = { .fd = aql_channel_fd(ch), .events = POLLIN };
+
+			sleeps++;
+			if (poll(&pfd, 1, (int)(TH_TIMEOUT_NS / 1000000)) != 1) {
+				CHECK(0, "%s: message %llu: no wake-up within %llu ms", what,
+				      (unsigned long long)v.received,
+				      (unsigned long long)(TH_TIMEOUT_NS / 1000000));
+				break;
+			}
+		}
+		st = aql_channel_drain(ch, 0, ack_msg, &a, NULL);
+		CHECK(st == AQL_OK, "%s: %s", what, aql_error_message());
+		if (st != AQL_OK)
+			break;
+	}
+	__atomic_store_n(&p.ack, UINT32_MAX, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	CHECK_OK(aql_channel_get_stats(ch, &s));
+	CHECK(v.errors == 0 && v.received == count && p.sent == count,
+	      "%s: %llu of %u received, %u sent: %s", what, (unsigned long long)v.received,
+	      count, p.sent, v.first_error);
+	CHECK(s.wakeups <= count, "%s: %llu wake-ups for %u messages", what,
+	      (unsigned long long)s.wakeups, count);
+	printf("%-40s %8llu received %8llu sleeps %10llu wake-ups %6.0f ms\n",
+	       what, (unsigned long long)v.received, (unsigned long long)sleeps,
+	       (unsigned long long)s.wakeups, (double)(th_now_ns() - t0) / 1e6);
+	chan_verify_fini(&v);
+	CHECK_OK(aql_channel_destroy(ch));
+	rig_free(&r);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -223,5 +311,7 @@ int main(int argc, char **argv)
 	    1, n);
 	run("128 host threads, 64 slots, 2 consumers", 1, 64, 0, NULL, 1, 2, few);
 	run("128 host threads, 256 slots, drop mode", 1, 256, AQL_CHANNEL_DROP, NULL, 1, 1, n);
+	ping_pong("ping-pong, membarrier handshake", 0, n);
+	ping_pong("ping-pong, senders fence", AQL_CHANNEL_FENCE, n);
 	return th_finish();
 }

@@ -47,6 +47,13 @@ typedef struct aql_channel aql_channel;
 enum aql_channel_flag {
 	/* A send that finds the channel full is dropped and counted. */
 	AQL_CHANNEL_DROP = 1u << 0,
+	/*
+	 * CPU agent senders fence every message, and the consumer calls no
+	 * membarrier() before it sleeps: for a consumer that sleeps more
+	 * often than it receives. Without this flag it is used only where
+	 * membarrier() is refused (a seccomp filter, a kernel before 4.14).
+	 */
+	AQL_CHANNEL_FENCE = 1u << 1,
 };
 
 typedef struct aql_channel_config {
@@ -129,7 +136,8 @@ aql_status aql_channel_wait(aql_channel *ch, uint64_t timeout_ns);
  * Before each poll of it, call aql_channel_arm(): 0 means a message is
  * already there (drain instead of polling); 1 means armed, and the next
  * send will make the fd readable. Reading the fd is optional; arm resets
- * it. Thread safe.
+ * it. An arm that announces a sleep runs membarrier() (microseconds; none
+ * with AQL_CHANNEL_FENCE), which spares every send a fence. Thread safe.
  */
 int aql_channel_fd(const aql_channel *ch);
 int aql_channel_arm(aql_channel *ch);

@@ -61,6 +61,13 @@ enum aql_channel_call_result {
 /* aql_channel_dev.flags */
 enum aql_channel_dev_flag {
 	AQL_CHANNEL_DEV_DROP = 1u << 0,	/* full: drop and count, never wait */
+	/*
+	 * CPU agent senders put a full fence between the header store and
+	 * the load of sleeping. Without it they need none: the consumer,
+	 * before it sleeps, makes every thread of the process execute one
+	 * (membarrier), which GPU senders cannot rely on, so they always do.
+	 */
+	AQL_CHANNEL_DEV_FENCE = 1u << 1,
 };
 
 /*

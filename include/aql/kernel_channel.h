@@ -69,10 +69,12 @@ AQL_INLINE void aql_sys_store_u32_(aql_global uint32_t *p, uint32_t v)
 /*
  * Publish a header so that the load of sleeping after it cannot be
  * ordered before it: the sender's half of the handshake with the
- * consumer's seq_cst exchange of sleeping and load of the header.
+ * consumer's seq_cst exchange of sleeping and load of the header. The
+ * host's membarrier does not reach a GPU: its senders always fence.
  */
-AQL_INLINE void aql_channel_publish_(aql_global uint64_t *hdr, uint64_t v)
+AQL_INLINE void aql_channel_publish_(uint32_t flags, aql_global uint64_t *hdr, uint64_t v)
 {
+	(void)flags;
 	aql_sys_store_release_u64_(hdr, v);
 	__builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "");
 }
@@ -108,9 +110,16 @@ AQL_INLINE void aql_sys_store_u32_(aql_global uint32_t *p, uint32_t v)
 	*(volatile aql_global uint32_t *)p = v;
 }
 
-AQL_INLINE void aql_channel_publish_(aql_global uint64_t *hdr, uint64_t v)
+/*
+ * st.release (sm_70 and up) orders the payload before the header without
+ * a full fence of its own; membar.sys then orders it before the load of
+ * sleeping: one full fence per message, where the release store above
+ * would make two.
+ */
+AQL_INLINE void aql_channel_publish_(uint32_t flags, aql_global uint64_t *hdr, uint64_t v)
 {
-	aql_sys_store_release_u64_(hdr, v);
+	(void)flags;
+	__asm__ __volatile__("st.release.sys.global.u64 [%0], %1;" ::"l"(hdr), "l"(v) : "memory");
 	__nvvm_membar_sys();
 }
 
@@ -134,7 +143,7 @@ AQL_INLINE void aql_sys_store_release_u64_(uint64_t *p, uint64_t v)
 
 AQL_INLINE uint32_t aql_sys_load_u32_(uint32_t *p)
 {
-	return __atomic_load_n(p, __ATOMIC_SEQ_CST);
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 
 AQL_INLINE void aql_sys_store_u32_(uint32_t *p, uint32_t v)
@@ -142,10 +151,27 @@ AQL_INLINE void aql_sys_store_u32_(uint32_t *p, uint32_t v)
 	__atomic_store_n(p, v, __ATOMIC_RELAXED);
 }
 
-/* seq_cst store and (below) load: a fence would do, but TSan has none. */
-AQL_INLINE void aql_channel_publish_(uint64_t *hdr, uint64_t v)
+/*
+ * The header's release store, then the store-load order the handshake
+ * needs before the load of sleeping. A CPU sender pays nothing for it:
+ * before the consumer re-checks the header it runs membarrier(), which
+ * makes every running thread of the process execute a full fence, so
+ * that either this thread's load comes after that fence (and sees
+ * sleeping = 1) or its header store came before it (and the re-check
+ * sees the header). A compiler barrier keeps the load after the store in
+ * program order, which is all the kernel's fence needs: the same
+ * reasoning as for a signal handler, hence the signal fence. The
+ * ticket's fetch-add is then the one full barrier per message. Where
+ * the host could not register membarrier, the channel asks for a real
+ * fence (AQL_CHANNEL_DEV_FENCE).
+ */
+AQL_INLINE void aql_channel_publish_(uint32_t flags, uint64_t *hdr, uint64_t v)
 {
-	__atomic_store_n(hdr, v, __ATOMIC_SEQ_CST);
+	__atomic_store_n(hdr, v, __ATOMIC_RELEASE);
+	if (flags & AQL_CHANNEL_DEV_FENCE)
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	else
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 }
 
 AQL_INLINE uint64_t aql_agent_load_acquire_u64_(uint64_t *p)
@@ -263,6 +289,51 @@ AQL_INLINE void aql_channel_wait_room_(aql_global aql_channel_dev *ch, uint64_t 
 #endif
 }
 
+#if defined(AQL_KERNEL_TARGET_HOST)
+/*
+ * A CPU sender's stores to a slot wait in its store buffer until the
+ * slot's cache line comes back from the consumer, which read it a lap
+ * ago; the next send's locked fetch-add waits for them. Asking for the
+ * line of the slot a few tickets ahead, for writing, overlaps that
+ * transfer with the sends in between. With several senders the slot may
+ * be another's: a line moved for nothing, never a wrong one.
+ */
+#define AQL_CHANNEL_PREFETCH_ 4u
+
+AQL_INLINE void aql_channel_prefetch_(uint8_t *p)
+{
+#if defined(__x86_64__)
+	__asm__("prefetchw %0" ::"m"(*p));	/* a no-op where there is none */
+#else
+	__builtin_prefetch(p, 1, 3);
+#endif
+}
+#endif
+
+/* Slots a message of bytes payload bytes takes: mostly one, no division. */
+AQL_INLINE uint32_t aql_channel_slots_(aql_global aql_channel_dev *ch, uint32_t bytes)
+{
+	uint32_t size = ch->slot_size;
+
+	return bytes + AQL_CHANNEL_HDR_BYTES <= size ? 1u : AQL_CHANNEL_SLOTS(bytes, size);
+}
+
+/* Copy n bytes to the ring at byte offset off, wrapping at end; the offset after. */
+AQL_INLINE uint64_t aql_channel_write_(aql_global uint8_t *slots, uint64_t end, uint64_t off,
+				       const void *src, uint32_t n)
+{
+	uint32_t room;
+
+	if (n < end - off) {
+		aql_channel_copy_(slots + off, (const uint8_t *)src, n);
+		return off + n;
+	}
+	room = (uint32_t)(end - off);	/* at most n */
+	aql_channel_copy_(slots + off, (const uint8_t *)src, room);
+	aql_channel_copy_(slots, (const uint8_t *)src + room, n - room);
+	return n - room;
+}
+
 /*
  * Write the payload (a then b) of the message at ticket t, publish its
  * header, and wake the consumer if it sleeps.
@@ -273,30 +344,25 @@ AQL_INLINE void aql_channel_put_(aql_global aql_channel_dev *ch, uint64_t t,
 {
 	aql_global uint8_t *slots = (aql_global uint8_t *)(uintptr_t)ch->slots;
 	aql_global aql_channel_ring *ring = aql_channel_ring_(ch);
-	uint32_t first = (uint32_t)t & (ch->slot_count - 1);
+	uint64_t first = (uint64_t)((uint32_t)t & (ch->slot_count - 1)) * ch->slot_size;
 	uint64_t end = (uint64_t)ch->slot_count * ch->slot_size;
-	uint64_t off = (uint64_t)first * ch->slot_size + AQL_CHANNEL_HDR_BYTES;
-	const uint8_t *src[2] = { (const uint8_t *)a, (const uint8_t *)b };
-	uint32_t len[2] = { alen, blen };
+	uint64_t off;
 
-	for (int i = 0; i < 2; i++) {
-		uint32_t n = len[i], room = (uint32_t)(end - off);
+#if defined(AQL_KERNEL_TARGET_HOST)
+	aql_channel_prefetch_(slots + (uint64_t)((uint32_t)(t + AQL_CHANNEL_PREFETCH_) &
+						 (ch->slot_count - 1)) * ch->slot_size);
+#endif
+	off = aql_channel_write_(slots, end, first + AQL_CHANNEL_HDR_BYTES, a, alen);
 
-		if (n > room) {
-			aql_channel_copy_(slots + off, src[i], room);
-			aql_channel_copy_(slots, src[i] + room, n - room);
-			off = n - room;
-		} else {
-			aql_channel_copy_(slots + off, src[i], n);
-			off = off + n == end ? 0 : off + n;
-		}
-	}
+	if (blen)
+		aql_channel_write_(slots, end, off, b, blen);
 	/*
 	 * Release: the payload is visible before the header says it is.
 	 * And Dekker with the consumer, which sets sleeping, then reads this
-	 * header: one of the two sees the other's store.
+	 * header: one of the two sees the other's store (publish_ says how
+	 * each target orders the header store before the load below).
 	 */
-	aql_channel_publish_((aql_global uint64_t *)(slots + (uint64_t)first * ch->slot_size),
+	aql_channel_publish_(ch->flags, (aql_global uint64_t *)(slots + first),
 			     AQL_CHANNEL_HDR(t, kind, alen + blen));
 	if (aql_sys_load_u32_(&ring->sleeping)) {
 		aql_sys_store_u32_(&ring->sleeping, 0);
@@ -328,7 +394,7 @@ AQL_INLINE int aql_channel_send(aql_global aql_channel_dev *ch, uint32_t kind,
 
 	if (bytes > ch->max_bytes)
 		return AQL_CHANNEL_TOO_BIG;
-	k = AQL_CHANNEL_SLOTS(bytes, ch->slot_size);
+	k = aql_channel_slots_(ch, bytes);
 	if (aql_channel_reserve_(ch, k, &t))
 		return AQL_CHANNEL_DROPPED;
 	aql_channel_wait_room_(ch, t, k);
@@ -358,7 +424,7 @@ AQL_INLINE int aql_channel_send_group(aql_global aql_channel_dev *ch,
 
 	if (bytes > ch->max_bytes)
 		return AQL_CHANNEL_TOO_BIG;
-	k = AQL_CHANNEL_SLOTS(bytes, ch->slot_size);
+	k = aql_channel_slots_(ch, bytes);
 	if (lid == 0) {
 		uint64_t t = 0;
 
@@ -410,7 +476,7 @@ AQL_INLINE int32_t aql_channel_call(aql_global aql_channel_dev *ch, uint32_t opc
 	head.ticket = ticket;
 	head.opcode = opcode;
 	head.bytes = req_bytes;
-	k = AQL_CHANNEL_SLOTS(sizeof(head) + req_bytes, ch->slot_size);
+	k = aql_channel_slots_(ch, (uint32_t)sizeof(head) + req_bytes);
 	if (aql_channel_reserve_(ch, k, &t)) {
 		aql_sys_store_release_u64_(&r->free, lap + 1);
 		return AQL_CHANNEL_CALL_DROPPED;

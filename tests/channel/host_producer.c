@@ -24,3 +24,24 @@ uint32_t chan_host_produce(uint64_t channel, uint32_t producer, uint32_t count)
 	}
 	return dropped;
 }
+
+uint32_t chan_host_ping(uint64_t channel, uint32_t count, uint32_t *ack)
+{
+	aql_channel_dev *dev = (aql_channel_dev *)(uintptr_t)channel;
+	uint32_t i, v;
+
+	for (i = 0; i < count; i++) {
+		struct chan_msg m;
+
+		chan_msg_fill(&m, 0, i);
+		if (AQL_CHANNEL_SEND(dev, m) != AQL_CHANNEL_SENT)
+			break;
+		while ((v = __atomic_load_n(ack, __ATOMIC_ACQUIRE)) != i + 1)
+			if (v == UINT32_MAX)
+				return i + 1;
+		/* 0 to about 100 us on a 3 GHz core, in a scrambled order. */
+		for (uint32_t n = (i * 2654435761u) >> 14; n; n--)
+			__asm__ __volatile__("" ::: "memory");
+	}
+	return i;
+}

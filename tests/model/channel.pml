@@ -18,12 +18,26 @@
  *     one 64-bit word, so one step). The payload names the producer and
  *     its own sequence number. A 2-slot message's payload fills the second
  *     slot, including the word where a header would be.
- *   - Then: if sleeping, store 0 to it, then write the eventfd.
+ *   - Then: load sleeping; if it is set, store 0 to it, then write the
+ *     eventfd. The load may pass the header store (x86's store buffer;
+ *     TSO): the producer either stores the header, then loads sleeping,
+ *     or loads sleeping, and the header becomes visible as its next step,
+ *     with any steps of the others in between. That is all TSO allows
+ *     here: stores leave the buffer in order, and the producer's next
+ *     store (sleeping = 0), read-modify-write (the next ticket) or system
+ *     call (the eventfd) comes after the header. pend[id] is 1 while the
+ *     header waits in the buffer. The payload is made visible at once:
+ *     earlier than the hardware would, which no reader can exploit, as
+ *     the consumer reads it only after the header.
  *   - One consumer reading in ticket order with a private pos. It stores
  *     tail after every 2 messages and whenever it finds the ring empty,
- *     then sleeps: sleeping = 1, re-check the header at pos (ready: store
- *     0 and go on), else block until the eventfd is non-zero, read it, and
- *     look again.
+ *     then sleeps: sleeping = 1 (an exchange: a full fence), membarrier()
+ *     (each producer's buffer drains, one producer after another),
+ *     re-check the header at pos (ready: store 0 and go on), else block
+ *     until the eventfd is non-zero, read it, and look again.
+ *   - SENDER_FENCE (AQL_CHANNEL_FENCE, and GPU senders): the producer
+ *     fences between the header store and the load of sleeping, which
+ *     then cannot pass it, and the consumer calls no membarrier().
  *
  * Checked, by an exhaustive safety search:
  *   - every receive against the producer's next sequence number (BLOCK:
@@ -36,11 +50,12 @@
  *     tail.
  *
  * Not modelled:
- *   - Memory order. Promela runs in sequential consistency. The
- *     release/acquire pairs and the seq_cst fences the protocol needs
- *     (header store then sleeping load in the producer, sleeping store
- *     then header load in the consumer) are argued in comments in the C
- *     code, not checked here.
+ *   - Memory order beyond the producers' store buffers: the consumer's
+ *     stores (tail, sleeping) are visible at once (its exchange of
+ *     sleeping is a full fence; a late tail only delays producers), and
+ *     orders weaker than TSO (arm64, GPUs) are argued in the C code: the
+ *     release/acquire pairs for payload and header, and a full fence on
+ *     each side of the sleep handshake, which is what is modelled here.
  *   - Counter wrap: 64-bit tickets and the 32-bit seq never wrap in runs
  *     this small (the ring does).
  *   - The eventfd's count: a read returns and clears it and the consumer
@@ -54,7 +69,9 @@
  *   - Timeouts, statistics, kinds, RPC replies, the copy of wrapped
  *     messages, more than one consumer thread.
  *
- * Options (spin -D...): S, NP, M, MLAST; DROP; TAIL_SEEN (producers check
+ * Options (spin -D...): S, NP, M, MLAST; DROP; SENDER_FENCE (above; the
+ * smaller state space of the two, for the runs that check other parts of
+ * the protocol); TAIL_SEEN (producers check
  * ctl's tail_seen, the largest tail loaded so far, before loading the
  * ring's, and raise it with an atomic max); LOOKALIKE (payload in a second
  * slot's header word happens to read as the header the consumer looks for
@@ -63,7 +80,10 @@
  * reject: BUG_NO_CLEAR (the consumer does not zero it: it takes the
  * payload for a message and delivers garbage), BUG_NO_RECHECK, BUG_WAKE_EARLY, BUG_NO_FLUSH (lost wake-up or
  * deadlock), BUG_HDR_FIRST, BUG_EARLY_RELEASE (stale payload),
- * BUG_DROP_NO_CAS (DROP: head moved by a load and a store).
+ * BUG_DROP_NO_CAS (DROP: head moved by a load and a store),
+ * BUG_NO_MEMBARRIER (neither the consumer's membarrier nor a sender
+ * fence: the sender's load of sleeping passes its buffered header, and
+ * the wake-up is lost).
  */
 
 #ifndef S
@@ -103,6 +123,9 @@ byte dat[S];			/* MSG(producer, its sequence number) */
 #define MSG_PID(w) ((w) / 16)
 #define MSG_SEQ(w) ((w) % 16)
 
+/* 1 while a producer's header store waits in its store buffer */
+bit pend[NP];
+
 /* for the assertions only: the sequence numbers each producer dropped */
 byte dropmask[NP];
 
@@ -113,7 +136,8 @@ byte dropmask[NP];
  * takes its ticket, 3 a drop, 4 a failed CAS, 5 the consumer's re-check
  * finding a message, 6 the consumer done, 7 a message wrapping at the end
  * of the ring, 8 a producer writing the eventfd, 9 a producer storing 0
- * to sleeping when another store of 0 came after its load.
+ * to sleeping when another store of 0 came after its load, 10 a load of
+ * sleeping passing the header store.
  */
 #ifndef SEE
 #define SEE 0
@@ -126,12 +150,12 @@ byte dropmask[NP];
  */
 #define FREE_CHECK assert(t + k - tail <= S)
 
-/* Wake the consumer if it sleeps (or is about to). */
+/* Wake the consumer if sl, what the load of sleeping returned, is set. */
 inline wake()
 {
 	if
-	:: sleeping ->
-		d_step { SEEN(9, sleeping == 0); sleeping = 0 };
+	:: sl ->
+		d_step { SEEN(9, sleeping == 0); sleeping = 0; sl = 0 };
 		d_step { evfd = 1; SEEN(8, 1) }
 	:: else
 	fi
@@ -170,17 +194,21 @@ inline commit()
 	fi;
 #ifdef BUG_WAKE_EARLY
 	/* seeded bug: the wake-up before the header is stored */
+	sl = sleeping;
 	wake();
+	d_step { hseq[t % S] = t + 1; hk[t % S] = k; i++; k = 0; t = 0 }
+#elif defined(BUG_HDR_FIRST)
+	d_step { sl = sleeping; i++; k = 0; t = 0 };
+	wake()
+#else
+	/* store_release of the header, and the load of sleeping */
+	if
+	:: d_step { hseq[t % S] = t + 1; hk[t % S] = k; sl = sleeping; i++; k = 0; t = 0 }
+#ifndef SENDER_FENCE
+	:: d_step { sl = sleeping; pend[id] = 1; SEEN(10, 1) };	/* the load passes the store */
+		d_step { hseq[t % S] = t + 1; hk[t % S] = k; pend[id] = 0; i++; k = 0; t = 0 }
 #endif
-	d_step {
-#ifndef BUG_HDR_FIRST
-		hseq[t % S] = t + 1;	/* store_release of the header */
-		hk[t % S] = k;
-#endif
-		i++; k = 0; t = 0
-	}
-
-#ifndef BUG_WAKE_EARLY
+	fi;
 	wake()
 #endif
 }
@@ -188,6 +216,7 @@ inline commit()
 proctype producer(byte id)
 {
 	byte i, k, t;
+	bit sl;			/* what the load of sleeping returned */
 #ifdef DROP
 	byte h;
 #endif
@@ -332,6 +361,13 @@ proctype consumer()
 		fi;
 #endif
 		sleeping = 1;
+#if !defined(SENDER_FENCE) && !defined(BUG_NO_MEMBARRIER)
+		/* membarrier(): a full fence on each producer's CPU in turn */
+		for (j : 0 .. NP - 1) {
+			pend[j] == 0
+		}
+		j = 0;
+#endif
 #ifndef BUG_NO_RECHECK
 		if
 		:: atomic { hseq[pos % S] == pos + 1 -> SEEN(5, 1) };

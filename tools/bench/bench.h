@@ -160,7 +160,7 @@ int chan_msg_check(struct chan_check *c, const void *data, uint32_t bytes);
 int chan_dpdk_probe(char *why, size_t len);
 const char *chan_dpdk_version(void);
 /*
- * producers threads send per messages each, checked by c, on an MP/MC
+ * producers threads send per messages each, checked by c, on an MP/SC
  * (multi) or SP/SC ring; spin: wait on a full or empty ring with rte_pause
  * alone, else back off to sched_yield. *ns from the start to the last,
  * or to limit_ns, whichever is first; *received: how many arrived by then.

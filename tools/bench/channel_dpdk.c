@@ -8,15 +8,15 @@
  * (rte_ring_get_memsize_elem() bytes, cache-line aligned): the ring code
  * needs neither rte_eal_init() nor huge pages. 4096 entries of 64 bytes
  * (4095 usable, as rte_ring keeps one free). The ring's flags pick the
- * mode (RING_F_SP_ENQ | RING_F_SC_DEQ, or 0 for the default MP/MC) and
- * the generic rte_ring_enqueue_elem() / rte_ring_dequeue_burst_elem()
- * follow them. Producers are plain pthreads, unpinned; the consumer is
+ * mode (RING_F_SP_ENQ | RING_F_SC_DEQ, or RING_F_SC_DEQ alone for MP/SC:
+ * there is one consumer, as for a channel) and the generic
+ * rte_ring_enqueue_elem() / rte_ring_dequeue_burst_elem() follow them. Producers are plain pthreads, unpinned; the consumer is
  * the calling thread. rte_ring has no way to sleep: a full or empty ring
  * makes its side back off as the channel's senders do (a few rounds of
  * rte_pause, then sched_yield), so that a side spinning on a shared
  * core does not keep the other from running; with spin, both just
  * rte_pause, the usual DPDK loop. A round stops at limit_ns: the
- * default MP ring with more producer threads than cores can stall for
+ * MP ring with more producer threads than cores can stall for
  * minutes behind a preempted producer (each waits for the ones before it
  * to update the tail), and then the rate is what arrived by the limit.
  */
@@ -140,7 +140,7 @@ int chan_dpdk_round(uint32_t producers, uint32_t per, bool multi, bool spin, uin
 
 	if (producers > ARRAY_SIZE(prod))
 		return fail_errno("DPDK peer producers", EINVAL);
-	r = ring_new(multi ? 0 : RING_F_SP_ENQ | RING_F_SC_DEQ, why, sizeof(why));
+	r = ring_new(multi ? RING_F_SC_DEQ : RING_F_SP_ENQ | RING_F_SC_DEQ, why, sizeof(why));
 	if (!r) {
 		progress_clear();
 		fprintf(stderr, "aql-bench: %s\n", why);
