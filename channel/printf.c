@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The printf service (aql/printf.h): the table of format strings, the
- * channel handler that formats records (mem/printf_format.c), and the
+ * channel handler that formats records (channel/printf_format.c), and the
  * output.
  *
  * Output to a file descriptor goes through io_uring, one write at a time
