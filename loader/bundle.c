@@ -287,8 +287,9 @@ static aql_status open_plain(aql_bundle *b, const uint8_t *p, size_t size, uint3
 				(unsigned long long)count);
 	if ((st = own(b, ids)) != AQL_OK)
 		return st;
-	/* Second pass: entries' data, which must lie after the headers. */
-	first = b->entries + b->count;
+	/* Second pass: entries' data, which must lie after the headers. An
+	 * empty bundle may have reserved no entries at all. */
+	first = count ? b->entries + b->count : NULL;
 	last = pos;
 	for (uint64_t i = 0, at = HEADER_LEN; i < count; i++) {
 		uint64_t off = get_u64(p + at), len = get_u64(p + at + 8);
