@@ -103,7 +103,7 @@ aql_status aql_mem_pool_create(const aql_mem_pool_config *config, aql_mem_pool *
 
 	if (!out)
 		return aql_fail(AQL_ERR_INVALID_ARG, "aql_mem_pool_create: out is NULL");
-	if (c->near_agent) {
+	if (c->near_agent && c->numa_node == AQL_NUMA_ANY) {
 		st = aql_agent_get_info(c->near_agent, &info);
 		if (st != AQL_OK)
 			return aql_fail_prefix(st, "memory pool: near_agent");
@@ -114,7 +114,7 @@ aql_status aql_mem_pool_create(const aql_mem_pool_config *config, aql_mem_pool *
 	if (st != AQL_OK)
 		return st;
 	st = aql_mem_pool_create_hooked(c, near_node, hook.ctx ? &hook : NULL, out);
-	if (st != AQL_OK)
-		free(hook.ctx);
+	if (st != AQL_OK && hook.ctx)
+		reach_release(hook.ctx, NULL, 0);
 	return st;
 }

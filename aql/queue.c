@@ -156,20 +156,27 @@ aql_status aql_queue_destroy(aql_queue *queue)
 	return AQL_OK;
 }
 
-/* The packet at id if it is in flight; the header is loaded with acquire
- * so that the body read after it is the one published with it. */
+/*
+ * The packet at id if it is in flight. The header is loaded with acquire,
+ * so that the body read after it is the one published with it. Meanwhile
+ * the packet may finish and a producer reuse the slot: so the body is read
+ * word by word, and kept only if afterwards the packet is still unretired
+ * and its header unchanged (a seqlock's check).
+ */
 static int pending_at(aql_queue *queue, uint64_t id, aql_packet *out)
 {
 	aql_packet *slot = aql_queue_slot(queue, id);
-	uint16_t header = __atomic_load_n(&slot->header, __ATOMIC_ACQUIRE);
+	uint32_t *word = (uint32_t *)slot, *copy = (uint32_t *)out;
+	uint32_t first = __atomic_load_n(&word[0], __ATOMIC_ACQUIRE);
 
-	if (aql_header_type(header) == AQL_PACKET_INVALID)
+	if (aql_header_type((uint16_t)first) == AQL_PACKET_INVALID)
 		return 0;
-	/* All but the header, which the processor may reset meanwhile. */
-	memcpy((char *)out + sizeof(header), (const char *)slot + sizeof(header),
-	       sizeof(*out) - sizeof(header));
-	out->header = header;
-	return 1;
+	copy[0] = first;
+	/* Acquire loads keep the checks below after them (free on x86). */
+	for (size_t i = 1; i < sizeof(*out) / sizeof(*word); i++)
+		copy[i] = __atomic_load_n(&word[i], __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&word[0], __ATOMIC_RELAXED) == first &&
+	       __atomic_load_n(&queue->amd->read_dispatch_id, __ATOMIC_RELAXED) <= id;
 }
 
 int aql_queue_find_pending(int (*match)(const aql_packet *packet, void *user), void *user,
@@ -183,6 +190,8 @@ int aql_queue_find_pending(int (*match)(const aql_packet *packet, void *user), v
 		uint64_t id = __atomic_load_n(&queue->amd->read_dispatch_id, __ATOMIC_ACQUIRE);
 		uint64_t end = __atomic_load_n(&queue->amd->write_dispatch_id, __ATOMIC_ACQUIRE);
 
+		if (__atomic_load_n(&q->halted, __ATOMIC_ACQUIRE))
+			continue;
 		/* end - id can exceed the ring only while producers wait for room. */
 		if (end - id > queue->size)
 			end = id + queue->size;

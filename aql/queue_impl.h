@@ -21,6 +21,9 @@ struct aql_queue_impl {
 	uint32_t space_seq __attribute__((aligned(64)));
 	uint32_t space_waiters;
 	uint32_t error_once;
+	/* The agent runs none of the queue's packets any more (it stopped on
+	 * a failed packet): aql_queue_find_pending() skips it. Atomic. */
+	uint32_t halted;
 	char error_message[256];
 };
 
@@ -52,6 +55,17 @@ static inline void aql_queue_wake_space(struct aql_queue_impl *q)
 static inline void aql_queue_finish(aql_packet *slot)
 {
 	__atomic_store_n(&slot->header, (uint16_t)AQL_PACKET_INVALID, __ATOMIC_RELEASE);
+}
+
+/*
+ * The agent has stopped running the queue for good (after a failed
+ * packet): nothing of it is in flight any more. Release, and before the
+ * failed packet's signal is stored, so that a waiter that saw the signal
+ * may destroy what the queue's packets use.
+ */
+static inline void aql_queue_halt(struct aql_queue_impl *q)
+{
+	__atomic_store_n(&q->halted, 1, __ATOMIC_RELEASE);
 }
 
 /*

@@ -169,6 +169,34 @@ static void test_destroy_after_wait(struct rig *r)
 	CHECK_OK(aql_queue_destroy(q));
 }
 
+/*
+ * A packet the processor refuses stops the queue for good: once its
+ * signal reads -1, nothing of the queue is in flight, so its code object
+ * and signals, also those of packets queued behind it, may go.
+ */
+static void test_failed_packet(struct rig *r)
+{
+	aql_queue *q = th_queue(16, AQL_QUEUE_SINGLE, 0);
+	aql_code_object *co = load(r->path);
+	const aql_kernel *k = th_kernel(co, "idle");
+	aql_signal *bad_done = th_signal(1), *next_done = th_signal(1);
+	aql_dispatch_packet bad = th_dispatch1(
+		(const aql_host_kernel_descriptor *)(uintptr_t)k->kernel_object, r->kernarg,
+		bad_done);
+	aql_dispatch_packet next = bad;
+
+	bad.grid_size_x = 0;	/* malformed: the processor stops the queue on it */
+	next.completion_signal = aql_signal_handle(next_done);
+	th_submit(q, &bad);
+	th_submit(q, &next);
+	CHECK(th_wait_done(bad_done) == -1, "the malformed packet did not fail");
+	CHECK(aql_queue_error(q, NULL) != AQL_OK, "the queue is not in its error state");
+	CHECK_OK(aql_signal_destroy(bad_done));
+	CHECK_OK(aql_signal_destroy(next_done));
+	CHECK_OK(aql_code_object_destroy(co));
+	CHECK_OK(aql_queue_destroy(q));
+}
+
 struct opener {
 	struct rig *r;
 	uint32_t seen_started;
@@ -224,6 +252,7 @@ int main(int argc, char **argv)
 	test_running_kernel(&r);
 	test_pending(&r);
 	test_destroy_after_wait(&r);
+	test_failed_packet(&r);
 	test_queue_destroy_waits(&r);
 	CHECK_OK(aql_code_object_destroy(r.co));
 	free(r.kernarg);

@@ -940,6 +940,7 @@ static void usage(FILE *f)
 		"\n"
 		"  --json          one JSON document {\"files\":[...]} on stdout\n"
 		"  --extract DIR   write each non-empty bundle entry to DIR/<index>-<id>\n"
+		"                  (one FILE only)\n"
 		"                  (DIR must exist; compressed entries decompressed)\n"
 		"  --help          show this text\n"
 		"\n"
@@ -975,6 +976,12 @@ int main(int argc, char **argv)
 	if (optind >= argc) {
 		fprintf(stderr, "aql-objdump: no file given\n");
 		usage(stderr);
+		return 2;
+	}
+	/* Entries are named by index: a second file's would overwrite them. */
+	if (extract_dir && argc - optind > 1) {
+		fprintf(stderr, "aql-objdump: --extract takes one FILE, %d given\n",
+			argc - optind);
 		return 2;
 	}
 	if (json) {

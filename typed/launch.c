@@ -103,6 +103,7 @@ static aql_status check_buffer(const aql_kernel *k, uint32_t i, const aql_kernel
 				k->name, i, arg_name(a), a->pointee_align, v->buf->name, have->name,
 				have->align);
 	u->buf = v->buf;
+	u->filled = 0;
 	u->writes = may_write(a);
 	if (dir == AQL_IN && u->writes)
 		return aql_fail(AQL_ERR_INVALID_ARG,

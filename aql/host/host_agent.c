@@ -103,6 +103,9 @@ static enum outcome fail_packet(struct processor *p, aql_packet *slot, uint64_t 
 	aql_queue_fail(p->q, AQL_ERR_QUEUE_ERROR, "packet %llu (slot %llu): %s",
 		       (unsigned long long)id,
 		       (unsigned long long)(id & p->q->pub.mask), reason);
+	/* The processor runs nothing more: the work-groups of this packet, if
+	 * any ran, have all returned. */
+	aql_queue_halt(p->q);
 	if (signal)
 		aql_signal_store(aql_signal_from_handle(signal), -1, AQL_RELEASE);
 	return FAILED;

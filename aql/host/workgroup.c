@@ -74,7 +74,7 @@ struct fiber_ctx {
 void aql_fiber_switch(void **from, void *to) __attribute__((visibility("hidden")));
 void aql_fiber_entry(void) __attribute__((visibility("hidden")));
 
-__asm__(".text\n"
+__asm__(".pushsection .text\n"
 	".globl aql_fiber_switch\n"
 	".hidden aql_fiber_switch\n"
 	".type aql_fiber_switch, @function\n"
@@ -108,7 +108,8 @@ __asm__(".text\n"
 	"aql_fiber_entry:\n"
 	"	call aql_fiber_start\n"
 	"	ud2\n"
-	".size aql_fiber_entry, .-aql_fiber_entry\n");
+	".size aql_fiber_entry, .-aql_fiber_entry\n"
+	".popsection\n");
 
 static void ctx_init(struct fiber_ctx *c, void *base, size_t size)
 {
