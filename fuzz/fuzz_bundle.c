@@ -5,7 +5,7 @@
  * entry, select for a few agents in every part, close. Build and run:
  *
  *   clang-14 -fsanitize=fuzzer,address,undefined -Iinclude -I. \
- *     fuzz/fuzz_bundle.c loader/bundle.c loader/target.c aql/error.c \
+ *     fuzz/fuzz_bundle.c loader/bundle.c loader/target.c util/error.c \
  *     -lelf -lz -lzstd -o /tmp/fb
  *   mkdir -p /tmp/fb-new && /tmp/fb -runs=20000 /tmp/fb-new fuzz/corpus/bundle
  *

@@ -5,7 +5,8 @@
  * Build and run:
  *
  *   clang-14 -fsanitize=fuzzer,address,undefined -Iinclude -I. \
- *     fuzz/fuzz_metadata.c loader/msgpack.c loader/metadata.c aql/error.c -o /tmp/fm
+ *     fuzz/fuzz_metadata.c loader/msgpack.c loader/metadata.c loader/type.c \
+ *     util/error.c -o /tmp/fm
  *   mkdir -p /tmp/fm-new && /tmp/fm -runs=20000 /tmp/fm-new fuzz/corpus/metadata
  *
  * The seeds are notes of the code objects tests/co builds, written by

@@ -76,7 +76,7 @@
  * ring's, and raise it with an atomic max); LOOKALIKE (payload in a second
  * slot's header word happens to read as the header the consumer looks for
  * there on the next lap; the consumer zeroes that word before it stores
- * tail, as mem/channel.c does). Seeded bugs, each of which spin must
+ * tail, as channel/channel.c does). Seeded bugs, each of which spin must
  * reject: BUG_NO_CLEAR (the consumer does not zero it: it takes the
  * payload for a message and delivers garbage), BUG_NO_RECHECK, BUG_WAKE_EARLY, BUG_NO_FLUSH (lost wake-up or
  * deadlock), BUG_HDR_FIRST, BUG_EARLY_RELEASE (stale payload),
