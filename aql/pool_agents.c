@@ -57,12 +57,10 @@ static aql_status reach_commit(void *ctx, void *addr, size_t size)
 
 /* Ranges are undone as they were registered: a GPU driver's unregister
  * takes the base of one registration. */
-static void reach_release(void *ctx, void *addr, size_t size)
+static void reach_release(void *ctx)
 {
 	struct reach *r = ctx;
 
-	(void)addr;
-	(void)size;
 	for (uint32_t k = 0; k < r->range_count; k++)
 		unregister_range(r, r->agent_count, r->ranges[k].addr, r->ranges[k].size);
 	free(r->ranges);
@@ -115,6 +113,6 @@ aql_status aql_mem_pool_create(const aql_mem_pool_config *config, aql_mem_pool *
 		return st;
 	st = aql_mem_pool_create_hooked(c, near_node, hook.ctx ? &hook : NULL, out);
 	if (st != AQL_OK && hook.ctx)
-		reach_release(hook.ctx, NULL, 0);
+		reach_release(hook.ctx);
 	return st;
 }

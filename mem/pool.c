@@ -754,8 +754,7 @@ aql_status aql_mem_pool_destroy(aql_mem_pool *pool)
 	__atomic_store_n(&ranges[pool->index], 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&pool->live, 0, __ATOMIC_RELEASE);
 	if (pool->hook.release)
-		pool->hook.release(pool->hook.ctx, pool->base,
-				   (size_t)pool->committed << CHUNK_SHIFT);
+		pool->hook.release(pool->hook.ctx);
 	release_pool(pool);
 	pthread_mutex_destroy(&pool->lock);
 	pthread_mutex_unlock(&registry_lock);

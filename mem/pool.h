@@ -15,8 +15,8 @@ struct aql_mem_commit_hook {
 	 * before any of it is handed out; an error fails that allocation.
 	 */
 	aql_status (*commit)(void *ctx, void *addr, size_t size);
-	/* Called once at destroy with all that was committed. */
-	void (*release)(void *ctx, void *addr, size_t size);
+	/* Called once at destroy: undo what commit did, free ctx. */
+	void (*release)(void *ctx);
 	void *ctx;
 };
 
