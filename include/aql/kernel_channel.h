@@ -141,9 +141,14 @@ AQL_INLINE void aql_sys_store_release_u64_(uint64_t *p, uint64_t v)
 	__atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
 
+/*
+ * Only the load of sleeping uses it. seq_cst, so that with the fence-mode
+ * publish (a seq_cst exchange) the handshake holds in C11's terms too, not
+ * only on x86; a plain load on x86, so it costs nothing there.
+ */
 AQL_INLINE uint32_t aql_sys_load_u32_(uint32_t *p)
 {
-	return __atomic_load_n(p, __ATOMIC_RELAXED);
+	return __atomic_load_n(p, __ATOMIC_SEQ_CST);
 }
 
 AQL_INLINE void aql_sys_store_u32_(uint32_t *p, uint32_t v)
