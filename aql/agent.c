@@ -95,3 +95,54 @@ void aql_agent_mem_unregister(aql_agent *agent, void *ptr, size_t size)
 	if (agent->ops->mem_unregister && size)
 		agent->ops->mem_unregister(agent, ptr, size);
 }
+
+const char *aql_agent_kind_name(enum aql_agent_kind kind)
+{
+	switch (kind) {
+	case AQL_AGENT_CPU: return "cpu";
+	case AQL_AGENT_NVIDIA: return "nvidia";
+	case AQL_AGENT_AMD: return "amd";
+	default: return "unknown";
+	}
+}
+
+static aql_status driver_of(enum aql_agent_kind kind, const struct aql_agent_driver **out)
+{
+	if ((unsigned)kind >= AQL_AGENT_KIND_COUNT)
+		return aql_fail(AQL_ERR_INVALID_ARG, "agent kind %d does not exist", (int)kind);
+	for (const struct aql_agent_driver *const *d = aql_agent_drivers; *d; d++) {
+		if ((*d)->kind == kind) {
+			*out = *d;
+			return AQL_OK;
+		}
+	}
+	return aql_fail(AQL_ERR_UNSUPPORTED, "libaql was built without an %s agent",
+			aql_agent_kind_name(kind));
+}
+
+aql_status aql_agent_count(enum aql_agent_kind kind, uint32_t *count)
+{
+	const struct aql_agent_driver *d = NULL;
+	aql_status st;
+
+	if (!count)
+		return aql_fail(AQL_ERR_INVALID_ARG, "aql_agent_count: count is NULL");
+	st = driver_of(kind, &d);
+	return st == AQL_OK ? d->count(count) : st;
+}
+
+aql_status aql_agent_open(enum aql_agent_kind kind, uint32_t index, aql_agent **out)
+{
+	const struct aql_agent_driver *d = NULL;
+	uint32_t n;
+	aql_status st;
+
+	if (!out)
+		return aql_fail(AQL_ERR_INVALID_ARG, "aql_agent_open: out is NULL");
+	if ((st = driver_of(kind, &d)) != AQL_OK || (st = d->count(&n)) != AQL_OK)
+		return st;
+	if (index >= n)
+		return aql_fail(AQL_ERR_INVALID_ARG, "%s agent %u does not exist: there are %u",
+				aql_agent_kind_name(kind), index, n);
+	return d->open(index, out);
+}

@@ -14,6 +14,26 @@
 
 struct aql_queue_impl;
 
+/*
+ * A code object that the agent's driver loads itself (PTX, cubin): the
+ * loader fills the inputs, module_load the outputs.
+ */
+struct aql_module_load {
+	const void *image;		/* in: the whole image */
+	size_t size;
+	uint32_t kernel_count;		/* in: the code object's kernels */
+	const char *const *kernel_names;
+	/* out, one per kernel: what a dispatch packet's kernel_object holds,
+	 * the static LDS bytes and the largest work-group the code allows. */
+	uint64_t *kernel_objects;
+	uint32_t *group_segment_sizes;
+	uint32_t *max_workgroup_sizes;
+	/* out: agent memory holding every kernel_object, so that a packet in
+	 * flight can be matched to the module; given back to module_unload. */
+	void *base;
+	size_t base_size;
+};
+
 struct aql_agent_ops {
 	void (*get_info)(aql_agent *agent, aql_agent_info *info);
 	/* Start processing the queue's ring; the queue is fully initialised. */
@@ -62,6 +82,32 @@ struct aql_agent_ops {
 	const aql_symbol_binding *(*builtins)(aql_agent *agent,
 					      enum aql_code_object_kind kind,
 					      uint32_t *count);
+	/*
+	 * Load a code object the driver takes as a whole (kinds PTX and
+	 * CUBIN); NULL: the agent takes none. Errors: AQL_ERR_UNSUPPORTED,
+	 * AQL_ERR_INVALID_CODE_OBJECT (with the driver's JIT log),
+	 * AQL_ERR_NOT_FOUND (a kernel the driver does not find), AQL_ERR_NOMEM,
+	 * AQL_ERR_DEVICE.
+	 */
+	aql_status (*module_load)(aql_agent *agent, enum aql_code_object_kind kind,
+				  struct aql_module_load *load);
+	void (*module_unload)(aql_agent *agent, void *base);
+	/*
+	 * Packets aql_timeline_emit() has just published on the queue: start
+	 * them now on the calling thread (CUDA: the driver calls), with no
+	 * hand-off to the queue's processor. NULL: the doorbell is enough.
+	 */
+	void (*queue_flush)(aql_agent *agent, struct aql_queue_impl *queue);
+	/*
+	 * Packets the agent took from the queue's ring but has not finished
+	 * (a GPU agent retires ring slots once the driver has them): like
+	 * aql_queue_find_pending(), 1 and the first match copied to *found
+	 * with its packet id, else 0. NULL: the ring holds every packet in
+	 * flight.
+	 */
+	int (*queue_find_pending)(aql_agent *agent, struct aql_queue_impl *queue,
+				  int (*match)(const aql_packet *packet, void *user), void *user,
+				  aql_packet *found, uint64_t *packet_id);
 };
 
 /*
@@ -72,8 +118,12 @@ struct aql_agent_ops {
  */
 struct aql_agent_driver {
 	const char *name;
+	enum aql_agent_kind kind;
 	/* Open the kind's default agent; on failure aql_error_message() says why. */
 	aql_status (*open_default)(aql_agent **out);
+	/* aql_agent_count() and aql_agent_open() for this kind. */
+	aql_status (*count)(uint32_t *count);
+	aql_status (*open)(uint32_t index, aql_agent **out);
 };
 
 extern const struct aql_agent_driver *const aql_agent_drivers[];

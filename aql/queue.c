@@ -202,6 +202,11 @@ int aql_queue_find_pending(int (*match)(const aql_packet *packet, void *user), v
 				hit = 1;
 			}
 		}
+		if (!hit && q->agent->ops->queue_find_pending &&
+		    q->agent->ops->queue_find_pending(q->agent, q, match, user, found, packet_id)) {
+			*queue_id = queue->amd->hsa.id;
+			hit = 1;
+		}
 	}
 	pthread_mutex_unlock(&live_lock);
 	return hit;

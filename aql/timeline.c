@@ -6,6 +6,7 @@
 #include <aql/mem.h>
 
 #include "util/error.h"
+#include "aql/agent_impl.h"
 #include "aql/queue_impl.h"
 #include "aql/timeline.h"
 
@@ -186,6 +187,7 @@ void aql_timeline_kernarg_cancel(struct aql_timeline *t)
 aql_status aql_timeline_emit(struct aql_timeline *t, aql_queue *queue, aql_packet *packets,
 			     uint32_t n, aql_completion *done)
 {
+	struct aql_queue_impl *q = aql_queue_impl(queue);
 	uint64_t first = 0;
 	aql_status st = aql_queue_reserve(queue, n, &first);
 
@@ -194,6 +196,8 @@ aql_status aql_timeline_emit(struct aql_timeline *t, aql_queue *queue, aql_packe
 	for (uint32_t i = 0; i < n; i++)
 		aql_packet_store(aql_queue_slot(queue, first + i), &packets[i]);
 	aql_queue_ring_doorbell(queue, first + n - 1);
+	if (q->agent->ops->queue_flush)
+		q->agent->ops->queue_flush(q->agent, q);
 	t->packets += n;
 	if (done)
 		*done = aql_timeline_completion(t, queue, t->packets);

@@ -492,6 +492,20 @@ static aql_status co_open(const uint8_t *image, size_t size, aql_code_object **o
 	GElf_Ehdr eh;
 	aql_status st;
 
+	if (aql_nv_object_detect(image, size)) {
+		if (size > MAX_FILE_SIZE)
+			return aql_fail(AQL_ERR_INVALID_ARG,
+					"code object of %zu bytes exceeds the %llu-byte limit",
+					size, (unsigned long long)MAX_FILE_SIZE);
+		co = calloc(1, sizeof(*co));
+		if (!co)
+			return aql_fail(AQL_ERR_NOMEM, "code object");
+		co->image = image;
+		co->image_size = size;
+		if ((st = aql_nv_object_describe(co)) != AQL_OK)
+			goto fail;
+		goto described;
+	}
 	if ((st = check_ident(image, size)) != AQL_OK)
 		return st;
 	pthread_once(&once, init_libelf);
@@ -517,6 +531,7 @@ static aql_status co_open(const uint8_t *image, size_t size, aql_code_object **o
 	} else if ((st = aql_host_object_describe(co)) != AQL_OK) {
 		goto fail;
 	}
+described:
 	co->info.metadata = co->metadata;
 	co->info.kernel_count = co->metadata->kernel_count;
 	co->info.kernels = co->kernels;
@@ -614,6 +629,63 @@ static aql_status protect_host(struct aql_code_object *co)
 	return AQL_OK;
 }
 
+static int is_module_kind(enum aql_code_object_kind kind)
+{
+	return kind == AQL_CODE_OBJECT_PTX || kind == AQL_CODE_OBJECT_CUBIN;
+}
+
+/* PTX and cubins: the agent's driver loads the whole image itself. */
+static aql_status module_load(aql_agent *agent, struct aql_code_object *co)
+{
+	uint32_t n = co->info.kernel_count;
+	const char **names = calloc(n ? n : 1, sizeof(*names));
+	uint64_t *objects = calloc(n ? n : 1, sizeof(*objects));
+	uint32_t *lds = calloc(n ? n : 1, sizeof(*lds));
+	uint32_t *wg = calloc(n ? n : 1, sizeof(*wg));
+	struct aql_module_load load = {
+		.image = co->image, .size = co->image_size, .kernel_count = n,
+		.kernel_names = names, .kernel_objects = objects,
+		.group_segment_sizes = lds, .max_workgroup_sizes = wg,
+	};
+	aql_status st;
+
+	if (!names || !objects || !lds || !wg) {
+		st = aql_fail(AQL_ERR_NOMEM, "code object of %u kernels", n);
+		goto out;
+	}
+	if (!agent->ops->module_load) {
+		st = aql_fail(AQL_ERR_UNSUPPORTED, "this agent does not run %s code objects",
+			      co->info.kind == AQL_CODE_OBJECT_PTX ? "PTX" : "cubin");
+		goto out;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		names[i] = co->kernels[i].metadata->symbol;
+	st = agent->ops->module_load(agent, co->info.kind, &load);
+	if (st != AQL_OK)
+		goto out;
+	co->agent = agent;
+	co->info.base = load.base;
+	co->alloc_size = load.base_size;
+	/* The metadata is the loader's own: what the driver found is final. */
+	for (uint32_t i = 0; i < n; i++) {
+		aql_kernel *k = &co->kernels[i];
+		aql_kernel_metadata *md = (aql_kernel_metadata *)(uintptr_t)k->metadata;
+
+		k->kernel_object = objects[i];
+		k->group_segment_size = lds[i];
+		k->descriptor.group_segment_fixed_size = lds[i];
+		md->group_segment_fixed_size = lds[i];
+		if (wg[i] && (!md->max_flat_workgroup_size || wg[i] < md->max_flat_workgroup_size))
+			md->max_flat_workgroup_size = wg[i];
+	}
+out:
+	free(names);
+	free(objects);
+	free(lds);
+	free(wg);
+	return st;
+}
+
 static aql_status co_load(aql_agent *agent, struct aql_code_object *co,
 			  const aql_load_options *opts)
 {
@@ -622,6 +694,8 @@ static aql_status co_load(aql_agent *agent, struct aql_code_object *co,
 	void *mem;
 	char target[64];
 
+	if (is_module_kind(co->info.kind))
+		return module_load(agent, co);
 	/* Opening reads every target; only dispatch needs one aql runs. */
 	if (co->info.kind == AQL_CODE_OBJECT_AMDGPU &&
 	    !aql_target_dispatchable(&co->info.target)) {
@@ -768,7 +842,9 @@ aql_status aql_code_object_destroy(aql_code_object *co)
 				"code object still in use: kernel '%s' is in flight in packet %llu of queue %llu",
 				kernel_name_at(co, p.dispatch.kernel_object),
 				(unsigned long long)packet_id, (unsigned long long)queue_id);
-	if (co->info.base)
+	if (co->info.base && is_module_kind(co->info.kind))
+		co->agent->ops->module_unload(co->agent, co->info.base);
+	else if (co->info.base)
 		co->agent->ops->code_free(co->agent, co->info.base, co->alloc_size);
 	if (co->elf)
 		elf_end(co->elf);

@@ -118,4 +118,20 @@ aql_status aql_kd_check(const struct aql_code_object *co, uint64_t kd_vaddr,
 /* Build metadata and kernels of a host code object from its descriptors. */
 aql_status aql_host_object_describe(struct aql_code_object *co);
 
+/*
+ * Whether [image, image + size) is an NVIDIA code object: PTX text, a
+ * cubin or a fatbin (loader/nv_object.c). Reads only the first bytes.
+ */
+int aql_nv_object_detect(const uint8_t *image, size_t size);
+
+/*
+ * For an image aql_nv_object_detect() accepted: set co->info.kind (PTX or
+ * CUBIN) and machine, and describe its kernels as the other kinds do:
+ * co->metadata (arguments, names, types, const-ness) and co->kernels
+ * (kernarg_size and alignment, static LDS where the image states it).
+ * Errors: AQL_ERR_INVALID_CODE_OBJECT naming the line or field,
+ * AQL_ERR_NOMEM.
+ */
+aql_status aql_nv_object_describe(struct aql_code_object *co);
+
 #endif

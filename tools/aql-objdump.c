@@ -360,6 +360,8 @@ static const char *kind_name(enum aql_code_object_kind k)
 	switch (k) {
 	case AQL_CODE_OBJECT_AMDGPU: return "amdgpu";
 	case AQL_CODE_OBJECT_HOST: return "host";
+	case AQL_CODE_OBJECT_PTX: return "ptx";
+	case AQL_CODE_OBJECT_CUBIN: return "cubin";
 	}
 	return "unknown";
 }

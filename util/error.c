@@ -21,6 +21,7 @@ const char *aql_status_str(aql_status status)
 	case AQL_ERR_INVALID_CODE_OBJECT: return "AQL_ERR_INVALID_CODE_OBJECT: malformed code object";
 	case AQL_ERR_NOT_FOUND: return "AQL_ERR_NOT_FOUND: not found";
 	case AQL_ERR_BUSY: return "AQL_ERR_BUSY: in use by work in flight";
+	case AQL_ERR_DEVICE: return "AQL_ERR_DEVICE: the device or its driver failed";
 	}
 	return "unknown status";
 }

@@ -652,7 +652,22 @@ static aql_status open_default(aql_agent **out)
 	return aql_host_agent_create(NULL, out);
 }
 
+static aql_status count_agents(uint32_t *count)
+{
+	*count = 1;
+	return AQL_OK;
+}
+
+static aql_status open_agent(uint32_t index, aql_agent **out)
+{
+	(void)index;
+	return aql_host_agent_create(NULL, out);
+}
+
 const struct aql_agent_driver aql_host_agent_driver = {
 	.name = "CPU",
+	.kind = AQL_AGENT_CPU,
 	.open_default = open_default,
+	.count = count_agents,
+	.open = open_agent,
 };

@@ -17,7 +17,17 @@ extern "C" {
 typedef struct aql_agent aql_agent;
 
 enum aql_agent_kind {
-	AQL_AGENT_CPU = 0,
+	AQL_AGENT_CPU = 0,	/* the CPU agent (aql/host/) */
+	AQL_AGENT_NVIDIA,	/* an NVIDIA GPU through the CUDA driver API (nv/) */
+	AQL_AGENT_AMD,		/* an AMD GPU through /dev/kfd (not built yet) */
+	AQL_AGENT_KIND_COUNT
+};
+
+/* How an agent makes a signal change that its packets cause. */
+enum aql_signal_path {
+	AQL_SIGNAL_PATH_HOST = 0,	/* a host thread (the CPU agent's processor) */
+	AQL_SIGNAL_PATH_DEVICE,		/* the device: CUDA stream memory operations */
+	AQL_SIGNAL_PATH_HOST_CALLBACK,	/* a driver host callback (cuLaunchHostFunc) */
 };
 
 typedef struct aql_agent_info {
@@ -32,7 +42,43 @@ typedef struct aql_agent_info {
 	uint32_t queue_features;	/* as aql_hsa_queue.features */
 	int32_t numa_node;		/* node nearest the agent; -1: spans all */
 	uint8_t unified_memory;		/* agent memory is host memory (aql/copy.h) */
+	uint8_t signal_path;		/* enum aql_signal_path */
+	uint32_t wavefront_size;	/* work-items that run in lock step (CUDA: 32) */
+	uint32_t max_grid_dim[3];	/* work-items per dimension */
+	/* LDS a work-group gets without asking (CUDA: 48 KiB); up to
+	 * max_group_segment_size (CUDA: the opt-in maximum) on request. */
+	uint32_t default_group_segment_size;
+	uint64_t memory_size;		/* bytes of agent memory; 0: host memory */
+	char isa[32];			/* "sm_90", "gfx942", "x86_64" */
+	uint32_t device_index;		/* among agents of its kind (the CUDA ordinal) */
+	uint32_t driver_version;	/* CUDA: cuDriverGetVersion(); 0 if none */
 } aql_agent_info;
+
+/*
+ * How many agents of kind this machine offers. 0 with AQL_OK never
+ * happens: when there are none the call fails, and aql_error_message()
+ * says why (for NVIDIA: no libcuda.so.1, the toolkit's stub library, a
+ * driver older than aql needs, no device, or CUDA_VISIBLE_DEVICES hiding
+ * every device). Errors: AQL_ERR_NOT_FOUND (no driver or no device),
+ * AQL_ERR_UNSUPPORTED (a stub or too old driver; a kind libaql was built
+ * without), AQL_ERR_DEVICE (the driver failed), AQL_ERR_INVALID_ARG.
+ * Thread safe; the answer is found once per process.
+ */
+aql_status aql_agent_count(enum aql_agent_kind kind, uint32_t *count);
+
+/*
+ * Open agent index (0 .. count - 1) of kind: a new agent each call,
+ * released with aql_agent_destroy(). A CPU agent is created with the
+ * defaults (aql_host_agent_create(NULL)); an NVIDIA agent is CUDA device
+ * index as the driver numbers them after CUDA_VISIBLE_DEVICES, on its
+ * primary context (retained here, released at destroy). Errors: those of
+ * aql_agent_count(), AQL_ERR_INVALID_ARG (index out of range),
+ * AQL_ERR_NOMEM. Thread safe.
+ */
+aql_status aql_agent_open(enum aql_agent_kind kind, uint32_t index, aql_agent **out);
+
+/* "cpu", "nvidia", "amd"; "unknown" for other values. Thread safe. */
+const char *aql_agent_kind_name(enum aql_agent_kind kind);
 
 /*
  * The process-wide CPU agent, created on first use with the defaults (one

@@ -26,6 +26,8 @@ typedef struct aql_code_object aql_code_object;
 enum aql_code_object_kind {
 	AQL_CODE_OBJECT_AMDGPU = 0,	/* EM_AMDGPU, OS ABI AMDGPU_HSA */
 	AQL_CODE_OBJECT_HOST,		/* a shared object for the CPU agent */
+	AQL_CODE_OBJECT_PTX,		/* PTX text for an NVIDIA agent */
+	AQL_CODE_OBJECT_CUBIN,		/* an NVIDIA cubin (ELF, EM_CUDA) or fatbin */
 };
 
 /*

@@ -23,6 +23,7 @@ typedef enum aql_status {
 	AQL_ERR_INVALID_CODE_OBJECT,	/* malformed ELF, metadata or bundle */
 	AQL_ERR_NOT_FOUND,	/* no kernel, symbol or file of that name */
 	AQL_ERR_BUSY,		/* work in flight still uses it */
+	AQL_ERR_DEVICE,		/* the device or its driver failed; the message names the call */
 } aql_status;
 
 /*

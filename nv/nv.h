@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal: the CUDA agent (nv/). One aql agent per CUDA device, on the
+ * device's primary context, over the driver API loaded at run time
+ * (nv/driver.c). Files:
+ *
+ *   driver.c   dlopen("libcuda.so.1"), cuGetProcAddress, the reasons why
+ *              there is no CUDA agent, error names;
+ *   agent.c    the agent: info, contexts, agent memory, copies, host
+ *              memory registration, modules (PTX, cubin), the driver
+ *              table entry;
+ *   queue.c    queues: a non-blocking stream per queue, AQL packets
+ *              translated into launches, copies and stream memory
+ *              operations; completions, faults.
+ */
+#ifndef AQL_NV_NV_H
+#define AQL_NV_NV_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <aql/agent.h>
+#include <aql/signal.h>
+
+#include "aql/agent_impl.h"
+#include "aql/queue_impl.h"
+#include "nv/cuda_abi.h"
+
+/* The loaded driver: every entry point of NV_DRIVER_FUNCS, never NULL. */
+struct nv_driver {
+	void *handle;
+	int version;			/* cuDriverGetVersion() */
+	int device_count;		/* after CUDA_VISIBLE_DEVICES */
+#define NV_DRIVER_MEMBER_(name, ret, params) ret (*name) params;
+	NV_DRIVER_FUNCS(NV_DRIVER_MEMBER_)
+#undef NV_DRIVER_MEMBER_
+};
+
+/*
+ * The driver, loaded and initialised once per process (cuInit, at least
+ * one device). On failure every later call fails the same way, with the
+ * reason: no libcuda.so.1 (AQL_ERR_NOT_FOUND), the toolkit's stub
+ * (AQL_ERR_UNSUPPORTED), a driver older than NV_MIN_DRIVER_VERSION or
+ * lacking an entry point (AQL_ERR_UNSUPPORTED), no device or every device
+ * hidden by CUDA_VISIBLE_DEVICES (AQL_ERR_NOT_FOUND), cuInit failing
+ * (AQL_ERR_DEVICE). Thread safe.
+ */
+aql_status nv_driver_get(const struct nv_driver **out);
+
+/* "CUDA_ERROR_LAUNCH_FAILED" and the driver's sentence for r; never NULL,
+ * also for codes the driver does not know. */
+const char *nv_result_name(CUresult r);
+const char *nv_result_string(CUresult r);
+
+/*
+ * aql_fail() for a driver call that returned r: the message is
+ * "<what>: <call> failed: <CUDA_ERROR_NAME> (<sentence>)". The status is
+ * AQL_ERR_NOMEM for CUDA_ERROR_OUT_OF_MEMORY, AQL_ERR_INVALID_ARG for
+ * INVALID_VALUE, AQL_ERR_DEVICE otherwise. Returns it.
+ */
+aql_status nv_fail(CUresult r, const char *call, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* A kernel of a loaded module: what a dispatch packet's kernel_object
+ * points to on a CUDA agent. */
+struct nv_kernel {
+	CUfunction fn;
+	uint32_t static_lds;		/* CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES */
+	uint32_t max_threads;		/* CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK */
+	uint32_t dynamic_lds_allowed;	/* MAX_DYNAMIC_SHARED_SIZE_BYTES set so far */
+	const char *name;
+};
+
+/* Host memory registered with the context (cuMemHostRegister). */
+struct nv_range {
+	uintptr_t start, end;
+};
+
+struct nv_agent {
+	struct aql_agent base;		/* first */
+	const struct nv_driver *cu;
+	CUdevice device;
+	CUcontext ctx;			/* the primary context, retained */
+	aql_agent_info info;
+	int mem_ops;			/* 64-bit stream memory operations work */
+	/* Registered host ranges, sorted by start, under reg_lock. */
+	pthread_mutex_t reg_lock;
+	struct nv_range *ranges;
+	uint32_t range_count, range_cap;
+	/* Modules and their kernels are freed at destroy only if the
+	 * caller leaked them; counted for aql_agent_destroy's refusal. */
+	uint32_t modules;
+};
+
+static inline struct nv_agent *nv_agent_of(aql_agent *agent)
+{
+	return (struct nv_agent *)agent;
+}
+
+/*
+ * Make the agent's context current on the calling thread, as every call
+ * into the driver needs (a fresh thread has none). Cheap when it already
+ * is: one cuCtxGetCurrent. Errors: AQL_ERR_DEVICE, named.
+ */
+aql_status nv_enter(struct nv_agent *a);
+
+/*
+ * Whether [ptr, ptr + size) is host memory the device reaches (registered
+ * with the context, or cuMemHostAlloc'ed). Memory of aql's own that is
+ * not yet registered (a pool block's chunk, a signal's page) is
+ * registered here first; any other host memory is pageable: 0.
+ * Thread safe.
+ */
+int nv_host_reachable(struct nv_agent *a, const void *ptr, size_t size);
+
+/*
+ * Register [ptr, ptr + size) (page-rounded) with the context, mapped for
+ * the device, unless a registered range already covers it. Errors:
+ * AQL_ERR_NOMEM (the memlock limit, named), AQL_ERR_DEVICE.
+ */
+aql_status nv_host_register(struct nv_agent *a, void *ptr, size_t size);
+
+/* A signal the device writes or waits on: its page registered. */
+aql_status nv_signal_reach(struct nv_agent *a, aql_signal *signal);
+
+/* The agent dispatch type of a copy (encode_copy): arg[0] dst, arg[1]
+ * src, arg[2] size. */
+#define NV_FN_COPY 0xffffu
+
+/* nv/queue.c: the queue half of struct aql_agent_ops. */
+aql_status nv_queue_attach(aql_agent *agent, struct aql_queue_impl *queue);
+void nv_queue_detach(aql_agent *agent, struct aql_queue_impl *queue);
+void nv_queue_flush(aql_agent *agent, struct aql_queue_impl *queue);
+
+#endif
