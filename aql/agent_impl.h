@@ -23,6 +23,7 @@ struct aql_module_load {
 	size_t size;
 	uint32_t kernel_count;		/* in: the code object's kernels */
 	const char *const *kernel_names;
+	const uint32_t *kernarg_sizes;	/* in: explicit argument bytes */
 	/* out, one per kernel: what a dispatch packet's kernel_object holds,
 	 * the static LDS bytes and the largest work-group the code allows. */
 	uint64_t *kernel_objects;

@@ -642,14 +642,15 @@ static aql_status module_load(aql_agent *agent, struct aql_code_object *co)
 	uint64_t *objects = calloc(n ? n : 1, sizeof(*objects));
 	uint32_t *lds = calloc(n ? n : 1, sizeof(*lds));
 	uint32_t *wg = calloc(n ? n : 1, sizeof(*wg));
+	uint32_t *kernarg = calloc(n ? n : 1, sizeof(*kernarg));
 	struct aql_module_load load = {
 		.image = co->image, .size = co->image_size, .kernel_count = n,
-		.kernel_names = names, .kernel_objects = objects,
+		.kernel_names = names, .kernarg_sizes = kernarg, .kernel_objects = objects,
 		.group_segment_sizes = lds, .max_workgroup_sizes = wg,
 	};
 	aql_status st;
 
-	if (!names || !objects || !lds || !wg) {
+	if (!names || !objects || !lds || !wg || !kernarg) {
 		st = aql_fail(AQL_ERR_NOMEM, "code object of %u kernels", n);
 		goto out;
 	}
@@ -658,8 +659,10 @@ static aql_status module_load(aql_agent *agent, struct aql_code_object *co)
 			      co->info.kind == AQL_CODE_OBJECT_PTX ? "PTX" : "cubin");
 		goto out;
 	}
-	for (uint32_t i = 0; i < n; i++)
+	for (uint32_t i = 0; i < n; i++) {
 		names[i] = co->kernels[i].metadata->symbol;
+		kernarg[i] = co->kernels[i].kernarg_size;
+	}
 	st = agent->ops->module_load(agent, co->info.kind, &load);
 	if (st != AQL_OK)
 		goto out;
@@ -683,6 +686,7 @@ out:
 	free(objects);
 	free(lds);
 	free(wg);
+	free(kernarg);
 	return st;
 }
 

@@ -68,6 +68,7 @@ struct nv_kernel {
 	uint32_t static_lds;		/* CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES */
 	uint32_t max_threads;		/* CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK */
 	uint32_t dynamic_lds_allowed;	/* MAX_DYNAMIC_SHARED_SIZE_BYTES set so far */
+	uint32_t kernarg_size;		/* bytes of the packed parameter buffer */
 	const char *name;
 };
 
