@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * PTX entry parsing (nv/ptx.c): entries and their parameter layout from
+ * PTX entry parsing (loader/ptx.c): entries and their parameter layout from
  * hand-written PTX, module directives, and malformed text, which must fail
  * with a message naming the line, never crash or read past the text (every
  * truncation of a valid module is parsed from an exact-size buffer).
