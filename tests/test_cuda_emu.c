@@ -133,10 +133,16 @@ static void nodevice_mode(void)
 
 static void old_mode(void)
 {
+	static const char ptx80[] =
+		".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{\n\tret;\n}\n";
+	CUmodule m;
 	int v = 0;
 
 	CU_OK(cu.cuDriverGetVersion(&v));
 	CHECK(v == 11080, "old mode: version %d", v);
+	/* A CUDA 11.8 driver takes PTX up to ISA 7.8. */
+	open_ctx();
+	CU_EQ(cu.cuModuleLoadDataEx(&m, ptx80, 0, NULL, NULL), CUDA_ERROR_UNSUPPORTED_PTX_VERSION);
 }
 
 static void visible_reordered(void)
@@ -583,6 +589,25 @@ static void streams_and_memops(void)
 	CU_OK(cu.cuStreamSynchronize(s));
 	CHECK(*word2 == 9, "wait on another stream's write");
 
+	/* 32-bit operations in a batch: the cyclic GEQ wraps at 2^32. */
+	uint32_t *w32 = (uint32_t *)word2;
+	*w32 = 0xfffffff0u;
+	memset(ops, 0, sizeof(ops));
+	ops[0].operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
+	ops[0].waitValue.address = (CUdeviceptr)(uintptr_t)w32;
+	ops[0].waitValue.value = 0x10;
+	ops[0].waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
+	ops[1].operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+	ops[1].writeValue.address = (CUdeviceptr)(uintptr_t)(w32 + 1);
+	ops[1].writeValue.value = 77;
+	CU_OK(cu.cuStreamBatchMemOp(s, 2, ops, 0));
+	th_sleep_ms(20);
+	CU_EQ(cu.cuStreamQuery(s), CUDA_ERROR_NOT_READY);
+	CHECK(w32[1] != 77, "a batch write passed its wait");
+	__atomic_store_n(w32, 0x10u, __ATOMIC_RELEASE);
+	CU_OK(cu.cuStreamSynchronize(s));
+	CHECK(w32[1] == 77, "batch write after its wait");
+
 	/* Events: cross-stream waits, queries, elapsed time. */
 	CU_OK(cu.cuEventCreate(&e, 0));
 	CU_OK(cu.cuEventCreate(&e2, 0));
@@ -594,6 +619,7 @@ static void streams_and_memops(void)
 	CU_OK(cu.cuStreamWaitValue64(s, (CUdeviceptr)(uintptr_t)word, 1, CU_STREAM_WAIT_VALUE_EQ));
 	CU_OK(cu.cuEventRecord(e2, s));
 	CU_OK(cu.cuEventRecord(et, s));
+	CU_OK(cu.cuEventSynchronize(e));	/* its time is before the sleep */
 	CU_OK(cu.cuStreamWaitEvent(s2, e2, 0));
 	CU_OK(cu.cuStreamWriteValue64(s2, (CUdeviceptr)(uintptr_t)word2, 5, 0));
 	th_sleep_ms(20);
@@ -606,7 +632,7 @@ static void streams_and_memops(void)
 	CU_OK(cu.cuStreamSynchronize(s2));
 	CHECK(*word2 == 5, "event wait then write");
 	CU_OK(cu.cuEventElapsedTime(&ms, e, e2));
-	CHECK(ms >= 15.0f, "elapsed %f ms across a 20 ms wait", (double)ms);
+	CHECK(ms >= 19.0f, "elapsed %f ms across a 20 ms wait", (double)ms);
 	CU_EQ(cu.cuEventElapsedTime(&ms, e, et), CUDA_ERROR_INVALID_HANDLE);
 	CU_OK(cu.cuEventDestroy(e));
 	CU_OK(cu.cuEventDestroy(e2));
@@ -631,6 +657,75 @@ static void streams_and_memops(void)
 	CU_OK(cu.cuMemFreeHost(word));
 	CU_OK(cu.cuMemFreeHost(pinned));
 	free(pageable);
+}
+
+/* Many threads, each with its own stream: every entry point is thread safe. */
+struct worker_arg {
+	CUcontext ctx;
+	uint64_t *words;
+	int index;
+	int host_runs;
+	CUresult failed;
+	const char *failed_call;
+};
+
+static void count_run(void *p)
+{
+	((struct worker_arg *)p)->host_runs++;
+}
+
+/* CHECK's tally is not thread safe: threads count their own failures. */
+#define TCU(call)                                                              \
+	do {                                                                   \
+		CUresult r_ = (call);                                          \
+		if (r_ != CUDA_SUCCESS && !a->failed)                          \
+			a->failed = r_, a->failed_call = #call;                \
+	} while (0)
+
+static void *stream_user(void *p)
+{
+	struct worker_arg *a = p;
+	CUstream s;
+	CUdeviceptr d;
+	uint64_t *w = &a->words[a->index * 8];
+
+	TCU(cu.cuCtxSetCurrent(a->ctx));
+	TCU(cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	TCU(cu.cuMemAlloc(&d, 256));
+	for (uint64_t i = 1; i <= 50; i++) {
+		TCU(cu.cuStreamWriteValue64(s, (CUdeviceptr)(uintptr_t)w, i, 0));
+		TCU(cu.cuStreamWaitValue64(s, (CUdeviceptr)(uintptr_t)w, i, CU_STREAM_WAIT_VALUE_EQ));
+		TCU(cu.cuLaunchHostFunc(s, count_run, a));
+		TCU(cu.cuMemcpyDtoDAsync(d, d + 128, 64, s));
+	}
+	TCU(cu.cuStreamSynchronize(s));
+	TCU(cu.cuStreamDestroy(s));
+	TCU(cu.cuMemFree(d));
+	return NULL;
+}
+
+static void threads(CUcontext ctx)
+{
+	struct worker_arg args[4];
+	pthread_t t[4];
+	uint64_t *words;
+
+	CU_OK(cu.cuMemHostAlloc((void **)&words, 4 * 64, 0));
+	memset(words, 0, 4 * 64);
+	for (int i = 0; i < 4; i++) {
+		args[i] = (struct worker_arg){ ctx, words, i, 0, CUDA_SUCCESS, NULL };
+		if (pthread_create(&t[i], NULL, stream_user, &args[i]) != 0)
+			th_stop("pthread_create");
+	}
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	for (int i = 0; i < 4; i++)
+		CHECK(args[i].failed == CUDA_SUCCESS, "thread %d: %s returned %d", i,
+		      args[i].failed_call, args[i].failed);
+	for (int i = 0; i < 4; i++)
+		CHECK(args[i].host_runs == 50 && words[i * 8] == 50, "thread %d: %d runs, word %llu",
+		      i, args[i].host_runs, (unsigned long long)words[i * 8]);
+	CU_OK(cu.cuMemFreeHost(words));
 }
 
 static const char bad_ptx[] =
@@ -815,6 +910,7 @@ int main(int argc, char **argv)
 	memory(ctx);
 	errors();
 	streams_and_memops();
+	threads(ctx);
 	modules();
 	if (ptx_path)
 		kernels();
