@@ -870,6 +870,39 @@ static void kernels(void)
 	saxpy_teardown(&k);
 }
 
+/* The last release destroys the context at once: work that would wait
+ * forever is dropped, and the context must be retained again. */
+static void context_destroy(CUcontext ctx)
+{
+	static int ran;
+	CUcontext again;
+	CUstream s;
+	CUdeviceptr d;
+	uint64_t *word;
+	int active = -1;
+	unsigned flags;
+
+	CU_OK(cu.cuMemHostAlloc((void **)&word, 64, 0));
+	*word = 0;
+	CU_OK(cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CU_OK(cu.cuStreamWaitValue64(s, (CUdeviceptr)(uintptr_t)word, 1, CU_STREAM_WAIT_VALUE_EQ));
+	CU_OK(cu.cuLaunchHostFunc(s, set_flag, &ran));
+	CU_OK(cu.cuDevicePrimaryCtxRelease(0));
+	CU_OK(cu.cuDevicePrimaryCtxGetState(0, &flags, &active));
+	CHECK(active == 0, "released context active");
+	CU_EQ(cu.cuMemAlloc(&d, 64), CUDA_ERROR_INVALID_CONTEXT);
+	CU_EQ(cu.cuCtxSetCurrent(ctx), CUDA_ERROR_INVALID_CONTEXT);
+	__atomic_store_n(word, 1, __ATOMIC_RELEASE);
+	th_sleep_ms(20);
+	CHECK(!__atomic_load_n(&ran, __ATOMIC_ACQUIRE), "work of a destroyed context ran");
+	CU_OK(cu.cuDevicePrimaryCtxRetain(&again, 0));
+	CHECK(again == ctx, "the primary context handle changed");
+	CU_OK(cu.cuCtxSetCurrent(again));
+	CU_OK(cu.cuStreamSynchronize(NULL));
+	CU_OK(cu.cuCtxSetCurrent(NULL));
+	CU_OK(cu.cuDevicePrimaryCtxRelease(0));
+}
+
 int main(int argc, char **argv)
 {
 	static const char *const stub[] = { "AQL_CUDA_EMU_MODE=stub", NULL };
@@ -916,8 +949,7 @@ int main(int argc, char **argv)
 		kernels();
 	else
 		printf("no PTX built here: kernel launches not checked\n");
-	CU_OK(cu.cuCtxSetCurrent(NULL));
-	CU_OK(cu.cuDevicePrimaryCtxRelease(0));
+	context_destroy(ctx);
 	CU_EQ(cu.cuDevicePrimaryCtxRelease(0), CUDA_ERROR_INVALID_CONTEXT);
 	return th_finish();
 }

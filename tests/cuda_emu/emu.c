@@ -438,6 +438,12 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
 	/* Retain counts a reference; it does not make the context current
 	 * (cuDevicePrimaryCtxRetain reference; ref §3.2). */
 	pthread_mutex_lock(&emu.lock);
+	if (emu.ctx[dev].refs == 0) {
+		/* What a destroyed context dropped is gone before it revives. */
+		pthread_mutex_unlock(&emu.lock);
+		emu_ctx_drain(&emu.ctx[dev]);
+		pthread_mutex_lock(&emu.lock);
+	}
 	if (emu.ctx[dev].refs++ == 0)
 		atomic_store(&emu.ctx[dev].sticky, CUDA_SUCCESS);
 	pthread_mutex_unlock(&emu.lock);
@@ -461,9 +467,13 @@ CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	}
 	last = --c->refs == 0;
+	/* The last release destroys the context: what its streams still
+	 * hold is dropped (the emulation never waits on work that may wait
+	 * forever), and a thread that has it current has no usable context
+	 * until it is retained again. */
+	if (last)
+		atomic_store(&c->sticky, CUDA_ERROR_CONTEXT_IS_DESTROYED);
 	pthread_mutex_unlock(&emu.lock);
-	/* The last release destroys the context once its work is done;
-	 * a thread that still has it current then has no usable context. */
 	if (last)
 		emu_ctx_drain(c);
 	return CUDA_SUCCESS;
