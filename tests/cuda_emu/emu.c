@@ -948,8 +948,6 @@ static const struct {
 	{ 803, "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", "the driver and the kernel module versions differ" },
 	{ 804, "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE", "forward compatibility is not supported on this device" },
 	{ 900, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "the operation is not allowed while the stream is captured" },
-	{ 901, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED", "the stream capture was invalidated by an earlier error" },
-	{ 907, "CUDA_ERROR_CAPTURED_EVENT", "the operation is not allowed on an event recorded during capture" },
 	{ 999, "CUDA_ERROR_UNKNOWN", "an unknown internal error" },
 };
 

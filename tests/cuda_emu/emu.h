@@ -25,10 +25,8 @@
 #include "nv/cuda_abi.h"
 #include "aqlemu.h"
 
-/* Codes the emulation returns that aql itself never names. */
+/* A code the emulation returns that aql itself never names. */
 #define CUDA_ERROR_ILLEGAL_STATE 401
-#define CUDA_ERROR_STREAM_CAPTURE_INVALIDATED 901
-#define CUDA_ERROR_CAPTURED_EVENT 907
 
 #define EMU_MAX_DEVICES 8
 #define EMU_SHARED_DEFAULT (48u * 1024)		/* per block without opt-in */
@@ -97,7 +95,6 @@ void emu_ctx_drain(struct CUctx_st *ctx);
 struct emu_fn_launch {
 	const aql_kernel *kernel;	/* host build */
 	uint32_t static_lds;
-	uint32_t param_size;
 	_Atomic long *pending;		/* of its module */
 };
 CUresult emu_fn_get(CUfunction fn, struct emu_fn_launch *out, uint32_t *max_threads,

@@ -370,7 +370,6 @@ CUresult emu_fn_get(CUfunction fn, struct emu_fn_launch *out, uint32_t *max_thre
 	if (f) {
 		out->kernel = f->kernel;
 		out->static_lds = f->kernel->group_segment_size;
-		out->param_size = f->entry->param_size;
 		out->pending = &f->mod->pending;
 		*max_threads = f->max_threads;
 		*dyn_max = f->dyn_max;

@@ -377,6 +377,12 @@ static CUresult submit(struct CUstream_st *s, struct op *op)
 		else if (op->kind == OP_KERNEL)
 			free(op->k.kernarg);
 		pthread_mutex_unlock(&s->mu);
+		if (r != CUDA_SUCCESS && op->kind == OP_EVENT_RECORD) {
+			/* Not recorded after all. */
+			uint64_t gen = op->ev.gen;
+
+			atomic_compare_exchange_strong(&op->ev.ev->recorded, &gen, gen - 1);
+		}
 		if (r != CUDA_SUCCESS && op->kind >= OP_EVENT_RECORD)
 			event_put(op->ev.ev);
 		free(op);
