@@ -407,17 +407,35 @@ static aql_status code_alloc(aql_agent *agent, enum aql_code_object_kind kind, s
 
 /* ---- modules ---- */
 
-static aql_status jit_fail(struct nv_agent *a, CUresult r, enum aql_code_object_kind kind,
-			   char *log)
+/* The log's lines, joined by "; " into out (truncated): a message is one line. */
+static void join_lines(const char *log, char *out, size_t size)
 {
-	size_t len = strlen(log);
+	size_t n = 0;
+
+	out[0] = 0;
+	while (*log && n + 1 < size) {
+		size_t len = strcspn(log, "\n");
+
+		while (len && (log[len - 1] == ' ' || log[len - 1] == '\r'))
+			len--;
+		if (len) {
+			n += (size_t)snprintf(out + n, size - n, "%s%.*s", n ? "; " : "", (int)len, log);
+			if (n >= size)
+				break;
+		}
+		log += strcspn(log, "\n");
+		if (*log)
+			log++;
+	}
+}
+
+static aql_status jit_fail(struct nv_agent *a, CUresult r, enum aql_code_object_kind kind,
+			   const char *log)
+{
+	char joined[512];
 	aql_status st;
 
-	while (len && (log[len - 1] == '\n' || log[len - 1] == ' '))
-		log[--len] = 0;
-	for (char *c = log; *c; c++)
-		if (*c == '\n')
-			*c = ' ';
+	join_lines(log, joined, sizeof(joined));
 	switch (r) {
 	case CUDA_ERROR_INVALID_PTX:
 	case CUDA_ERROR_INVALID_IMAGE:
@@ -431,7 +449,7 @@ static aql_status jit_fail(struct nv_agent *a, CUresult r, enum aql_code_object_
 	return aql_fail(st, "NVIDIA agent %u (%s): the driver refused the %s module: "
 			"cuModuleLoadDataEx failed: %s (%s)%s%s", a->info.device_index,
 			a->info.isa, kind_name(kind), nv_result_name(r), nv_result_string(r),
-			len ? "; JIT log: " : "", log);
+			joined[0] ? "; JIT log: " : "", joined);
 }
 
 /* cuModuleLoadDataEx with the JIT's error log kept for the message. PTX
