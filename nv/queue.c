@@ -130,7 +130,7 @@ struct nvq {
 	struct inflight *list;
 	uint32_t list_cap, list_first, list_count;
 	uint64_t done;			/* ids below it finished: stream seen idle */
-	uint64_t enqueued;		/* atomic: ids below it are on the stream */
+	uint64_t enqueued;		/* atomic: ids below it are wholly on the stream */
 
 	uint32_t calls;			/* atomic: host functions not yet returned */
 	uint32_t dead;			/* atomic: the stream failed */
@@ -200,6 +200,12 @@ static void cancel_ring(struct nvq *s)
 	}
 }
 
+/* Whether the stream's store of e's completion value is seen (device path). */
+static int value_stored(const struct inflight *e)
+{
+	return e->value != INT64_MIN && aql_signal_load(e->signal, AQL_ACQUIRE) <= e->value;
+}
+
 /*
  * Stop for good: nothing of the queue runs any more (the stream failed, or
  * ran everything before the failed packet). -1 into every signal in
@@ -207,13 +213,19 @@ static void cancel_ring(struct nvq *s)
  */
 static void halt(struct nvq *s)
 {
+	uint64_t limit;
+
 	aql_queue_halt(s->q);
 	s->halted = 1;
 	pthread_mutex_lock(&s->list_lock);
+	limit = progress(s->landed);
+	if (s->done > limit)
+		limit = s->done;
 	for (uint32_t i = 0; i < s->list_count; i++) {
 		struct inflight *e = &s->list[(s->list_first + i) % s->list_cap];
 
-		if (e->signal)
+		/* Packets that completed before the failure keep their value. */
+		if (e->signal && e->id >= limit && !value_stored(e))
 			aql_signal_store(e->signal, -1, AQL_RELEASE);
 	}
 	s->list_count = 0;
@@ -934,9 +946,11 @@ static void translate_ready(struct nvq *s)
 		aql_queue_finish(slot);
 		aql_queue_retire(s->q, s->next);
 		s->next++;
-		__atomic_store_n(&s->enqueued, s->next, __ATOMIC_RELEASE);
 	}
-	flush_writes(s);
+	/* Only with its completion store on the stream too is a packet
+	 * finished once the stream is idle. */
+	if (flush_writes(s))
+		__atomic_store_n(&s->enqueued, s->next, __ATOMIC_RELEASE);
 }
 
 void nv_queue_flush(aql_agent *agent, struct aql_queue_impl *q)
@@ -1247,9 +1261,7 @@ int nv_queue_find_pending(aql_agent *agent, struct aql_queue_impl *q,
 
 			/* Its completion value seen: finished, though the
 			 * progress word may not have landed yet. */
-			if (e->id < limit ||
-			    (e->signal && e->value != INT64_MIN &&
-			     aql_signal_load(e->signal, AQL_ACQUIRE) <= e->value))
+			if (e->id < limit || (e->signal && value_stored(e)))
 				continue;
 			if (match(&e->packet, user)) {
 				*found = e->packet;

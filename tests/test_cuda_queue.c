@@ -378,34 +378,54 @@ static void test_pageable_copy(void)
 	CHECK_OK(aql_queue_destroy(q));
 }
 
-/* Destroy right after submitting: the stream finishes the work first. */
+/*
+ * Destroy right after submitting. A typed copy translates every packet
+ * before it in the ring: the destroy lets the stream finish them all.
+ * Raw packets after it that the processor had not translated yet may be
+ * cancelled (-1), never left hanging.
+ */
 static void test_destroy_in_flight(void)
 {
 	aql_queue *q = gpu_queue(256);
-	aql_signal *done = th_signal(1);
+	aql_signal *done = th_signal(1), *late = th_signal(1);
+	uint64_t value = 0x1234567890ull, back = 0, *dev = NULL;
 	float *x = NULL, *y = NULL;
 	struct saxpy_args args;
+	aql_completion c;
 	aql_packet p;
+	int64_t v;
 
 	if (saxpy) {
 		x = device_floats(N, 1.0f);
 		y = device_floats(N, 0.0f);
 	}
+	CHECK_OK(aql_agent_mem_alloc(gpu, sizeof(value), (void **)&dev));
 	args = (struct saxpy_args){ 1.0f, 0, x, y, N };
 	for (int i = 0; i < 100; i++) {
 		p = saxpy ? saxpy_packet(&args, i == 99 ? done : NULL) :
 		    barrier_and(NULL, i == 99 ? done : NULL);
 		th_submit(q, &p);
 	}
+	CHECK_OK(aql_queue_copy(q, dev, &value, sizeof(value), NULL, 0, &c));
+	CHECK_OK(aql_queue_copy(q, &back, dev, sizeof(back), &c, 1, &c));
+	p = barrier_and(NULL, late);
+	th_submit(q, &p);
 	CHECK_OK(aql_queue_destroy(q));
-	CHECK(aql_signal_load(done, AQL_ACQUIRE) == 0, "the last packet completed: %lld",
+	CHECK(aql_signal_load(done, AQL_ACQUIRE) == 0, "the last raw packet completed: %lld",
 	      (long long)aql_signal_load(done, AQL_ACQUIRE));
+	CHECK(aql_signal_load(c.signal, AQL_ACQUIRE) < c.below && back == value,
+	      "the copies completed");
+	v = aql_signal_load(late, AQL_ACQUIRE);
+	CHECK(v == 0 || v == -1, "the packet after them completed or was cancelled: %lld",
+	      (long long)v);
 	if (saxpy) {
 		CHECK(device_all(y, N, 100.0f), "all 100 launches ran");
 		aql_agent_mem_free(gpu, x);
 		aql_agent_mem_free(gpu, y);
 	}
+	aql_agent_mem_free(gpu, dev);
 	CHECK_OK(aql_signal_destroy(done));
+	CHECK_OK(aql_signal_destroy(late));
 }
 
 /* Several threads submit typed copies and raw packets to one queue. */
