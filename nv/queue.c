@@ -330,7 +330,8 @@ static void run_call(void *user)
 		aql_signal_sub(c->signal, 1, AQL_RELEASE);
 		break;
 	case CALL_COPY:
-		memcpy(c->dst, c->src, c->size);
+		if (c->size)
+			memcpy(c->dst, c->src, c->size);
 		if (c->release)
 			__atomic_store_n(&s->staging_tail, c->release, __ATOMIC_RELEASE);
 		break;
