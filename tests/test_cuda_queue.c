@@ -191,6 +191,55 @@ static void test_dispatch(void)
 	aql_agent_mem_free(gpu, y);
 }
 
+/*
+ * A launch the driver refuses (more blocks than the grid allows) fails its
+ * packet, naming the call and the error; what came before it still runs
+ * and completes; it and what follows get -1.
+ */
+static void test_refused_launch(void)
+{
+	aql_queue *q = gpu_queue(64);
+	float *x = device_floats(N, 1.0f), *y = device_floats(N, 1.0f);
+	struct saxpy_args args = { 1.0f, 0, x, y, N };
+	aql_signal *gate = th_signal(1), *first = th_signal(1), *bad = th_signal(1),
+		   *after = th_signal(1);
+	const char *message = NULL;
+	aql_packet p;
+
+	p = barrier_and(gate, NULL);
+	th_submit(q, &p);
+	p = saxpy_packet(&args, first);
+	th_submit(q, &p);
+	p = saxpy_packet(&args, bad);
+	p.dispatch.workgroup_size_x = 1;
+	p.dispatch.grid_size_x = UINT32_MAX;
+	th_submit(q, &p);
+	p = saxpy_packet(&args, after);
+	th_submit(q, &p);
+	for (uint64_t end = th_now_ns() + TH_TIMEOUT_NS;
+	     aql_queue_error(q, NULL) == AQL_OK && th_now_ns() < end;)
+		th_sleep_ms(1);
+	CHECK(aql_queue_error(q, &message) == AQL_ERR_DEVICE, "queue error: %s",
+	      aql_status_str(aql_queue_error(q, NULL)));
+	CHECK(message && strstr(message, "cuLaunchKernel") &&
+	      strstr(message, "CUDA_ERROR_INVALID_VALUE"), "message: %s",
+	      message ? message : "(none)");
+	CHECK(aql_signal_load(bad, AQL_ACQUIRE) == 1,
+	      "the refused packet waits for those before it: %lld",
+	      (long long)aql_signal_load(bad, AQL_ACQUIRE));
+	aql_signal_store(gate, 0, AQL_RELEASE);
+	CHECK(th_wait_done(first) == 0, "the launch before it ran");
+	CHECK(th_wait_done(bad) == -1, "the refused launch failed");
+	CHECK(th_wait_done(after) == -1, "the launch after it was cancelled");
+	CHECK(device_all(y, N, 2.0f), "only the first launch ran");
+	CHECK_OK(aql_queue_destroy(q));
+	aql_signal *all[] = { gate, first, bad, after };
+	for (int i = 0; i < 4; i++)
+		CHECK_OK(aql_signal_destroy(all[i]));
+	aql_agent_mem_free(gpu, x);
+	aql_agent_mem_free(gpu, y);
+}
+
 /* One gated packet: held while the gate is closed, released by opening. */
 static void gated(aql_queue *q, aql_packet p, aql_signal *gate, int64_t open,
 		  aql_signal *done, const char *what)
@@ -581,8 +630,10 @@ int main(int argc, char **argv)
 			th_stop("the fault test needs the PTX");
 		test_fault();
 	} else {
-		if (saxpy)
+		if (saxpy) {
 			test_dispatch();
+			test_refused_launch();
+		}
 		test_waits();
 		test_cross_agent();
 		test_blocked_waiters();
