@@ -357,7 +357,8 @@ static CUcontext init_and_contexts(void)
 	CU_OK(cu.cuCtxSetCurrent(ctx));
 	CU_OK(cu.cuCtxGetCurrent(&cur));
 	CHECK(cur == ctx, "current context");
-	CHECK(pthread_create(&t, NULL, no_context_thread, NULL) == 0, "thread");
+	if (pthread_create(&t, NULL, no_context_thread, NULL) != 0)
+		th_stop("pthread_create");
 	pthread_join(t, NULL);
 	/* A second retain and release balance. */
 	CU_OK(cu.cuDevicePrimaryCtxRetain(&cur, 0));

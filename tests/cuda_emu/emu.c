@@ -448,11 +448,12 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
 CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
 {
 	CUresult r = check_device(dev);
-	struct CUctx_st *c = &emu.ctx[dev];
+	struct CUctx_st *c;
 	int last;
 
 	if (r != CUDA_SUCCESS)
 		return r;
+	c = &emu.ctx[dev];
 	/* Release without a retain fails (ref §3.2). */
 	pthread_mutex_lock(&emu.lock);
 	if (c->refs == 0) {
@@ -526,7 +527,9 @@ CUresult cuCtxSetCurrent(CUcontext ctx)
 		return CUDA_SUCCESS;
 	}
 	pthread_mutex_lock(&emu.lock);
-	ok = ctx >= &emu.ctx[0] && ctx < &emu.ctx[emu.device_count] && ctx->refs > 0;
+	ok = 0;
+	for (int i = 0; i < emu.device_count; i++)
+		ok |= ctx == &emu.ctx[i] && ctx->refs > 0;
 	pthread_mutex_unlock(&emu.lock);
 	if (!ok)
 		return CUDA_ERROR_INVALID_CONTEXT;
