@@ -550,13 +550,11 @@ static void test_struct_elements(void)
 	aql_queue_destroy(q);
 }
 
-/* 100 000 launches (20 000 on CUDA) on one queue reuse the kernarg pool; nothing grows. */
+/* 100 000 launches on one queue reuse the kernarg pool; nothing grows. */
 static void test_kernarg_recycling(void)
 {
 	aql_queue *q = th_test_queue(256, AQL_QUEUE_SINGLE, 0);
-	/* The emulated CUDA driver runs each launch on a CPU agent of its own. */
-	const int launches = th_test_cuda() ? 20000 : 100000;
-	enum { N = 4 };
+	enum { LAUNCHES = 100000, N = 4 };
 	aql_buf *acc = buf_i32(N, AQL_INOUT, "acc");
 	aql_launch_config c = grid1(N);
 	aql_mem_pool *pool = NULL;
@@ -572,7 +570,7 @@ static void test_kernarg_recycling(void)
 	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	CHECK_OK(aql_mem_pool_get_stats(pool, &before));
 	CHECK_OK(aql_launch_get_stats(q, &s0));
-	for (int i = 0; i < launches; i++) {
+	for (int i = 0; i < LAUNCHES; i++) {
 		aql_status st = AQL_LAUNCH(q, k_add, &c, &done, AQL_ARG(acc), AQL_ARG(i % 7),
 					   AQL_ARG((uint32_t)N));
 
@@ -593,8 +591,8 @@ static void test_kernarg_recycling(void)
 	      "pool grew under sustained launches: %zu -> %zu bytes in use, %zu -> %zu committed",
 	      before.bytes_in_use, after.bytes_in_use, before.committed, after.committed);
 	/* The pool holds about 4096 segments: it went round many times. */
-	CHECK(s.launches == (uint64_t)launches + 1000 && s.kernarg_bytes == s0.kernarg_bytes &&
-		      s.kernarg_bytes * 10 < (uint64_t)launches * 64,
+	CHECK(s.launches == LAUNCHES + 1000 && s.kernarg_bytes == s0.kernarg_bytes &&
+		      s.kernarg_bytes * 10 < (uint64_t)LAUNCHES * 64,
 	      "%llu launches, kernarg pool %llu bytes, was %llu", (unsigned long long)s.launches,
 	      (unsigned long long)s.kernarg_bytes, (unsigned long long)s0.kernarg_bytes);
 	aql_buf_destroy(acc);
@@ -767,6 +765,12 @@ static void test_file_chain(void)
 /* Destroying a queue cancels launches behind a gate: their completions fail. */
 static void test_cancelled(void)
 {
+	if (th_test_cuda()) {
+		th_skip("cancelling launches behind a gate",
+			"a CUDA stream blocked on a dependency cannot be cancelled; the queue's destroy waits 60 s for it");
+		return;
+	}
+
 	aql_queue *q = th_test_queue(64, AQL_QUEUE_MULTI, 0);
 	aql_buf *a = buf_i32(8, AQL_INOUT, "cancelled");
 	aql_launch_config c = grid1(8);
