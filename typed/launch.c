@@ -237,7 +237,9 @@ static aql_status check_args(const aql_kernel *k, const aql_arg *args, uint32_t 
 }
 
 /* The work-group size: given, required by the kernel, or the largest of
- * 256, 128, 64 that both the kernel and the agent allow. */
+ * 256, 128, 64 that both the kernel and the agent allow, but no more than
+ * grid x: CUDA runs whole blocks, so a larger group would run work-items
+ * past the grid. */
 static aql_status geometry(const aql_kernel *k, const aql_launch_config *c,
 			   const aql_agent_info *info, aql_dispatch_packet *d)
 {
@@ -255,6 +257,8 @@ static aql_status geometry(const aql_kernel *k, const aql_launch_config *c,
 		memcpy(wg, md->reqd_workgroup_size, sizeof(wg));
 	} else if (!wg[0]) {
 		wg[0] = limit >= 256 ? 256 : limit >= 128 ? 128 : limit >= 64 ? 64 : limit;
+		if (grid[0] < wg[0])
+			wg[0] = grid[0];
 		wg[1] = wg[2] = 1;
 	}
 	for (int i = 1; i < 3; i++)

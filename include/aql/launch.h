@@ -111,7 +111,8 @@ static inline aql_arg aql_arg_channel(aql_channel *ch)
 typedef struct aql_launch_config {
 	uint32_t grid[3];	/* work-items per dimension; 0 in y, z: 1 */
 	uint16_t workgroup[3];	/* 0 in x: the kernel's required size, or
-				 * the largest of 64, 128, 256 it allows */
+				 * the largest of 64, 128, 256 it allows,
+				 * at most grid x */
 	uint32_t dynamic_lds;	/* bytes after the kernel's static LDS */
 	const aql_completion *after;	/* wait for these first */
 	uint32_t after_count;
