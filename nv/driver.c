@@ -14,6 +14,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "nv/nv.h"
 #include "util/error.h"
@@ -85,13 +86,20 @@ static aql_status refuse(aql_status st, const char *fmt, ...)
 	return st;
 }
 
+/* A link names its target too: that is where the stub lives. */
 static aql_status stub(const char *path)
 {
-	return refuse(AQL_ERR_UNSUPPORTED,
-		      "libcuda.so.1 at %s is the CUDA toolkit's stub library, not a driver "
-		      "(every call returns CUDA_ERROR_STUB_LIBRARY): take the toolkit's "
-		      "lib64/stubs directory off LD_LIBRARY_PATH and install the NVIDIA driver",
-		      path);
+	char *real = realpath(path, NULL);
+	int link = real && strcmp(real, path) != 0;
+	aql_status st;
+
+	st = refuse(AQL_ERR_UNSUPPORTED,
+		    "libcuda.so.1 at %s%s%s%s is the CUDA toolkit's stub library, not a driver "
+		    "(every call returns CUDA_ERROR_STUB_LIBRARY): take the toolkit's "
+		    "lib64/stubs directory off the library path and install the NVIDIA driver",
+		    path, link ? " (" : "", link ? real : "", link ? ")" : "");
+	free(real);
+	return st;
 }
 
 static aql_status no_device(const char *path, int version)
