@@ -5,7 +5,10 @@ CUDA agent gives its own reason; with the emulated driver (--emu-dir, the
 directory holding tests/cuda_emu's libcuda.so.1) the NVIDIA agent is
 listed with its architecture and the path its signals take.
 
-usage: test_aql_info.py --info AQL_INFO [--emu-dir DIR] [unittest args]
+usage: test_aql_info.py --info AQL_INFO [--emu-dir DIR] [--cuda-stub LIB]
+                        [unittest args]
+
+--cuda-stub: the toolkit's stub libcuda.so, run as libcuda.so.1.
 """
 
 import argparse
@@ -14,10 +17,12 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import unittest
 
 INFO = None
 EMU_DIR = None
+CUDA_STUB = None
 
 # Variables that would let a driver other than the one a test means in.
 CUDA_ENV = ('LD_LIBRARY_PATH', 'AQL_CUDA_EMU_MODE', 'AQL_CUDA_EMU_DEVICES',
@@ -93,6 +98,19 @@ class NoDriver(unittest.TestCase):
         rc, out = run('-L')
         self.assertEqual(rc, 0)
         self.assertTrue(out.startswith('CPU 0: '), out)
+
+    def test_toolkit_stub(self):
+        """The toolkit's stub named libcuda.so.1 is told apart from a driver."""
+        if not CUDA_STUB:
+            self.skipTest('no --cuda-stub: no CUDA toolkit here')
+        with tempfile.TemporaryDirectory() as d:
+            os.symlink(CUDA_STUB, os.path.join(d, 'libcuda.so.1'))
+            rc, doc = run_json(LD_LIBRARY_PATH=d)
+        self.assertEqual(rc, 0)
+        nv = unavailable(doc, 'nvidia')
+        self.assertEqual(len(nv), 1, doc)
+        self.assertEqual(nv[0]['status'], 'AQL_ERR_UNSUPPORTED', nv)
+        self.assertIn('stub', nv[0]['reason'].lower())
 
     def test_usage(self):
         rc, out = run('--help')
@@ -188,12 +206,14 @@ class Emulated(unittest.TestCase):
 
 
 def main():
-    global INFO, EMU_DIR
+    global INFO, EMU_DIR, CUDA_STUB
     ap = argparse.ArgumentParser()
     ap.add_argument('--info', required=True)
     ap.add_argument('--emu-dir')
+    ap.add_argument('--cuda-stub')
     args, rest = ap.parse_known_args()
     INFO = os.path.abspath(args.info)
+    CUDA_STUB = args.cuda_stub
     EMU_DIR = os.path.abspath(args.emu_dir) if args.emu_dir else None
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
 
