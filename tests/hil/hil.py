@@ -39,6 +39,11 @@ SYSTEM_LIBS = ('linux-vdso', 'ld-linux', 'libc.so', 'libm.so', 'libdl.so',
                'libstdc++.so', 'libcuda.so', 'libnvidia-')
 
 
+def load_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
 def is_emu_path(p):
     return 'cuda_emu' in p
 
@@ -47,10 +52,11 @@ def listed_suites():
     names = set()
     path = os.path.join(HERE, 'suites')
     if os.path.exists(path):
-        for line in open(path):
-            line = line.split('#', 1)[0].strip()
-            if line:
-                names.add(line.split()[0])
+        with open(path) as f:
+            for line in f:
+                line = line.split('#', 1)[0].strip()
+                if line:
+                    names.add(line.split()[0])
     return names
 
 
@@ -168,7 +174,7 @@ def run(root, tests, logdir, libdir, subst):
 def build_tests(build):
     path = os.path.join(build, 'meson-info', 'intro-tests.json')
     try:
-        return json.load(open(path))
+        return load_json(path)
     except OSError as e:
         sys.exit('hil: %s is not a configured meson build directory: %s' % (build, e))
 
@@ -180,7 +186,7 @@ def cmd_run(build):
 
 def cmd_run_pack(pack):
     pack = os.path.abspath(pack)
-    manifest = json.load(open(os.path.join(pack, 'hil-tests.json')))
+    manifest = load_json(os.path.join(pack, 'hil-tests.json'))
     need = manifest.get('glibc')
     have = os.confstr('CS_GNU_LIBC_VERSION').split()[-1]
     if need and tuple(map(int, have.split('.'))) < tuple(map(int, need.split('.'))):
@@ -283,8 +289,9 @@ def cmd_pack(out, build):
         libs.update(needed_libs(p))
     for soname, path in libs.items():
         shutil.copy2(path, os.path.join(out, 'lib', soname))
-    json.dump({'glibc': glibc_needed(elves + list(libs.values())), 'tests': packed},
-              open(os.path.join(out, 'hil-tests.json'), 'w'), indent=1)
+    with open(os.path.join(out, 'hil-tests.json'), 'w') as f:
+        json.dump({'glibc': glibc_needed(elves + list(libs.values())), 'tests': packed}, f,
+                  indent=1)
     shutil.copy2(os.path.abspath(__file__), os.path.join(out, 'hil.py'))
     shutil.copy2(os.path.join(HERE, 'suites'), os.path.join(out, 'suites'))
     shutil.copy2(os.path.join(HERE, 'README.md'), os.path.join(out, 'README.md'))
