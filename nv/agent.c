@@ -626,6 +626,10 @@ static void destroy(aql_agent *agent)
 
 static const struct aql_agent_ops nv_agent_ops = {
 	.get_info = get_info,
+	.queue_attach = nv_queue_attach,
+	.queue_detach = nv_queue_detach,
+	.queue_flush = nv_queue_flush,
+	.queue_find_pending = nv_queue_find_pending,
 	.destroy = destroy,
 	.code_alloc = code_alloc,
 	.mem_alloc = mem_alloc,

@@ -251,7 +251,13 @@ static void check_ptx(const struct want_kernel *w, const aql_host_kernel_descrip
 	free(text);
 	if (!m)
 		return;
-	CHECK(m->address_size == 64 && m->target && strcmp(m->target, "sm_70") == 0,
+	/* The target is the file name's: <kernel>.<target>.ptx. */
+	const char *dot = strrchr(path, '.'), *sm = dot;
+
+	while (sm > path && sm[-1] != '.' && sm[-1] != '/')
+		sm--;
+	CHECK(m->address_size == 64 && m->target && strlen(m->target) == (size_t)(dot - sm) &&
+	      strncmp(m->target, sm, (size_t)(dot - sm)) == 0,
 	      "%s: address size %u target %s", path, m->address_size, m->target);
 	CHECK_OK(aql_ptx_entry_find(m, w->name, &e));
 	if (e) {

@@ -613,6 +613,27 @@ AQL_INLINE void aql_atomic_store_u32(uint32_t *p, uint32_t v, int order)
 #define AQL_UNPACK_(a, T, n) a->n
 #define AQL_UNUSED_ __attribute__((unused))
 
+/*
+ * How the host and NVPTX builds classify an argument type T. (T)0 if T is
+ * a pointer, else a null void pointer: then `1 ? x : (void *)1` has type
+ * "pointer to qualified void" and tells whether T points to const (c) or
+ * volatile (v).
+ */
+#define AQL_PTR_OR_VOID_(T)                                                    \
+	_Generic((T)0, _Bool: (void *)0, char: (void *)0,                      \
+		 signed char: (void *)0, unsigned char: (void *)0,             \
+		 short: (void *)0, unsigned short: (void *)0, int: (void *)0,  \
+		 unsigned: (void *)0, long: (void *)0, unsigned long: (void *)0, \
+		 long long: (void *)0, unsigned long long: (void *)0,          \
+		 float: (void *)0, double: (void *)0, long double: (void *)0,  \
+		 default: (T)0)
+#define AQL_ARG_QUALS_(T, c, v)                                                \
+	_Generic(1 ? AQL_PTR_OR_VOID_(T) : (void *)1,                          \
+		 const void *: (c), volatile void *: (v),                      \
+		 const volatile void *: (c) | (v), default: 0)
+/* GCC and clang: 5 is pointer_type_class. */
+#define AQL_IS_POINTER_(T) (__builtin_classify_type((T)0) == 5)
+
 #ifndef AQL_KERNEL_TARGET_HOST
 
 #define AQL_KD_NO_BARRIER_ 1	/* only the CPU agent reads this flag */
@@ -620,11 +641,48 @@ AQL_INLINE void aql_atomic_store_u32(uint32_t *p, uint32_t v, int order)
 #if defined(AQL_KERNEL_TARGET_AMDGCN)
 #define AQL_KERNEL_ATTRS_                                                      \
 	__attribute__((amdgpu_flat_work_group_size(1, AQL_KERNEL_MAX_WORKGROUP_SIZE)))
+/* AMDGPU metadata describes the arguments (-cl-kernel-arg-info). */
+#define AQL_KERNEL_DESCRIPTION_(kn, ...)
 #else
 #define AQL_KERNEL_ATTRS_
+
+/*
+ * PTX names parameters "<kernel>_param_N" and gives only their PTX types,
+ * so the module also defines, per kernel, the constant byte array
+ * __aql_md_<kernel> describing the arguments as the host build's table
+ * does (loader/nv_object.c reads it from the PTX initialiser):
+ *
+ *   "AQLM", version (1), argument count; then per argument
+ *   flags (AQL_NV_MD_*), size (2 bytes, little endian), alignment,
+ *   the type as written (NUL-terminated), the name (NUL-terminated).
+ *
+ * A program-scope __constant variable is externally visible, so clang
+ * emits it whether or not the kernel reads it.
+ */
+#define AQL_NV_MD_VERSION 1
+#define AQL_NV_MD_POINTER 1u	/* a pointer to global memory */
+#define AQL_NV_MD_CONST 2u	/* ... to const */
+#define AQL_NV_MD_VOLATILE 4u	/* ... to volatile */
+#define AQL_NV_MD_MEMBER_(ctx, T, n)                                           \
+	uint8_t n##_aql_md[4];                                                 \
+	char n##_aql_md_type[sizeof(#T)];                                      \
+	char n##_aql_md_name[sizeof(#n)];
+#define AQL_NV_MD_INIT_(ctx, T, n)                                             \
+	{ AQL_IS_POINTER_(T) ? AQL_NV_MD_POINTER |                             \
+		  AQL_ARG_QUALS_(T, AQL_NV_MD_CONST, AQL_NV_MD_VOLATILE) : 0,  \
+	  sizeof(T) & 0xff, sizeof(T) >> 8, _Alignof(T) }, #T, #n,
+#define AQL_KERNEL_DESCRIPTION_(kn, ...)                                       \
+	__constant struct {                                                    \
+		uint8_t head[6];                                               \
+		AQL_PP_SEQ(AQL_NV_MD_MEMBER_, , __VA_ARGS__)                   \
+	} __aql_md_##kn = {                                                    \
+		{ 'A', 'Q', 'L', 'M', AQL_NV_MD_VERSION, AQL_PP_NARG(__VA_ARGS__) }, \
+		AQL_PP_SEQ(AQL_NV_MD_INIT_, , __VA_ARGS__)                     \
+	};
 #endif
 
 #define AQL_KERNEL_PLAIN_(kn, kf, ...)                                         \
+	AQL_KERNEL_DESCRIPTION_(kn, __VA_ARGS__)                               \
 	AQL_INLINE void kn##_aql_body(AQL_PP_LIST(AQL_BODY_PARAM_, , __VA_ARGS__)); \
 	__kernel AQL_KERNEL_ATTRS_ void kn(AQL_PP_LIST(AQL_PARAM_, , __VA_ARGS__)) \
 	{                                                                      \
@@ -634,6 +692,7 @@ AQL_INLINE void aql_atomic_store_u32(uint32_t *p, uint32_t v, int order)
 
 /* OpenCL allows __local variables only in kernel scope. */
 #define AQL_KERNEL_WITH_LDS_(kn, kf, lds_type, ...)                            \
+	AQL_KERNEL_DESCRIPTION_(kn, __VA_ARGS__)                               \
 	AQL_INLINE void kn##_aql_body(__local __typeof__(lds_type) *lds AQL_UNUSED_, \
 					AQL_PP_LIST(AQL_BODY_PARAM_, , __VA_ARGS__)); \
 	__kernel AQL_KERNEL_ATTRS_ void kn(AQL_PP_LIST(AQL_PARAM_, , __VA_ARGS__)) \
@@ -649,27 +708,6 @@ AQL_INLINE void aql_atomic_store_u32(uint32_t *p, uint32_t v, int order)
 
 #define AQL_KD_NO_BARRIER_ AQL_HOST_KD_NO_BARRIER
 
-/*
- * (T)0 if T is a pointer, else a null void pointer: then `1 ? x : (void *)1`
- * has type "pointer to qualified void" and tells whether T points to const.
- */
-#define AQL_PTR_OR_VOID_(T)                                                    \
-	_Generic((T)0, _Bool: (void *)0, char: (void *)0,                      \
-		 signed char: (void *)0, unsigned char: (void *)0,             \
-		 short: (void *)0, unsigned short: (void *)0, int: (void *)0,  \
-		 unsigned: (void *)0, long: (void *)0, unsigned long: (void *)0, \
-		 long long: (void *)0, unsigned long long: (void *)0,          \
-		 float: (void *)0, double: (void *)0, long double: (void *)0,  \
-		 default: (T)0)
-#define AQL_ARG_QUALS_(T)                                                      \
-	_Generic(1 ? AQL_PTR_OR_VOID_(T) : (void *)1,                          \
-		 const void *: AQL_ARG_IS_CONST,                               \
-		 volatile void *: AQL_ARG_IS_VOLATILE,                         \
-		 const volatile void *: AQL_ARG_IS_CONST | AQL_ARG_IS_VOLATILE, \
-		 default: 0)
-/* GCC and clang: 5 is pointer_type_class. */
-#define AQL_IS_POINTER_(T) (__builtin_classify_type((T)0) == 5)
-
 #define AQL_ARG_ENTRY_(args_type, T, n)                                        \
 	{                                                                      \
 		.name = #n,                                                    \
@@ -679,7 +717,8 @@ AQL_INLINE void aql_atomic_store_u32(uint32_t *p, uint32_t v, int order)
 		.align = _Alignof(T),                                          \
 		.kind = AQL_IS_POINTER_(T) ? AQL_ARG_GLOBAL_BUFFER : AQL_ARG_BY_VALUE, \
 		.address_space = AQL_IS_POINTER_(T) ? AQL_AS_GLOBAL : AQL_AS_NONE, \
-		.flags = AQL_IS_POINTER_(T) ? AQL_ARG_QUALS_(T) : 0,           \
+		.flags = AQL_IS_POINTER_(T) ?                                  \
+			 AQL_ARG_QUALS_(T, AQL_ARG_IS_CONST, AQL_ARG_IS_VOLATILE) : 0, \
 	},
 
 /* The argument struct, the table, and the exported "<name>.kd". */

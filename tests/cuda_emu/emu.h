@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal to the emulated CUDA driver (tests/cuda_emu/): its state and
+ * the helpers its files share. The emulation is a test fixture: it refuses
+ * what the real driver refuses, with the same codes; each rule names its
+ * source (the CUDA Driver API reference, cuda.h's documentation, or
+ * ../shared/reference/cuda_driver.md, "ref §n").
+ *
+ *   emu.c      init, devices, contexts, memory, copies, errors, proc table;
+ *   stream.c   streams and their workers, events, host functions, stream
+ *              memory operations, launches, capture and graphs;
+ *   module.c   modules: PTX checks (nvJitLink when present), binding
+ *              entries to their host builds, function attributes.
+ */
+#ifndef AQL_TESTS_CUDA_EMU_EMU_H
+#define AQL_TESTS_CUDA_EMU_EMU_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include <aql/aql.h>
+#include <aql/ptx.h>
+
+#include "nv/cuda_abi.h"
+#include "aqlemu.h"
+
+/* Codes the emulation returns that aql itself never names. */
+#define CUDA_ERROR_ILLEGAL_STATE 401
+#define CUDA_ERROR_STREAM_CAPTURE_INVALIDATED 901
+#define CUDA_ERROR_CAPTURED_EVENT 907
+
+#define EMU_MAX_DEVICES 8
+#define EMU_SHARED_DEFAULT (48u * 1024)		/* per block without opt-in */
+#define EMU_SHARED_OPTIN 232448u		/* H100: 227 KiB */
+#define EMU_MAX_THREADS 1024u
+
+enum emu_mode { EMU_NORMAL, EMU_STUB, EMU_OLD, EMU_NODEVICE, EMU_NOMEMOPS };
+
+struct CUctx_st {
+	int device;			/* ordinal after CUDA_VISIBLE_DEVICES */
+	int refs;			/* primary context retains; under emu.lock */
+	unsigned flags;
+	_Atomic CUresult sticky;	/* a fault: every later call returns it */
+	_Atomic uint64_t pending;	/* stream operations queued, not done */
+	struct CUstream_st *null_stream;
+};
+
+struct emu {
+	pthread_mutex_t lock;		/* every table below */
+	enum emu_mode mode;
+	int initialized;
+	CUresult init_result;
+	int device_count;
+	int physical[EMU_MAX_DEVICES];	/* visible ordinal -> emulated device */
+	struct CUctx_st ctx[EMU_MAX_DEVICES];
+	aql_agent *agent;		/* private CPU agent that runs kernels */
+	long fail_after;		/* -1: never */
+	_Atomic long launches_ok;
+	struct aqlemu_stats_atomic {
+		_Atomic uint64_t launches, launch_faults, pageable_sync_copies,
+			host_funcs_run, host_funcs_skipped, mem_op_waits,
+			mem_op_writes, graph_launches, ptx_jit_links;
+	} stats;
+};
+
+extern struct emu emu;
+
+/* The calling thread's current context, and whether it runs a host function. */
+extern __thread CUcontext emu_current;
+extern __thread int emu_in_host_fn;
+
+/* The checks every entry point makes: stub mode, cuInit, host function. */
+CUresult emu_gate(void);
+
+/* emu_gate(), then the current context; its sticky error if it has one. */
+CUresult emu_ctx(struct CUctx_st **out);
+
+/* A memory range's kind, for copies and stream memory operations. */
+enum emu_mem { EMU_MEM_NONE, EMU_MEM_DEVICE, EMU_MEM_PINNED };
+enum emu_mem emu_mem_kind(uintptr_t p, size_t n);
+
+/* Poll-with-sleep pause: grows from 2 us to 200 us with *spins. */
+void emu_pause(unsigned *spins);
+
+uint64_t emu_now_ns(void);
+
+/* Streams (stream.c). */
+struct CUstream_st;
+CUresult emu_stream_get(struct CUctx_st *ctx, CUstream h, struct CUstream_st **out);
+CUresult emu_stream_sync(struct CUstream_st *s);
+/* Copy n bytes in stream order; synchronous if sync is set. */
+CUresult emu_stream_copy(struct CUstream_st *s, void *dst, const void *src, size_t n, int sync);
+void emu_ctx_drain(struct CUctx_st *ctx);
+
+/* Functions (module.c). */
+struct emu_fn_launch {
+	const aql_kernel *kernel;	/* host build */
+	uint32_t static_lds;
+	uint32_t param_size;
+	_Atomic long *pending;		/* of its module */
+};
+CUresult emu_fn_get(CUfunction fn, struct emu_fn_launch *out, uint32_t *max_threads,
+		    uint32_t *dyn_max, const aql_ptx_entry **entry);
+
+#endif

@@ -1,0 +1,495 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The emulated CUDA driver's modules. PTX is parsed for its entries and
+ * parameter layouts (aql_ptx_parse), checked with the toolkit's nvJitLink
+ * when it is installed (ref §6.3), and each entry is bound to the host
+ * build of the same single-source kernel, found through
+ * AQL_CUDA_EMU_KERNELS (colon-separated host code object paths).
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu.h"
+
+#define NV_DECLARE_(name, ret, params) ret name params;
+NV_DRIVER_FUNCS(NV_DECLARE_)
+#undef NV_DECLARE_
+
+struct CUfunc_st {
+	struct CUmod_st *mod;
+	const aql_ptx_entry *entry;
+	const aql_kernel *kernel;	/* host build */
+	uint32_t max_threads;
+	uint32_t dyn_max;		/* MAX_DYNAMIC_SHARED_SIZE_BYTES; under emu.lock */
+};
+
+struct CUmod_st {
+	struct CUctx_st *ctx;
+	aql_ptx_module *ptx;
+	aql_code_object *co;
+	uint32_t count;
+	struct CUfunc_st *fns;
+	_Atomic long pending;		/* launches queued, not done */
+	struct CUmod_st *next;		/* live modules */
+};
+
+static struct CUmod_st *modules;	/* under emu.lock */
+
+/* ---- nvJitLink ---------------------------------------------------------- */
+
+/* The toolkit's PTX linker (nvJitLink.h, CUDA 13): handles and results. */
+typedef struct nvjl *nvjl_handle;
+struct nvjitlink {
+	int (*create)(nvjl_handle *h, uint32_t n, const char **options);
+	int (*destroy)(nvjl_handle *h);
+	int (*add_data)(nvjl_handle h, int type, const void *data, size_t size, const char *name);
+	int (*complete)(nvjl_handle h);
+	int (*log_size)(nvjl_handle h, size_t *size);
+	int (*log)(nvjl_handle h, char *log);
+};
+#define NVJITLINK_INPUT_PTX 2
+
+static struct nvjitlink jl;
+static int jl_found;
+static pthread_once_t jl_once = PTHREAD_ONCE_INIT;
+
+static void *jl_open(void)
+{
+	const char *home = getenv("CUDA_HOME");
+	char path[4096];
+	void *h;
+
+	if (home && *home) {
+		snprintf(path, sizeof(path), "%s/lib64/libnvJitLink.so.13", home);
+		if ((h = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
+			return h;
+	}
+	if ((h = dlopen("/usr/local/cuda/lib64/libnvJitLink.so.13", RTLD_NOW | RTLD_LOCAL)))
+		return h;
+	return dlopen("libnvJitLink.so.13", RTLD_NOW | RTLD_LOCAL);
+}
+
+static void jl_load(void)
+{
+	void *h = jl_open();
+
+	if (!h)
+		return;
+	*(void **)&jl.create = dlsym(h, "nvJitLinkCreate");
+	*(void **)&jl.destroy = dlsym(h, "nvJitLinkDestroy");
+	*(void **)&jl.add_data = dlsym(h, "nvJitLinkAddData");
+	*(void **)&jl.complete = dlsym(h, "nvJitLinkComplete");
+	*(void **)&jl.log_size = dlsym(h, "nvJitLinkGetErrorLogSize");
+	*(void **)&jl.log = dlsym(h, "nvJitLinkGetErrorLog");
+	jl_found = jl.create && jl.destroy && jl.add_data && jl.complete && jl.log_size && jl.log;
+}
+
+/*
+ * Link the PTX for sm_90 as the driver's JIT would. Returns 0 if it links
+ * or no toolkit is installed; -1 with *log (malloc'd) holding the
+ * linker's error log if it does not.
+ */
+static int jit_check(const char *text, size_t size, char **log)
+{
+	const char *opts[] = { "-arch=sm_90" };
+	nvjl_handle h = NULL;
+	int bad;
+
+	pthread_once(&jl_once, jl_load);
+	if (!jl_found)
+		return 0;
+	atomic_fetch_add(&emu.stats.ptx_jit_links, 1);
+	if (jl.create(&h, 1, opts) != 0)
+		return 0;
+	bad = jl.add_data(h, NVJITLINK_INPUT_PTX, text, size, "module.ptx") != 0 ||
+	      jl.complete(h) != 0;
+	if (bad) {
+		size_t n = 0;
+
+		if (jl.log_size(h, &n) == 0 && (*log = malloc(n + 1))) {
+			if (jl.log(h, *log) != 0)
+				**log = 0;
+			(*log)[n] = 0;
+		}
+	}
+	jl.destroy(&h);
+	return bad ? -1 : 0;
+}
+
+/* ---- JIT options -------------------------------------------------------- */
+
+struct jit_logs {
+	char *error;
+	size_t error_size;
+	int error_size_index;
+	char *info;
+	size_t info_size;
+	int info_size_index;
+};
+
+static CUresult jit_options(unsigned n, const int *options, void **values, struct jit_logs *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->error_size_index = l->info_size_index = -1;
+	if (n && (!options || !values))
+		return CUDA_ERROR_INVALID_VALUE;
+	for (unsigned i = 0; i < n; i++) {
+		switch (options[i]) {
+		case CU_JIT_ERROR_LOG_BUFFER:
+			l->error = values[i];
+			break;
+		case CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES:
+			l->error_size = (unsigned)(uintptr_t)values[i];
+			l->error_size_index = (int)i;
+			break;
+		case CU_JIT_INFO_LOG_BUFFER:
+			l->info = values[i];
+			break;
+		case CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES:
+			l->info_size = (unsigned)(uintptr_t)values[i];
+			l->info_size_index = (int)i;
+			break;
+		default:
+			/* CUjit_option has fewer than 40 values in CUDA 13. */
+			if (options[i] < 0 || options[i] >= 40)
+				return CUDA_ERROR_INVALID_VALUE;
+			break;
+		}
+	}
+	return CUDA_SUCCESS;
+}
+
+/* Copy msg into a log buffer, truncated and NUL-terminated, and write the
+ * bytes used back into the size option's value, as the driver does. */
+static void log_put(char *buf, size_t size, int size_index, void **values, const char *msg)
+{
+	size_t n;
+
+	if (!buf || size == 0)
+		return;
+	n = strlen(msg);
+	if (n > size - 1)
+		n = size - 1;
+	memcpy(buf, msg, n);
+	buf[n] = 0;
+	if (size_index >= 0)
+		values[size_index] = (void *)(uintptr_t)n;
+}
+
+/* ---- Modules ------------------------------------------------------------ */
+
+/* The first host code object in AQL_CUDA_EMU_KERNELS that defines every
+ * entry of the module, loaded on the emulation's CPU agent. */
+static aql_code_object *find_host_build(const aql_ptx_module *ptx)
+{
+	const char *list = getenv("AQL_CUDA_EMU_KERNELS");
+	char path[4096];
+
+	while (list && *list) {
+		const char *end = strchr(list, ':');
+		size_t n = end ? (size_t)(end - list) : strlen(list);
+		aql_code_object *co;
+
+		if (n > 0 && n < sizeof(path)) {
+			memcpy(path, list, n);
+			path[n] = 0;
+			if (aql_code_object_load_file(emu.agent, path, NULL, &co) == AQL_OK) {
+				uint32_t i;
+				const aql_kernel *k;
+
+				for (i = 0; i < ptx->entry_count; i++)
+					if (aql_code_object_kernel(co, ptx->entries[i].name, &k) != AQL_OK)
+						break;
+				if (i == ptx->entry_count)
+					return co;
+				aql_code_object_destroy(co);
+			}
+		}
+		list = end ? end + 1 : list + n;
+	}
+	return NULL;
+}
+
+static int is_cubin(const unsigned char *p)
+{
+	/* ELF (an image that starts so is a whole ELF header, as the driver
+	 * assumes), e_machine EM_CUDA (190) at offset 18, little endian.
+	 * Byte by byte, so short PTX text is never read past its NUL. */
+	return p[0] == 0x7f && p[1] == 'E' && p[2] == 'L' && p[3] == 'F' && p[18] == 190 &&
+	       p[19] == 0;
+}
+
+CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int n, int *options,
+			    void **values)
+{
+	struct CUctx_st *c;
+	struct CUmod_st *m;
+	struct jit_logs logs;
+	aql_ptx_module *ptx = NULL;
+	char msg[512];
+	char *jlog = NULL;
+	size_t size;
+	CUresult r = emu_ctx(&c);
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!module || !image)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = jit_options(n, options, values, &logs);
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (is_cubin(image)) {
+		log_put(logs.error, logs.error_size, logs.error_size_index, values,
+			"aql cuda emulation: cubin images have no host build; load the PTX");
+		return CUDA_ERROR_INVALID_IMAGE;
+	}
+	size = strlen(image);
+	if (aql_ptx_parse(image, size, &ptx) != AQL_OK) {
+		snprintf(msg, sizeof(msg), "aql cuda emulation: %s", aql_error_message());
+		log_put(logs.error, logs.error_size, logs.error_size_index, values, msg);
+		return CUDA_ERROR_INVALID_PTX;
+	}
+	/* PTX newer than the driver's ISA: 9.0 for CUDA 13.0, 7.8 for 11.8
+	 * (ref §3.7). */
+	uint32_t v = ptx->version[0] * 10 + ptx->version[1];
+	if (v > (emu.mode == EMU_OLD ? 78u : 90u)) {
+		snprintf(msg, sizeof(msg), "aql cuda emulation: PTX ISA %u.%u is newer than this driver's",
+			 ptx->version[0], ptx->version[1]);
+		log_put(logs.error, logs.error_size, logs.error_size_index, values, msg);
+		aql_ptx_free(ptx);
+		return CUDA_ERROR_UNSUPPORTED_PTX_VERSION;
+	}
+	if (jit_check(image, size, &jlog) != 0) {
+		log_put(logs.error, logs.error_size, logs.error_size_index, values,
+			jlog ? jlog : "nvJitLink failed");
+		free(jlog);
+		aql_ptx_free(ptx);
+		return CUDA_ERROR_INVALID_PTX;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m || !(m->fns = calloc(ptx->entry_count ? ptx->entry_count : 1, sizeof(*m->fns)))) {
+		free(m);
+		aql_ptx_free(ptx);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	m->co = ptx->entry_count ? find_host_build(ptx) : NULL;
+	if (ptx->entry_count && !m->co) {
+		snprintf(msg, sizeof(msg),
+			 "aql cuda emulation: no host code object in AQL_CUDA_EMU_KERNELS defines "
+			 "every entry of the module (first: %s)", ptx->entries[0].name);
+		log_put(logs.error, logs.error_size, logs.error_size_index, values, msg);
+		fprintf(stderr, "%s\n", msg);
+		free(m->fns);
+		free(m);
+		aql_ptx_free(ptx);
+		return CUDA_ERROR_INVALID_IMAGE;
+	}
+	m->ctx = c;
+	m->ptx = ptx;
+	m->count = ptx->entry_count;
+	for (uint32_t i = 0; i < m->count; i++) {
+		struct CUfunc_st *f = &m->fns[i];
+		const aql_ptx_entry *e = &ptx->entries[i];
+		const aql_host_kernel_descriptor *kd;
+		uint32_t mt = EMU_MAX_THREADS, req;
+
+		aql_code_object_kernel(m->co, e->name, &f->kernel);
+		kd = (const aql_host_kernel_descriptor *)(uintptr_t)f->kernel->kernel_object;
+		if (kd->max_flat_workgroup_size && kd->max_flat_workgroup_size < mt)
+			mt = kd->max_flat_workgroup_size;
+		req = e->maxntid[0] ? e->maxntid[0] * (e->maxntid[1] ? e->maxntid[1] : 1) *
+					      (e->maxntid[2] ? e->maxntid[2] : 1)
+				    : 0;
+		if (req && req < mt)
+			mt = req;
+		f->mod = m;
+		f->entry = e;
+		f->max_threads = mt;
+		f->dyn_max = EMU_SHARED_DEFAULT > f->kernel->group_segment_size
+				     ? EMU_SHARED_DEFAULT - f->kernel->group_segment_size
+				     : 0;
+	}
+	log_put(logs.info, logs.info_size, logs.info_size_index, values, "");
+	pthread_mutex_lock(&emu.lock);
+	m->next = modules;
+	modules = m;
+	pthread_mutex_unlock(&emu.lock);
+	*module = m;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuModuleUnload(CUmodule module)
+{
+	CUresult r = emu_gate();
+	struct CUmod_st **p, *m = NULL;
+	unsigned spins = 0;
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!emu_current)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	pthread_mutex_lock(&emu.lock);
+	for (p = &modules; *p; p = &(*p)->next) {
+		if (*p == module) {
+			m = *p;
+			*p = m->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&emu.lock);
+	if (!m)
+		return CUDA_ERROR_INVALID_HANDLE;
+	/* Launches still queued finish with the code they were given. */
+	while (atomic_load(&m->pending) != 0)
+		emu_pause(&spins);
+	aql_code_object_destroy(m->co);
+	aql_ptx_free(m->ptx);
+	free(m->fns);
+	free(m);
+	return atomic_load(&emu_current->sticky);
+}
+
+/* The live function fn; under emu.lock. */
+static struct CUfunc_st *fn_find(CUfunction fn)
+{
+	for (struct CUmod_st *m = modules; m; m = m->next)
+		if (fn >= m->fns && fn < m->fns + m->count)
+			return fn;
+	return NULL;
+}
+
+CUresult emu_fn_get(CUfunction fn, struct emu_fn_launch *out, uint32_t *max_threads,
+		    uint32_t *dyn_max, const aql_ptx_entry **entry)
+{
+	struct CUfunc_st *f;
+
+	pthread_mutex_lock(&emu.lock);
+	f = fn_find(fn);
+	if (f) {
+		out->kernel = f->kernel;
+		out->static_lds = f->kernel->group_segment_size;
+		out->param_size = f->entry->param_size;
+		out->pending = &f->mod->pending;
+		*max_threads = f->max_threads;
+		*dyn_max = f->dyn_max;
+		*entry = f->entry;
+	}
+	pthread_mutex_unlock(&emu.lock);
+	return f ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult cuModuleGetFunction(CUfunction *fn, CUmodule module, const char *name)
+{
+	struct CUctx_st *c;
+	CUresult r = emu_ctx(&c);
+	struct CUmod_st *m;
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!fn || !name)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&emu.lock);
+	for (m = modules; m && m != module; m = m->next)
+		;
+	r = m ? CUDA_ERROR_NOT_FOUND : CUDA_ERROR_INVALID_HANDLE;
+	for (uint32_t i = 0; m && i < m->count; i++) {
+		if (!strcmp(m->fns[i].entry->name, name)) {
+			*fn = &m->fns[i];
+			r = CUDA_SUCCESS;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&emu.lock);
+	return r;
+}
+
+CUresult cuModuleGetGlobal(CUdeviceptr *ptr, size_t *bytes, CUmodule module, const char *name)
+{
+	struct CUctx_st *c;
+	CUresult r = emu_ctx(&c);
+	struct CUmod_st *m;
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!name)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&emu.lock);
+	for (m = modules; m && m != module; m = m->next)
+		;
+	pthread_mutex_unlock(&emu.lock);
+	(void)ptr;
+	(void)bytes;
+	/* Globals of the host build are not device memory here: none is
+	 * offered, which the reference allows for a name the module lacks. */
+	return m ? CUDA_ERROR_NOT_FOUND : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult cuFuncGetAttribute(int *value, int attrib, CUfunction fn)
+{
+	CUresult r = emu_gate();
+	struct CUfunc_st *f;
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!value)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&emu.lock);
+	f = fn_find(fn);
+	r = f ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+	if (f) {
+		switch (attrib) {
+		case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+			*value = (int)f->max_threads;
+			break;
+		case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
+			*value = (int)f->kernel->group_segment_size;
+			break;
+		case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES:
+			*value = 0;
+			break;
+		case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES:
+			*value = (int)f->kernel->private_segment_size;
+			break;
+		case CU_FUNC_ATTRIBUTE_NUM_REGS:
+			*value = 32;
+			break;
+		case CU_FUNC_ATTRIBUTE_PTX_VERSION:
+			*value = (int)(f->mod->ptx->version[0] * 10 + f->mod->ptx->version[1]);
+			break;
+		case CU_FUNC_ATTRIBUTE_BINARY_VERSION:
+			*value = 90;
+			break;
+		case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+			*value = (int)f->dyn_max;
+			break;
+		default:
+			r = CUDA_ERROR_INVALID_VALUE;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&emu.lock);
+	return r;
+}
+
+CUresult cuFuncSetAttribute(CUfunction fn, int attrib, int value)
+{
+	CUresult r = emu_gate();
+	struct CUfunc_st *f;
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	pthread_mutex_lock(&emu.lock);
+	f = fn_find(fn);
+	r = f ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+	/* Only MAX_DYNAMIC_SHARED_SIZE_BYTES, up to the opt-in maximum less
+	 * the static shared memory (cuFuncSetAttribute reference). */
+	if (f && (attrib != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES || value < 0 ||
+		  (uint64_t)value + f->kernel->group_segment_size > EMU_SHARED_OPTIN))
+		r = CUDA_ERROR_INVALID_VALUE;
+	if (r == CUDA_SUCCESS)
+		f->dyn_max = (uint32_t)value;
+	pthread_mutex_unlock(&emu.lock);
+	return r;
+}

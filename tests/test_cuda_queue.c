@@ -1,0 +1,568 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * CUDA queues (nv/queue.c) against the emulated driver (tests/cuda_emu/):
+ * raw packets and typed launches on a stream, dependencies as stream waits
+ * or host functions, completions, cross-agent chains, pageable copies,
+ * faults and destroy.
+ *
+ * Usage: test_cuda_queue HOST_OBJECT [PTX] [--fault]
+ * HOST_OBJECT is saxpy's host build (the emulation runs it), PTX its PTX
+ * (without it, the kernel tests are left out). Run with the emulation's
+ * folder on LD_LIBRARY_PATH; AQL_CUDA_EMU_MODE=nomemops runs the same
+ * packets on the host-function path; --fault runs the fault test, under
+ * AQL_CUDA_EMU_FAIL_AFTER=2.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <aql/aql.h>
+
+#include "helpers.h"
+#include "tests/cuda_emu/aqlemu.h"
+
+#define N 256u
+
+struct saxpy_args {
+	float a;
+	uint32_t pad;
+	const float *x;
+	float *y;
+	uint32_t n;
+} __attribute__((aligned(16)));
+
+static aql_agent *gpu;
+static const aql_kernel *saxpy;
+static aqlemu_stats_fn emu_stats;
+static int device_path;
+
+static struct aqlemu_stats stats(void)
+{
+	struct aqlemu_stats s = { 0 };
+
+	emu_stats(&s);
+	return s;
+}
+
+static aql_queue *gpu_queue(uint32_t size)
+{
+	aql_queue_config config = { .size = size, .type = AQL_QUEUE_MULTI,
+				    .full_timeout_ns = TH_TIMEOUT_NS };
+	aql_queue *q = NULL;
+
+	CHECK_OK(aql_queue_create(gpu, &config, &q));
+	if (!q)
+		th_stop("no CUDA queue");
+	return q;
+}
+
+static uint16_t header(enum aql_packet_type type)
+{
+	return aql_packet_header(type, 1, AQL_FENCE_SYSTEM, AQL_FENCE_SYSTEM);
+}
+
+static aql_packet saxpy_packet(const struct saxpy_args *args, aql_signal *done)
+{
+	aql_packet p = { 0 };
+
+	p.dispatch.header = header(AQL_PACKET_KERNEL_DISPATCH);
+	p.dispatch.setup = 1;
+	p.dispatch.workgroup_size_x = 64;
+	p.dispatch.workgroup_size_y = 1;
+	p.dispatch.workgroup_size_z = 1;
+	p.dispatch.grid_size_x = args->n;
+	p.dispatch.grid_size_y = 1;
+	p.dispatch.grid_size_z = 1;
+	p.dispatch.group_segment_size = saxpy->group_segment_size;
+	p.dispatch.kernel_object = saxpy->kernel_object;
+	p.dispatch.kernarg_address = (uint64_t)(uintptr_t)args;
+	p.dispatch.completion_signal = aql_signal_handle(done);
+	return p;
+}
+
+static aql_packet barrier_and(aql_signal *dep, aql_signal *done)
+{
+	aql_packet p = { 0 };
+
+	p.barrier.header = header(AQL_PACKET_BARRIER_AND);
+	p.barrier.dep_signal[2] = aql_signal_handle(dep);
+	p.barrier.completion_signal = aql_signal_handle(done);
+	return p;
+}
+
+static aql_packet barrier_value(aql_signal *sig, enum aql_signal_condition cond, int64_t value,
+				int64_t mask, aql_signal *done)
+{
+	aql_packet p = { 0 };
+
+	p.barrier_value.header.header = header(AQL_PACKET_VENDOR_SPECIFIC);
+	p.barrier_value.header.format = AQL_AMD_PACKET_BARRIER_VALUE;
+	p.barrier_value.signal = aql_signal_handle(sig);
+	p.barrier_value.cond = cond;
+	p.barrier_value.value = value;
+	p.barrier_value.mask = mask;
+	p.barrier_value.completion_signal = aql_signal_handle(done);
+	return p;
+}
+
+/* Device memory holding n floats of value v. */
+static float *device_floats(uint32_t n, float v)
+{
+	float *host = malloc(n * sizeof(float)), *dev = NULL;
+
+	for (uint32_t i = 0; i < n; i++)
+		host[i] = v;
+	CHECK_OK(aql_agent_mem_alloc(gpu, n * sizeof(float), (void **)&dev));
+	if (!dev)
+		th_stop("no device memory");
+	CHECK_OK(aql_agent_copy(gpu, dev, host, n * sizeof(float)));
+	free(host);
+	return dev;
+}
+
+/* Whether every one of n floats at dev equals v. */
+static int device_all(const float *dev, uint32_t n, float v)
+{
+	float *host = malloc(n * sizeof(float));
+	int ok = aql_agent_copy(gpu, host, dev, n * sizeof(float)) == AQL_OK;
+
+	for (uint32_t i = 0; ok && i < n; i++)
+		ok = host[i] == v;
+	if (!ok)
+		fprintf(stderr, "device floats: [0] = %g, expected %g\n", (double)host[0], (double)v);
+	free(host);
+	return ok;
+}
+
+/* Still not done after a while: whatever gates it holds. */
+static void check_held(aql_signal *done, const char *what)
+{
+	th_sleep_ms(30);
+	CHECK(aql_signal_load(done, AQL_ACQUIRE) == 1, "%s ran before its dependency (value %lld)",
+	      what, (long long)aql_signal_load(done, AQL_ACQUIRE));
+}
+
+/* Raw dispatches, each with its own completion signal, then five that
+ * share one signal set to 5: its value ends at exactly 0. */
+static void test_dispatch(void)
+{
+	aql_queue *q = gpu_queue(64);
+	float *x = device_floats(N, 1.0f), *y = device_floats(N, 1.0f);
+	struct saxpy_args args = { 1.0f, 0, x, y, N };
+	struct aqlemu_stats before = stats();
+	aql_signal *done[8], *shared = th_signal(5);
+	aql_packet p;
+
+	for (int i = 0; i < 8; i++) {
+		done[i] = th_signal(1);
+		p = saxpy_packet(&args, done[i]);
+		th_submit(q, &p);
+	}
+	for (int i = 0; i < 8; i++)
+		CHECK(th_wait_done(done[i]) == 0, "dispatch %d", i);
+	for (int i = 0; i < 5; i++) {
+		p = saxpy_packet(&args, shared);
+		th_submit(q, &p);
+	}
+	CHECK(th_wait_done(shared) == 0, "a signal shared by 5 packets ends at 0");
+	th_sleep_ms(5);
+	CHECK(aql_signal_load(shared, AQL_ACQUIRE) == 0, "and stays there: %lld",
+	      (long long)aql_signal_load(shared, AQL_ACQUIRE));
+	CHECK(device_all(y, N, 14.0f), "13 launches of y += x");
+	CHECK(stats().launches - before.launches == 13, "13 kernels ran: %llu",
+	      (unsigned long long)(stats().launches - before.launches));
+
+	/* A signal reset right after its wait, and used again at once. */
+	for (int round = 0; round < 50; round++) {
+		aql_signal_store(done[0], 1, AQL_RELEASE);
+		p = barrier_and(NULL, done[0]);
+		th_submit(q, &p);
+		if (th_wait_done(done[0]) != 0) {
+			CHECK(0, "round %d of a reused signal", round);
+			break;
+		}
+	}
+	for (int i = 0; i < 8; i++)
+		CHECK_OK(aql_signal_destroy(done[i]));
+	CHECK_OK(aql_signal_destroy(shared));
+	CHECK_OK(aql_queue_destroy(q));
+	aql_agent_mem_free(gpu, x);
+	aql_agent_mem_free(gpu, y);
+}
+
+/* One gated packet: held while the gate is closed, released by opening. */
+static void gated(aql_queue *q, aql_packet p, aql_signal *gate, int64_t open,
+		  aql_signal *done, const char *what)
+{
+	th_submit(q, &p);
+	check_held(done, what);
+	aql_signal_store(gate, open, AQL_RELEASE);
+	CHECK(th_wait_done(done) == 0, "%s released", what);
+	aql_signal_store(done, 1, AQL_RELEASE);
+}
+
+static void test_waits(void)
+{
+	aql_queue *q = gpu_queue(64);
+	aql_signal *gate = th_signal(1), *done = th_signal(1);
+	struct aqlemu_stats before = stats(), after;
+
+	gated(q, barrier_and(gate, done), gate, 0, done, "barrier-AND");
+	aql_signal_store(gate, 10, AQL_RELEASE);
+	gated(q, barrier_value(gate, AQL_COND_LT, 5, -1, done), gate, 4, done, "BARRIER_VALUE <");
+	aql_signal_store(gate, 0, AQL_RELEASE);
+	gated(q, barrier_value(gate, AQL_COND_GTE, 3, -1, done), gate, 3, done, "BARRIER_VALUE >=");
+	gated(q, barrier_value(gate, AQL_COND_EQ, 7, -1, done), gate, 7, done, "BARRIER_VALUE ==");
+	/* A failed dependency (-1) releases a barrier-AND too. */
+	aql_signal_store(gate, 1, AQL_RELEASE);
+	gated(q, barrier_and(gate, done), gate, -1, done, "barrier-AND on a failed signal");
+	after = stats();
+	if (device_path) {
+		CHECK(after.mem_op_waits - before.mem_op_waits == 5, "five stream waits: %llu",
+		      (unsigned long long)(after.mem_op_waits - before.mem_op_waits));
+		CHECK(after.host_funcs_run == before.host_funcs_run,
+		      "no host function on the device path: %llu",
+		      (unsigned long long)(after.host_funcs_run - before.host_funcs_run));
+	} else {
+		CHECK(after.mem_op_waits == before.mem_op_waits && after.mem_op_writes ==
+		      before.mem_op_writes, "no stream memory operation without them");
+		CHECK(after.host_funcs_run - before.host_funcs_run >= 10,
+		      "waits and decrements by host functions: %llu",
+		      (unsigned long long)(after.host_funcs_run - before.host_funcs_run));
+	}
+
+	/* NE and a partial mask wait on the host, on every device. */
+	before = stats();
+	aql_signal_store(gate, 2, AQL_RELEASE);
+	gated(q, barrier_value(gate, AQL_COND_NE, 2, -1, done), gate, 3, done, "BARRIER_VALUE !=");
+	aql_signal_store(gate, 0x10, AQL_RELEASE);
+	gated(q, barrier_value(gate, AQL_COND_EQ, 1, 0xf, done), gate, 0x21, done,
+	      "BARRIER_VALUE == under a mask");
+	after = stats();
+	CHECK(after.host_funcs_run - before.host_funcs_run >= 2, "host waits: %llu",
+	      (unsigned long long)(after.host_funcs_run - before.host_funcs_run));
+	CHECK(after.mem_op_waits == before.mem_op_waits, "no stream wait for them");
+
+	/* A signal in use by a packet in flight cannot be destroyed; right
+	 * after its wait it can. */
+	aql_signal_store(gate, 1, AQL_RELEASE);
+	{
+		aql_packet p = barrier_and(gate, done);
+
+		th_submit(q, &p);
+	}
+	check_held(done, "barrier-AND");
+	CHECK(aql_signal_destroy(gate) == AQL_ERR_BUSY, "destroying a dependency in flight");
+	CHECK(aql_signal_destroy(done) == AQL_ERR_BUSY, "destroying a completion in flight");
+	aql_signal_store(gate, 0, AQL_RELEASE);
+	CHECK(th_wait_done(done) == 0, "released");
+	CHECK_OK(aql_signal_destroy(done));
+	CHECK_OK(aql_signal_destroy(gate));
+	CHECK_OK(aql_queue_destroy(q));
+}
+
+/*
+ * gate -> CPU barrier (s1) -> CUDA barrier on s1, saxpy (s2) -> CPU barrier
+ * on s2 (s3): opened once, waited for at the end only, blocked.
+ */
+static void test_cross_agent(void)
+{
+	aql_queue *cpu = th_queue(64, AQL_QUEUE_MULTI, 0), *q = gpu_queue(64);
+	aql_signal *gate = th_signal(1), *s1 = th_signal(1), *s2 = th_signal(1), *s3 = th_signal(1);
+	float *x = NULL, *y = NULL;
+	struct saxpy_args args;
+	aql_packet p;
+	int64_t v = 1;
+
+	if (saxpy) {
+		x = device_floats(N, 2.0f);
+		y = device_floats(N, 1.0f);
+	}
+	args = (struct saxpy_args){ 1.0f, 0, x, y, N };
+	p = barrier_and(gate, s1);
+	th_submit(cpu, &p);
+	if (saxpy) {
+		p = barrier_and(s1, NULL);
+		th_submit(q, &p);
+		p = saxpy_packet(&args, s2);
+	} else {
+		p = barrier_and(s1, s2);
+	}
+	th_submit(q, &p);
+	p = barrier_and(s2, s3);
+	th_submit(cpu, &p);
+	check_held(s3, "the chain");
+	aql_signal_store(gate, 0, AQL_RELEASE);
+	CHECK_DONE(aql_signal_wait(s3, AQL_COND_LT, 1, TH_TIMEOUT_NS, AQL_WAIT_BLOCKED, &v));
+	CHECK(v == 0 && aql_signal_load(s2, AQL_ACQUIRE) == 0, "chain ends: s3 %lld, s2 %lld",
+	      (long long)v, (long long)aql_signal_load(s2, AQL_ACQUIRE));
+	if (saxpy) {
+		CHECK(device_all(y, N, 3.0f), "the CUDA kernel of the chain ran once");
+		aql_agent_mem_free(gpu, x);
+		aql_agent_mem_free(gpu, y);
+	}
+	CHECK_OK(aql_queue_destroy(cpu));
+	CHECK_OK(aql_queue_destroy(q));
+	aql_signal *all[] = { gate, s1, s2, s3 };
+	for (int i = 0; i < 4; i++)
+		CHECK_OK(aql_signal_destroy(all[i]));
+}
+
+struct waiter {
+	aql_signal *signal;
+	aql_status st;
+	int64_t value;
+};
+
+static void *wait_blocked(void *arg)
+{
+	struct waiter *w = arg;
+
+	w->st = aql_signal_wait(w->signal, AQL_COND_LT, 1, TH_TIMEOUT_NS, AQL_WAIT_BLOCKED,
+				&w->value);
+	return NULL;
+}
+
+/* Waiters asleep in the kernel wake up when the stream completes. */
+static void test_blocked_waiters(void)
+{
+	aql_queue *q = gpu_queue(64);
+	aql_signal *gate = th_signal(1), *done = th_signal(1);
+	struct waiter w[2] = { { done, AQL_ERR_TIMEOUT, 1 }, { done, AQL_ERR_TIMEOUT, 1 } };
+	pthread_t t[2];
+	aql_packet p = barrier_and(gate, done);
+
+	th_submit(q, &p);
+	for (int i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, wait_blocked, &w[i]);
+	th_sleep_ms(30);
+	aql_signal_store(gate, 0, AQL_RELEASE);
+	for (int i = 0; i < 2; i++) {
+		pthread_join(t[i], NULL);
+		CHECK_DONE(w[i].st);
+		CHECK(w[i].value == 0, "waiter %d saw %lld", i, (long long)w[i].value);
+	}
+	CHECK_OK(aql_queue_destroy(q));
+	CHECK_OK(aql_signal_destroy(gate));
+	CHECK_OK(aql_signal_destroy(done));
+}
+
+/* Copies from and to pageable memory go through staging, asynchronously;
+ * one larger than the staging ring waits for it to come free. */
+static void test_pageable_copy(void)
+{
+	aql_queue *q = gpu_queue(64);
+	size_t sizes[] = { 1000, (3u << 20) + 12, (9u << 20) + 4 };
+	struct aqlemu_stats before = stats();
+
+	for (int i = 0; i < 3; i++) {
+		size_t size = sizes[i];
+		unsigned char *src = malloc(size), *back = calloc(1, size), *dev = NULL;
+		aql_completion c;
+
+		for (size_t j = 0; j < size; j++)
+			src[j] = (unsigned char)(j * 7 + i);
+		CHECK_OK(aql_agent_mem_alloc(gpu, size, (void **)&dev));
+		CHECK_OK(aql_queue_copy(q, dev, src, size, NULL, 0, &c));
+		CHECK_OK(aql_queue_copy(q, back, dev, size, &c, 1, &c));
+		CHECK_DONE(aql_completion_wait(c, TH_TIMEOUT_NS));
+		CHECK(memcmp(src, back, size) == 0, "%zu bytes there and back", size);
+		aql_agent_mem_free(gpu, dev);
+		free(src);
+		free(back);
+	}
+	CHECK(stats().pageable_sync_copies == before.pageable_sync_copies,
+	      "no copy made synchronous: %llu",
+	      (unsigned long long)(stats().pageable_sync_copies - before.pageable_sync_copies));
+	CHECK_OK(aql_queue_destroy(q));
+}
+
+/* Destroy right after submitting: the stream finishes the work first. */
+static void test_destroy_in_flight(void)
+{
+	aql_queue *q = gpu_queue(256);
+	aql_signal *done = th_signal(1);
+	float *x = NULL, *y = NULL;
+	struct saxpy_args args;
+	aql_packet p;
+
+	if (saxpy) {
+		x = device_floats(N, 1.0f);
+		y = device_floats(N, 0.0f);
+	}
+	args = (struct saxpy_args){ 1.0f, 0, x, y, N };
+	for (int i = 0; i < 100; i++) {
+		p = saxpy ? saxpy_packet(&args, i == 99 ? done : NULL) :
+		    barrier_and(NULL, i == 99 ? done : NULL);
+		th_submit(q, &p);
+	}
+	CHECK_OK(aql_queue_destroy(q));
+	CHECK(aql_signal_load(done, AQL_ACQUIRE) == 0, "the last packet completed: %lld",
+	      (long long)aql_signal_load(done, AQL_ACQUIRE));
+	if (saxpy) {
+		CHECK(device_all(y, N, 100.0f), "all 100 launches ran");
+		aql_agent_mem_free(gpu, x);
+		aql_agent_mem_free(gpu, y);
+	}
+	CHECK_OK(aql_signal_destroy(done));
+}
+
+/* Several threads submit typed copies and raw packets to one queue. */
+#define STRESS_THREADS 4
+#define STRESS_ROUNDS 200
+
+struct stress {
+	aql_queue *q;
+	int index;
+	uint64_t *dev;
+	int failures;
+};
+
+static void *stress_thread(void *arg)
+{
+	struct stress *s = arg;
+	aql_signal *done = th_signal(1);
+	uint64_t value, back = 0;
+	aql_completion c;
+	aql_packet p;
+
+	for (int r = 0; r < STRESS_ROUNDS && !s->failures; r++) {
+		if (s->index % 2) {
+			aql_signal_store(done, 1, AQL_RELEASE);
+			p = barrier_and(NULL, done);
+			if (aql_queue_submit(s->q, &p) != AQL_OK || th_wait_done(done) != 0)
+				s->failures++;
+			continue;
+		}
+		value = (uint64_t)s->index << 32 | (uint64_t)r;
+		if (aql_queue_copy(s->q, s->dev, &value, sizeof(value), NULL, 0, &c) != AQL_OK ||
+		    aql_queue_copy(s->q, &back, s->dev, sizeof(back), &c, 1, &c) != AQL_OK ||
+		    th_done(aql_completion_wait(c, TH_TIMEOUT_NS)) != AQL_OK || back != value)
+			s->failures++;
+	}
+	aql_signal_destroy(done);
+	return NULL;
+}
+
+static void test_stress(void)
+{
+	aql_queue *q = gpu_queue(128);
+	struct stress s[STRESS_THREADS];
+	pthread_t t[STRESS_THREADS];
+
+	for (int i = 0; i < STRESS_THREADS; i++) {
+		s[i] = (struct stress){ q, i, NULL, 0 };
+		CHECK_OK(aql_agent_mem_alloc(gpu, sizeof(uint64_t), (void **)&s[i].dev));
+		pthread_create(&t[i], NULL, stress_thread, &s[i]);
+	}
+	for (int i = 0; i < STRESS_THREADS; i++) {
+		pthread_join(t[i], NULL);
+		CHECK(s[i].failures == 0, "stress thread %d: %s", i, aql_error_message());
+		aql_agent_mem_free(gpu, s[i].dev);
+	}
+	CHECK(aql_queue_error(q, NULL) == AQL_OK, "the queue is fine");
+	CHECK_OK(aql_queue_destroy(q));
+}
+
+/* Under AQL_CUDA_EMU_FAIL_AFTER=2: the third launch faults. */
+static void test_fault(void)
+{
+	aql_queue *q = gpu_queue(64);
+	float *x = device_floats(N, 1.0f), *y = device_floats(N, 1.0f);
+	struct saxpy_args args = { 1.0f, 0, x, y, N };
+	aql_signal *done[6], *gate = th_signal(1);
+	struct waiter w;
+	pthread_t t;
+	const char *message = NULL;
+	aql_packet p;
+
+	for (int i = 0; i < 6; i++)
+		done[i] = th_signal(1);
+	/* The last waits on a gate, so that a packet is certainly in flight
+	 * when the fault hits; a waiter sleeps on it. */
+	for (int i = 0; i < 5; i++) {
+		p = saxpy_packet(&args, done[i]);
+		th_submit(q, &p);
+	}
+	p = barrier_and(gate, done[5]);
+	th_submit(q, &p);
+	w = (struct waiter){ done[5], AQL_ERR_TIMEOUT, 1 };
+	pthread_create(&t, NULL, wait_blocked, &w);
+	for (int i = 0; i < 5; i++) {
+		int64_t v = th_wait_done(done[i]);
+
+		CHECK(i < 2 ? v == 0 : v < 0, "launch %d ends with %lld", i, (long long)v);
+	}
+	pthread_join(t, NULL);
+	CHECK_DONE(w.st);
+	CHECK(w.value < 0, "the blocked waiter saw %lld", (long long)w.value);
+	CHECK(aql_queue_error(q, &message) == AQL_ERR_DEVICE, "queue error %s",
+	      aql_status_str(aql_queue_error(q, NULL)));
+	CHECK(message && strstr(message, "CUDA_ERROR_ILLEGAL_ADDRESS"), "message: %s",
+	      message ? message : "(none)");
+	p = barrier_and(NULL, NULL);
+	CHECK(aql_queue_submit(q, &p) == AQL_ERR_QUEUE_ERROR, "later submissions fail");
+	CHECK_OK(aql_queue_destroy(q));
+	for (int i = 0; i < 6; i++)
+		CHECK_OK(aql_signal_destroy(done[i]));
+	CHECK_OK(aql_signal_destroy(gate));
+}
+
+int main(int argc, char **argv)
+{
+	aql_code_object *co = NULL;
+	aql_agent_info info;
+	const char *ptx = NULL;
+	int fault = 0;
+	void *emu;
+
+	for (int i = 2; i < argc; i++) {
+		if (!strcmp(argv[i], "--fault"))
+			fault = 1;
+		else
+			ptx = argv[i];
+	}
+	if (argc < 2) {
+		fprintf(stderr, "usage: %s HOST_OBJECT [PTX] [--fault]\n", argv[0]);
+		return 2;
+	}
+	setenv("AQL_CUDA_EMU_KERNELS", argv[1], 1);
+	if (aql_agent_open(AQL_AGENT_NVIDIA, 0, &gpu) != AQL_OK) {
+		fprintf(stderr, "no CUDA agent (is the emulation on LD_LIBRARY_PATH?): %s\n",
+			aql_error_message());
+		return 1;
+	}
+	emu = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_NOW);
+	*(void **)&emu_stats = emu ? dlsym(emu, "aqlemu_stats") : NULL;
+	if (!emu_stats) {
+		fprintf(stderr, "libcuda.so.1 is not the emulation (no aqlemu_stats)\n");
+		return 1;
+	}
+	CHECK_OK(aql_agent_get_info(gpu, &info));
+	device_path = info.signal_path == AQL_SIGNAL_PATH_DEVICE;
+	if (ptx) {
+		CHECK_OK(aql_code_object_load_file(gpu, ptx, NULL, &co));
+		if (co)
+			CHECK_OK(aql_code_object_kernel(co, "saxpy", &saxpy));
+	}
+	if (fault) {
+		if (!saxpy)
+			th_stop("the fault test needs the PTX");
+		test_fault();
+	} else {
+		if (saxpy)
+			test_dispatch();
+		test_waits();
+		test_cross_agent();
+		test_blocked_waiters();
+		test_pageable_copy();
+		test_destroy_in_flight();
+		test_stress();
+	}
+	if (co)
+		aql_code_object_destroy(co);
+	dlclose(emu);
+	aql_agent_destroy(gpu);
+	return th_finish();
+}
