@@ -113,7 +113,7 @@ static aql_status memlock_fail(struct nv_agent *a, CUresult r, uintptr_t start, 
 	}
 	return aql_fail(AQL_ERR_NOMEM,
 			"NVIDIA agent %u: pinning %zu bytes of host memory at %p failed: "
-			"cuMemHostRegister: %s (%s); pinned memory counts against RLIMIT_MEMLOCK "
+			"cuMemHostRegister: %s (%s); pinned memory may count against RLIMIT_MEMLOCK "
 			"(%s here): raise it (ulimit -l, or memlock in /etc/security/limits.conf)",
 			a->info.device_index, size, (void *)start, nv_result_name(r),
 			nv_result_string(r), limit);
@@ -192,10 +192,18 @@ aql_status nv_host_register(struct nv_agent *a, void *ptr, size_t size)
 	return st;
 }
 
+static int pinned_elsewhere(struct nv_agent *a, uintptr_t p)
+{
+	unsigned int type = 0;
+
+	return a->cu->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+					    (CUdeviceptr)p) == CUDA_SUCCESS &&
+	       type == CU_MEMORYTYPE_HOST;
+}
+
 int nv_host_reachable(struct nv_agent *a, const void *ptr, size_t size)
 {
 	uintptr_t p = (uintptr_t)ptr, start, end;
-	unsigned int type = 0;
 	aql_mem_info info;
 	int hit;
 
@@ -209,19 +217,18 @@ int nv_host_reachable(struct nv_agent *a, const void *ptr, size_t size)
 	/* aql's pools commit whole chunks, 64 KiB-aligned from a 2 MiB-aligned
 	 * base in steps of 256 KiB or 2 MiB (mem/pool.c): the chunks a block
 	 * lies in are committed throughout. */
-	if (aql_mem_query(ptr, &info) == AQL_OK &&
-	    p + size <= (uintptr_t)info.base + info.size) {
+	if (aql_mem_query(ptr, &info) == AQL_OK) {
+		if (p + size > (uintptr_t)info.base + info.size)
+			return 0;
 		start = (uintptr_t)info.base & ~(uintptr_t)(AQL_MEM_CHUNK_SIZE - 1);
 		end = ((uintptr_t)info.base + info.size + AQL_MEM_CHUNK_SIZE - 1) &
 		      ~(uintptr_t)(AQL_MEM_CHUNK_SIZE - 1);
 		return nv_host_register(a, (void *)start, end - start) == AQL_OK;
 	}
-	/* Pinned by someone else (cuMemHostAlloc, another registration). */
-	if (nv_enter(a) != AQL_OK)
-		return 0;
-	return a->cu->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-					    (CUdeviceptr)p) == CUDA_SUCCESS &&
-	       type == CU_MEMORYTYPE_HOST;
+	/* Pinned by someone else (cuMemHostAlloc, a registration of the
+	 * caller's): both ends known to the driver as host memory. */
+	return nv_enter(a) == AQL_OK && pinned_elsewhere(a, p) &&
+	       pinned_elsewhere(a, p + size - 1);
 }
 
 /* Signals come in page-sized blocks (aql/signal.c), so the page holds
