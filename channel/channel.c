@@ -35,6 +35,8 @@
 #define DEFAULT_SLOT_COUNT 4096u
 #define MAX_SLOT_COUNT (1u << 24)
 #define DEFAULT_REPLY_SIZE 128u
+/* How long a consumer sleeps between looks when no sender can wake it. */
+#define POLL_NS 50000u
 
 struct rpc_entry {
 	uint32_t opcode;
@@ -58,6 +60,7 @@ struct aql_channel {
 	uint32_t reply_size, reply_count;
 	int efd;
 	int membarrier;			/* arm() fences the senders' CPUs */
+	int polled;			/* senders cannot wake the consumer (nvptx) */
 
 	aql_lock consumer;		/* one consumer at a time */
 	uint64_t pos;			/* next ticket to read; atomic */
@@ -138,6 +141,7 @@ aql_status aql_channel_create(aql_agent *agent, const aql_channel_config *config
 	aql_channel *ch;
 	size_t ring_bytes, reply_bytes;
 	uint64_t max;
+	aql_agent_info info;
 	aql_status st;
 
 	if (!agent || !out)
@@ -158,6 +162,9 @@ aql_status aql_channel_create(aql_agent *agent, const aql_channel_config *config
 		return aql_fail(AQL_ERR_NOMEM, "channel: out of memory");
 	ch->agent = agent;
 	ch->efd = -1;
+	/* nvptx has no interrupt: waits on an NVIDIA agent's channel poll. */
+	agent->ops->get_info(agent, &info);
+	ch->polled = info.kind == AQL_AGENT_NVIDIA;
 	ch->slot_size = c.slot_size;
 	ch->slot_count = c.slot_count;
 	ch->reply_size = c.reply_size;
@@ -481,9 +488,11 @@ aql_status aql_channel_wait(aql_channel *ch, uint64_t timeout_ns)
 		if (!arm(ch))
 			return AQL_OK;
 		left = timeout_ns - (now - start);
+		if (ch->polled && left > POLL_NS)
+			left = POLL_NS;
 		ts.tv_sec = (time_t)(left / 1000000000u);
 		ts.tv_nsec = (long)(left % 1000000000u);
-		r = ppoll(&pfd, 1, timeout_ns == UINT64_MAX ? NULL : &ts, NULL);
+		r = ppoll(&pfd, 1, timeout_ns == UINT64_MAX && !ch->polled ? NULL : &ts, NULL);
 		__atomic_store_n(&ch->ring->sleeping, 0, __ATOMIC_RELAXED);
 		if (r < 0 && errno != EINTR)
 			return aql_fail(AQL_ERR_SYSTEM, "channel: ppoll: %s", strerror(errno));

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -81,6 +82,75 @@ aql_queue *th_queue(uint32_t size, enum aql_queue_type type, uint32_t flags)
 		exit(1);
 	}
 	return q;
+}
+
+static aql_agent *test_agent;
+static pthread_once_t test_agent_once = PTHREAD_ONCE_INIT;
+
+static void open_test_agent(void)
+{
+	const char *want = getenv("AQL_TEST_AGENT");
+
+	if (!want || !*want || strcmp(want, "cpu") == 0) {
+		test_agent = th_agent();
+		return;
+	}
+	if (strcmp(want, "nvidia") != 0) {
+		fprintf(stderr, "AQL_TEST_AGENT=%s: expected cpu or nvidia\n", want);
+		exit(1);
+	}
+	if (aql_agent_open(AQL_AGENT_NVIDIA, 0, &test_agent) != AQL_OK) {
+		fprintf(stderr, "AQL_TEST_AGENT=nvidia: %s\n", aql_error_message());
+		exit(1);
+	}
+	printf("running on NVIDIA agent 0\n");
+}
+
+aql_agent *th_test_agent(void)
+{
+	pthread_once(&test_agent_once, open_test_agent);
+	return test_agent;
+}
+
+int th_test_cuda(void)
+{
+	return th_test_agent() != th_agent();
+}
+
+aql_queue *th_test_queue(uint32_t size, enum aql_queue_type type, uint32_t flags)
+{
+	aql_queue_config config = { .size = size, .type = type, .flags = flags,
+				    .full_timeout_ns = TH_TIMEOUT_NS,
+				    .error_callback = record_error };
+	aql_queue *q;
+
+	if (aql_queue_create(th_test_agent(), &config, &q) != AQL_OK) {
+		fprintf(stderr, "queue: %s\n", aql_error_message());
+		exit(1);
+	}
+	return q;
+}
+
+aql_code_object *th_load_kernels(const char *host_path, const char *ptx_path)
+{
+	const char *path = th_test_cuda() ? ptx_path : host_path;
+	aql_code_object *co = NULL;
+
+	if (!path) {
+		fprintf(stderr, "no %s kernels given for this agent\n",
+			th_test_cuda() ? "PTX" : "host");
+		exit(1);
+	}
+	if (aql_code_object_load_file(th_test_agent(), path, NULL, &co) != AQL_OK) {
+		fprintf(stderr, "%s: %s\n", path, aql_error_message());
+		exit(1);
+	}
+	return co;
+}
+
+void th_skip(const char *what, const char *why)
+{
+	printf("skipped on this agent: %s (%s)\n", what, why);
 }
 
 aql_dispatch_packet th_dispatch(const aql_host_kernel_descriptor *kd, const void *kernarg,

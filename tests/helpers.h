@@ -61,6 +61,31 @@ aql_agent *th_agent(void);
 /* A queue on the default agent; errors are recorded for th_last_error. */
 aql_queue *th_queue(uint32_t size, enum aql_queue_type type, uint32_t flags);
 
+/*
+ * The agent a suite's typed launches, buffers, channels and printf run on:
+ * with AQL_TEST_AGENT=nvidia, NVIDIA agent 0 (the emulated driver of
+ * tests/cuda_emu under meson, the real one in tests/hil), opened once and
+ * kept until exit; otherwise the default CPU agent. exit(1) with the
+ * reason when the NVIDIA agent cannot be opened: that run must not pass.
+ */
+aql_agent *th_test_agent(void);
+
+/* Whether th_test_agent() is the NVIDIA agent. */
+int th_test_cuda(void);
+
+/* As th_queue(), on th_test_agent(). */
+aql_queue *th_test_queue(uint32_t size, enum aql_queue_type type, uint32_t flags);
+
+/*
+ * The kernels for th_test_agent(), loaded on it: host_path (a host code
+ * object) on the CPU agent, ptx_path on the NVIDIA agent. exit(1) when the
+ * agent's file is NULL or does not load.
+ */
+aql_code_object *th_load_kernels(const char *host_path, const char *ptx_path);
+
+/* Say that part of a suite does not run on th_test_agent(), and why. */
+void th_skip(const char *what, const char *why);
+
 /* What the error callback of th_queue() queues last received. */
 extern char th_last_error[256];
 extern unsigned th_error_calls;

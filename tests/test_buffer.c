@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Element types, typed buffers and their host access, views and
- * partitions, agent memory and copies (aql/buffer.h, aql/copy.h). Launches
- * that use buffers are test_launch's.
+ * partitions, agent memory and copies (aql/buffer.h, aql/copy.h), on a
+ * CPU agent with separate memory, or on the NVIDIA agent with
+ * AQL_TEST_AGENT=nvidia (helpers.h). Launches that use buffers are
+ * test_launch's.
  */
 #include <string.h>
 
@@ -135,6 +137,17 @@ static void test_views(void)
 	CHECK_OK(aql_buf_destroy(b));
 }
 
+/* A CPU agent with separate memory, or the NVIDIA agent (kept until exit). */
+static aql_agent *separate_agent(const aql_host_agent_config *cfg)
+{
+	aql_agent *agent = NULL;
+
+	if (th_test_cuda())
+		return th_test_agent();
+	CHECK_OK(aql_host_agent_create(cfg, &agent));
+	return agent;
+}
+
 /* Agent memory, synchronous copies and queued copies with completions. */
 static void test_copies(void)
 {
@@ -146,7 +159,7 @@ static void test_copies(void)
 	aql_completion c1, c2;
 	int bad = 0;
 
-	CHECK_OK(aql_host_agent_create(&cfg, &agent));
+	agent = separate_agent(&cfg);
 	CHECK_OK(aql_queue_create(agent, NULL, &q));
 	CHECK(aql_agent_mem_alloc(agent, 0, (void **)&dev) == AQL_ERR_INVALID_ARG, "0 bytes allocated");
 	CHECK_OK(aql_agent_mem_alloc(agent, N, (void **)&dev));
@@ -154,10 +167,13 @@ static void test_copies(void)
 	CHECK(dev && ((uintptr_t)dev & 255) == 0, "agent memory %p is not 256-byte aligned", (void *)dev);
 	for (int i = 0; i < N; i++)
 		host[i] = (unsigned char)(i * 7);
+	/* Device memory is read and written through copies only. */
 	CHECK_OK(aql_agent_copy(agent, dev, host, N));
-	CHECK(memcmp(dev, host, N) == 0, "synchronous copy to agent memory differs");
+	CHECK_OK(aql_agent_copy(agent, back, dev, N));
+	CHECK(memcmp(back, host, N) == 0, "synchronous copy to agent memory differs");
 	CHECK(aql_agent_copy(agent, NULL, host, 4) == AQL_ERR_INVALID_ARG, "NULL dst accepted");
-	memset(dev, 0, N);
+	memset(back, 0, N);
+	CHECK_OK(aql_agent_copy(agent, dev, back, N));
 	/* Two queued copies, the second after the first: host -> dev -> dev2. */
 	CHECK_OK(aql_queue_copy(q, dev, host, N, NULL, 0, &c1));
 	CHECK_OK(aql_queue_copy(q, dev2, dev, N, &c1, 1, &c2));
@@ -170,7 +186,8 @@ static void test_copies(void)
 	aql_agent_mem_free(agent, dev);
 	aql_agent_mem_free(agent, dev2);
 	aql_queue_destroy(q);
-	CHECK_OK(aql_agent_destroy(agent));
+	if (!th_test_cuda())
+		CHECK_OK(aql_agent_destroy(agent));
 	free(host);
 	free(back);
 }
@@ -186,7 +203,7 @@ static void test_to_agent(void)
 	aql_completion done;
 	aql_buf_info info;
 
-	CHECK_OK(aql_host_agent_create(&cfg, &agent));
+	agent = separate_agent(&cfg);
 	CHECK_OK(aql_queue_create(agent, NULL, &q));
 	CHECK_OK(aql_buf_create(AQL_TYPE(int32_t), 400, AQL_IN, NULL, &b));
 	CHECK_OK(aql_buf_partition(b, 4, parts));
@@ -210,7 +227,8 @@ static void test_to_agent(void)
 		aql_buf_destroy(parts[i]);
 	CHECK_OK(aql_buf_destroy(b));
 	aql_queue_destroy(q);
-	CHECK_OK(aql_agent_destroy(agent));
+	if (!th_test_cuda())
+		CHECK_OK(aql_agent_destroy(agent));
 }
 
 int main(void)

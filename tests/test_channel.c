@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Channels (aql/channel.h, aql/kernel_channel.h): producers are work-items
- * of tests/channel/kernels.c on CPU agents. Configuration errors, order
+ * of tests/channel/kernels.c on CPU agents, or on the NVIDIA agent as PTX
+ * with AQL_TEST_AGENT=nvidia (helpers.h). Configuration errors, order
  * and content, variable sizes across the ring's end, backpressure, drop
  * mode, work-group aggregated sends, waits, timeouts and the eventfd with
  * io_uring, handlers, RPC, the serve thread, a malformed header, and the
@@ -17,7 +18,10 @@
 
 static const char *co_path;
 
-/* A CPU agent with workers threads, a queue and the kernels on it. */
+/*
+ * A CPU agent with workers threads, a queue and the kernels on it; on the
+ * NVIDIA agent, a queue and the PTX on it.
+ */
 struct rig {
 	aql_agent *agent;
 	aql_queue *queue;
@@ -30,7 +34,10 @@ static struct rig rig_make(uint32_t workers)
 	aql_queue_config qc = { .size = 256 };
 	struct rig r = { 0 };
 
-	CHECK_OK(aql_host_agent_create(&ac, &r.agent));
+	if (th_test_cuda())
+		r.agent = th_test_agent();
+	else
+		CHECK_OK(aql_host_agent_create(&ac, &r.agent));
 	CHECK_OK(aql_queue_create(r.agent, &qc, &r.queue));
 	CHECK_OK(aql_code_object_load_file(r.agent, co_path, NULL, &r.co));
 	if (!r.co)
@@ -42,7 +49,8 @@ static void rig_free(struct rig *r)
 {
 	aql_code_object_destroy(r->co);
 	CHECK_OK(aql_queue_destroy(r->queue));
-	CHECK_OK(aql_agent_destroy(r->agent));
+	if (!th_test_cuda())
+		CHECK_OK(aql_agent_destroy(r->agent));
 }
 
 
@@ -468,6 +476,11 @@ static void test_wait(void)
 /* The eventfd in an io_uring loop: a POLL_ADD completes on the first send. */
 static void test_io_uring(void)
 {
+	if (th_test_cuda()) {
+		th_skip("the eventfd in an io_uring loop", "nvptx senders cannot write the eventfd");
+		return;
+	}
+
 	struct rig r = rig_make(1);
 	aql_channel *ch = chan(r.agent, 64, 64, 0, 0);
 	aql_buf *drops = u32_buf(1);
@@ -677,12 +690,19 @@ static void test_lookalike(void)
 /* The launch checks channel arguments against the kernel's. */
 static void test_launch_checks(void)
 {
-	struct rig r = rig_make(1), other = rig_make(1);
-	aql_channel *ch = chan(r.agent, 64, 16, 0, 0), *foreign = chan(other.agent, 64, 16, 0, 0);
+	struct rig r = rig_make(1), other = { 0 };
+	aql_agent *elsewhere = th_agent();
+	aql_channel *ch = chan(r.agent, 64, 16, 0, 0), *foreign;
 	aql_buf *drops = u32_buf(1);
 	aql_launch_config cfg = { .grid = { 1 } };
 	aql_status st;
 
+	/* Another CPU agent; for the NVIDIA agent the default CPU agent will do. */
+	if (!th_test_cuda()) {
+		other = rig_make(1);
+		elsewhere = other.agent;
+	}
+	foreign = chan(elsewhere, 64, 16, 0, 0);
 	st = AQL_LAUNCH(r.queue, th_kernel(r.co, "chan_seq"), &cfg, NULL, AQL_ARG(ch), AQL_ARG(1u),
 			AQL_ARG(ch));
 	CHECK(st == AQL_ERR_INVALID_ARG && th_error_has("argument 2 'drops'") &&
@@ -704,16 +724,21 @@ static void test_launch_checks(void)
 	CHECK_OK(aql_channel_destroy(ch));
 	CHECK_OK(aql_channel_destroy(foreign));
 	rig_free(&r);
-	rig_free(&other);
+	if (!th_test_cuda())
+		rig_free(&other);
 }
 
 int main(int argc, char **argv)
 {
-	if (argc != 2) {
-		fprintf(stderr, "usage: test_channel CHANNEL_KERNELS.host.so\n");
+	if (argc != 2 && argc != 3) {
+		fprintf(stderr, "usage: test_channel CHANNEL_KERNELS.host.so [CHANNEL_KERNELS.ptx]\n");
 		return 2;
 	}
-	co_path = argv[1];
+	co_path = th_test_cuda() ? (argc == 3 ? argv[2] : NULL) : argv[1];
+	if (!co_path) {
+		fprintf(stderr, "test_channel: no PTX kernels for the NVIDIA agent\n");
+		return 1;
+	}
 	test_config_errors();
 	test_order();
 	test_backpressure();

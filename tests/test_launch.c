@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Typed launches (aql/launch.h) of the kernels in tests/launch/kernels.c,
- * loaded as a host code object: argument checks, data moved by direction
+ * loaded as a host code object on the CPU agent, or as PTX on the NVIDIA
+ * agent (AQL_TEST_AGENT=nvidia, helpers.h): argument checks, data moved by direction
  * on a CPU agent with separate memory and none on the unified default,
  * dependencies across queues, partitions written concurrently, launch
  * geometry limits and kernarg pool recycling.
@@ -79,7 +80,7 @@ static void expect_refused(aql_status st, aql_status want, const char *what, con
 
 static void test_argument_checks(void)
 {
-	aql_queue *q = th_queue(64, AQL_QUEUE_MULTI, 0);
+	aql_queue *q = th_test_queue(64, AQL_QUEUE_MULTI, 0);
 	aql_buf *x = buf_f32(16, AQL_IN, "x"), *y = buf_f32(16, AQL_INOUT, "y");
 	aql_buf *xin = buf_f32(16, AQL_IN, "yin"), *iy = buf_i32(16, AQL_INOUT, "iy");
 	aql_launch_config c = grid1(16);
@@ -301,6 +302,17 @@ static void test_directions(void)
 	aql_agent *separate = NULL;
 	aql_agent_info info;
 
+	if (th_test_cuda()) {
+		CHECK_OK(aql_agent_get_info(th_test_agent(), &info));
+		run_axpy(th_test_agent(), !info.unified_memory);
+		if (info.unified_memory)
+			return;
+		test_out_direction(th_test_agent());
+		test_many_pieces(th_test_agent());
+		test_fill_across_queues(th_test_agent());
+		th_skip("directions on a CPU agent with separate memory", "a CPU-agent feature");
+		return;
+	}
 	CHECK_OK(aql_host_agent_create(&cfg, &separate));
 	CHECK_OK(aql_agent_get_info(separate, &info));
 	CHECK(!info.unified_memory, "separate_memory agent reports unified memory");
@@ -327,7 +339,7 @@ static void test_directions(void)
 /* y written on q1 (held by a gate), read on q2: refused unless ordered. */
 static void test_dependencies(void)
 {
-	aql_queue *q1 = th_queue(64, AQL_QUEUE_MULTI, 0), *q2 = th_queue(64, AQL_QUEUE_MULTI, 0);
+	aql_queue *q1 = th_test_queue(64, AQL_QUEUE_MULTI, 0), *q2 = th_test_queue(64, AQL_QUEUE_MULTI, 0);
 	enum { N = 64 };
 	aql_buf *a = buf_i32(N, AQL_INOUT, "a"), *b = buf_i32(N, AQL_OUT, "b");
 	aql_launch_config c = grid1(N);
@@ -377,7 +389,7 @@ static void test_partitions(void)
 
 	CHECK_OK(aql_buf_partition(data, P, part));
 	for (int i = 0; i <= P; i++)
-		q[i] = th_queue(64, AQL_QUEUE_MULTI, 0);
+		q[i] = th_test_queue(64, AQL_QUEUE_MULTI, 0);
 	for (int i = 0; i < P; i++) {
 		aql_buf_info info;
 		aql_launch_config c = grid1(N / P);
@@ -434,7 +446,7 @@ static void test_partitions(void)
 
 static void test_geometry(void)
 {
-	aql_queue *q = th_queue(64, AQL_QUEUE_MULTI, 0);
+	aql_queue *q = th_test_queue(64, AQL_QUEUE_MULTI, 0);
 	enum { N = 1000 };
 	aql_buf *ids = NULL;
 	aql_launch_config c = grid1(N);
@@ -461,7 +473,7 @@ static void test_geometry(void)
 	CHECK(h && h[999] == 9 * 1000 + 99 && h[150] == 1050, "work-group 100: %u %u",
 	      h ? h[999] : 0, h ? h[150] : 0);
 
-	CHECK_OK(aql_agent_get_info(th_agent(), &info));
+	CHECK_OK(aql_agent_get_info(th_test_agent(), &info));
 	c.workgroup[0] = 0;
 	c.grid[0] = 0;
 	expect_refused(AQL_LAUNCH(q, k_ids, &c, NULL, AQL_ARG(ids), AQL_ARG((uint32_t)N)),
@@ -508,7 +520,7 @@ static void test_geometry(void)
 /* Struct elements (a registered type) through a typed handle, a double by value. */
 static void test_struct_elements(void)
 {
-	aql_queue *q = th_queue(64, AQL_QUEUE_MULTI, 0);
+	aql_queue *q = th_test_queue(64, AQL_QUEUE_MULTI, 0);
 	enum { N = 33 };
 	aql_buf_particle p;
 	aql_launch_config c = grid1(N);
@@ -538,11 +550,13 @@ static void test_struct_elements(void)
 	aql_queue_destroy(q);
 }
 
-/* 100 000 launches on one queue reuse the kernarg pool; nothing grows. */
+/* 100 000 launches (20 000 on CUDA) on one queue reuse the kernarg pool; nothing grows. */
 static void test_kernarg_recycling(void)
 {
-	aql_queue *q = th_queue(256, AQL_QUEUE_SINGLE, 0);
-	enum { LAUNCHES = 100000, N = 4 };
+	aql_queue *q = th_test_queue(256, AQL_QUEUE_SINGLE, 0);
+	/* The emulated CUDA driver runs each launch on a CPU agent of its own. */
+	const int launches = th_test_cuda() ? 20000 : 100000;
+	enum { N = 4 };
 	aql_buf *acc = buf_i32(N, AQL_INOUT, "acc");
 	aql_launch_config c = grid1(N);
 	aql_mem_pool *pool = NULL;
@@ -558,7 +572,7 @@ static void test_kernarg_recycling(void)
 	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	CHECK_OK(aql_mem_pool_get_stats(pool, &before));
 	CHECK_OK(aql_launch_get_stats(q, &s0));
-	for (int i = 0; i < LAUNCHES; i++) {
+	for (int i = 0; i < launches; i++) {
 		aql_status st = AQL_LAUNCH(q, k_add, &c, &done, AQL_ARG(acc), AQL_ARG(i % 7),
 					   AQL_ARG((uint32_t)N));
 
@@ -579,8 +593,8 @@ static void test_kernarg_recycling(void)
 	      "pool grew under sustained launches: %zu -> %zu bytes in use, %zu -> %zu committed",
 	      before.bytes_in_use, after.bytes_in_use, before.committed, after.committed);
 	/* The pool holds about 4096 segments: it went round many times. */
-	CHECK(s.launches == LAUNCHES + 1000 && s.kernarg_bytes == s0.kernarg_bytes &&
-		      s.kernarg_bytes * 10 < (uint64_t)LAUNCHES * 64,
+	CHECK(s.launches == (uint64_t)launches + 1000 && s.kernarg_bytes == s0.kernarg_bytes &&
+		      s.kernarg_bytes * 10 < (uint64_t)launches * 64,
 	      "%llu launches, kernarg pool %llu bytes, was %llu", (unsigned long long)s.launches,
 	      (unsigned long long)s.kernarg_bytes, (unsigned long long)s0.kernarg_bytes);
 	aql_buf_destroy(acc);
@@ -599,7 +613,7 @@ static void *open_gate_later(void *gate)
 static void test_kernarg_wait(void)
 {
 	enum { LAUNCHES = 5000 };
-	aql_queue *q = th_queue(8192, AQL_QUEUE_SINGLE, 0);
+	aql_queue *q = th_test_queue(8192, AQL_QUEUE_SINGLE, 0);
 	aql_buf *acc = buf_i32(1, AQL_INOUT, "held");
 	aql_launch_config c = grid1(1);
 	aql_completion done = { 0 };
@@ -654,7 +668,7 @@ static void *launch_worker(void *arg)
 static void test_threads(void)
 {
 	enum { T = 4 };
-	aql_queue *q = th_queue(1024, AQL_QUEUE_MULTI, 0);
+	aql_queue *q = th_test_queue(1024, AQL_QUEUE_MULTI, 0);
 	aql_buf *data = buf_i32(16 * T, AQL_INOUT, "shared"), *parts[T];
 	struct worker w[T];
 	pthread_t tid[T];
@@ -715,7 +729,10 @@ static void test_file_chain(void)
 		data[i] = 3 * i - 7;
 	CHECK(write(fd, data, N * sizeof(*data)) == (ssize_t)(N * sizeof(*data)), "write %s", path);
 	close(fd);
-	CHECK_OK(aql_host_agent_create(&cfg, &agent));
+	if (th_test_cuda())
+		agent = th_test_agent();
+	else
+		CHECK_OK(aql_host_agent_create(&cfg, &agent));
 	CHECK_OK(aql_queue_create(agent, NULL, &q));
 	CHECK(aql_buf_read_file(in, path, 4, NULL, NULL, NULL) == AQL_ERR_INVALID_ARG,
 	      "a read past the end of the file was accepted: %s", aql_error_message());
@@ -743,13 +760,14 @@ static void test_file_chain(void)
 	aql_buf_destroy(in);
 	aql_buf_destroy(out);
 	aql_queue_destroy(q);
-	CHECK_OK(aql_agent_destroy(agent));
+	if (!th_test_cuda())
+		CHECK_OK(aql_agent_destroy(agent));
 }
 
 /* Destroying a queue cancels launches behind a gate: their completions fail. */
 static void test_cancelled(void)
 {
-	aql_queue *q = th_queue(64, AQL_QUEUE_MULTI, 0);
+	aql_queue *q = th_test_queue(64, AQL_QUEUE_MULTI, 0);
 	aql_buf *a = buf_i32(8, AQL_INOUT, "cancelled");
 	aql_launch_config c = grid1(8);
 	aql_completion done;
@@ -768,13 +786,11 @@ static void test_cancelled(void)
 
 int main(int argc, char **argv)
 {
-	if (argc != 2) {
-		fprintf(stderr, "usage: test_launch LAUNCH_KERNELS.host.so\n");
+	if (argc != 2 && argc != 3) {
+		fprintf(stderr, "usage: test_launch LAUNCH_KERNELS.host.so [LAUNCH_KERNELS.ptx]\n");
 		return 2;
 	}
-	CHECK_OK(aql_code_object_load_file(th_agent(), argv[1], NULL, &co));
-	if (!co)
-		return 1;
+	co = th_load_kernels(argv[1], argc == 3 ? argv[2] : NULL);
 	k_axpy = kernel("axpy");
 	k_twice = kernel("twice");
 	k_add = kernel("add_i32");

@@ -23,7 +23,10 @@
  * busy channel costs no syscall per message. For an event loop,
  * aql_channel_fd() is that eventfd: call aql_channel_arm() before each
  * poll (or io_uring POLL_ADD) of it. aql_channel_serve_start() runs a
- * consumer thread instead.
+ * consumer thread instead. An NVIDIA agent's kernels cannot interrupt the
+ * host, so nothing makes the eventfd readable for their messages:
+ * aql_channel_wait() (and so the serve thread) then looks every 50 us,
+ * and an event loop polling the fd needs a timeout of its own.
  *
  * One consumer at a time: the drains of one channel (the serve thread's
  * included) are serialised by a lock. Several threads may wait; a wake-up
@@ -126,7 +129,8 @@ aql_status aql_channel_drain(aql_channel *ch, uint32_t max, aql_channel_fn fn,
 
 /*
  * Wait until a message is there or timeout_ns passes (UINT64_MAX:
- * forever). Spins briefly, then sleeps on the eventfd.
+ * forever). Spins briefly, then sleeps on the eventfd (for an NVIDIA
+ * agent, in slices of 50 us, looking after each).
  * Errors: AQL_ERR_TIMEOUT; AQL_ERR_SYSTEM. Thread safe.
  */
 aql_status aql_channel_wait(aql_channel *ch, uint64_t timeout_ns);
