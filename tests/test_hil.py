@@ -10,6 +10,8 @@ usage: test_hil.py BUILD_DIR [unittest args]
 
 import ctypes
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -65,8 +67,11 @@ class Pack(unittest.TestCase):
             for v in t['cmd'] + list(t['env'].values()):
                 if v.startswith(hil.PACK_TOKEN):
                     self.assertTrue(os.path.exists(v.replace(hil.PACK_TOKEN, self.out)), v)
-                else:
+                elif v.startswith('/'):
                     self.assertFalse(v.startswith(BUILD), '%s: %s left outside' % (t['name'], v))
+                elif os.path.exists(os.path.join(BUILD, v)):
+                    # Relative to the build directory, where tests run.
+                    self.assertTrue(os.path.exists(os.path.join(self.out, 'build', v)), v)
             self.assertFalse(any(k.startswith('AQL_CUDA_EMU_') for k in t['env']), t)
             self.assertNotIn('cuda_emu', t['env'].get('LD_LIBRARY_PATH', ''))
 
@@ -85,6 +90,32 @@ class Pack(unittest.TestCase):
             self.assertEqual(p.returncode, 77, p.stdout)
             self.assertIn('no NVIDIA agent', p.stdout)
             self.assertIn('libcuda.so.1', p.stdout)
+
+    def test_runs_each_test(self):
+        """With a driver (the emulation under another name, so that run
+        cannot tell it from a real one) every packed test runs, without the
+        emulation's variables, and the summary counts them."""
+        emu = os.path.join(BUILD, 'tests', 'cuda_emu', 'libcuda.so.1')
+        if has_driver() or not os.path.exists(emu):
+            self.skipTest('a real driver here, or no emulation built')
+        with tempfile.TemporaryDirectory() as d:
+            shutil.copy(emu, d)
+            env = clean_env()
+            env['LD_LIBRARY_PATH'] = d
+            env['AQL_CUDA_EMU_MODE'] = 'nomemops'
+            p = subprocess.run([os.path.join(self.out, 'run')], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, timeout=1200)
+        # No test may see the mode, so the probe reports the device's own path.
+        self.assertIn('signals: device (stream memory operations)', p.stdout)
+        names = [t['name'] for t in self.manifest['tests']] + ['aql-bench --agent cuda']
+        verdicts = re.findall(r'(?m)^hil: (PASS|FAIL|SKIP) +(\S+)', p.stdout)
+        self.assertEqual([n for _, n in verdicts], [n.split()[0] for n in names], p.stdout)
+        m = re.search(r'hil: summary: (\d+) passed, (\d+) failed, (\d+) skipped \(of (\d+)\)',
+                      p.stdout)
+        self.assertTrue(m, p.stdout)
+        self.assertEqual(int(m.group(4)), len(names))
+        self.assertEqual(p.returncode, 1 if int(m.group(2)) else 0)
+        self.assertTrue(os.path.exists(os.path.join(self.out, 'logs', 'bench.txt')))
 
     def test_refuses_nonempty(self):
         p = subprocess.run([os.path.join(HIL, 'pack'), self.out, BUILD],

@@ -10,11 +10,13 @@ against the real driver (see README.md here).
   hil.py run-pack PACK_DIR  what OUTDIR/run does
 
 A test is a CUDA-agent test when its meson definition runs it on the
-emulated driver (an environment naming tests/cuda_emu, AQL_CUDA_EMU_* or
-AQL_TEST_AGENT=nvidia) or when tests/hil/suites names it. Here it runs
-with the emulation taken out of its environment and AQL_HIL=1 set, so
-that a test can leave out what only the emulation can do (its modes and
-counters).
+emulated driver (an environment naming tests/cuda_emu,
+AQL_CUDA_EMU_KERNELS or AQL_TEST_AGENT=nvidia) but not on one of the
+emulation's own modes (AQL_CUDA_EMU_MODE, _FAIL_AFTER, _DEVICES), or when
+tests/hil/suites names it; suites also names the tests never to run
+here. It runs with the emulation taken out of its environment and
+AQL_HIL=1 set, so that a test can leave out what only the emulation can
+do (its counters, aqlemu_stats).
 
 Exit status: 0 all passed, 77 no NVIDIA agent (the reason is printed),
 1 a test or the bench failed, 2 a usage error.
@@ -49,31 +51,51 @@ def is_emu_path(p):
 
 
 def listed_suites():
-    names = set()
+    """(names to run, names never to run) from tests/hil/suites."""
+    run, skip = set(), set()
     path = os.path.join(HERE, 'suites')
     if os.path.exists(path):
         with open(path) as f:
             for line in f:
                 line = line.split('#', 1)[0].strip()
-                if line:
-                    names.add(line.split()[0])
-    return names
+                if line.startswith('!'):
+                    skip.add(line[1:].strip())
+                elif line:
+                    run.add(line.split()[0])
+    return run, skip
 
 
-def on_cuda(t, listed):
+# Knobs that make a run a test of the emulation's own behaviour (its
+# failure modes, device counts): the real driver has none of them.
+EMU_ONLY = ('AQL_CUDA_EMU_MODE', 'AQL_CUDA_EMU_FAIL_AFTER', 'AQL_CUDA_EMU_DEVICES')
+
+
+def on_cuda(t, suites):
+    run, skip = suites
     env = t.get('env') or {}
-    return (t['name'] in listed or env.get('AQL_TEST_AGENT') == 'nvidia' or
-            any(k.startswith('AQL_CUDA_EMU_') for k in env) or
+    if t['name'] in skip:
+        return False
+    if t['name'] in run:
+        return True
+    if any(k in env for k in EMU_ONLY):
+        return False
+    return (env.get('AQL_TEST_AGENT') == 'nvidia' or 'AQL_CUDA_EMU_KERNELS' in env or
             any(is_emu_path(v) for v in env.values()))
 
 
 def real_env(test_env, libdir):
     """The test's environment with the emulation taken out."""
     env = {k: v for k, v in os.environ.items() if not k.startswith('AQL_CUDA_EMU_')}
+    outer = env.get('LD_LIBRARY_PATH', '')
     for k, v in (test_env or {}).items():
         if not k.startswith('AQL_CUDA_EMU_'):
             env[k] = v
-    paths = [p for p in env.get('LD_LIBRARY_PATH', '').split(':') if p and not is_emu_path(p)]
+    # The test's own library folders, then the caller's: a driver found
+    # through LD_LIBRARY_PATH (as in many containers) stays found.
+    paths = []
+    for p in env.get('LD_LIBRARY_PATH', '').split(':') + outer.split(':'):
+        if p and not is_emu_path(p) and p not in paths:
+            paths.append(p)
     if libdir:
         paths.insert(0, libdir)
     if paths:
@@ -130,7 +152,8 @@ def run_one(name, cmd, env, cwd, timeout, logdir):
 
 
 def run(root, tests, logdir, libdir, subst):
-    """root: the build directory (its tools/ and tests/ inside)."""
+    """Run tests (CUDA-agent tests only) and the bench; root: the build
+    directory (its tools/ and tests/ inside)."""
     os.makedirs(logdir, exist_ok=True)
     info = os.path.join(root, 'tools', 'aql-info')
     bench = os.path.join(root, 'tools', 'aql-bench')
@@ -138,15 +161,12 @@ def run(root, tests, logdir, libdir, subst):
     if why:
         print('hil: no NVIDIA agent, nothing run: ' + why)
         return SKIP
-    listed = listed_suites()
     verdicts = {}
     names = {t['name'] for t in tests}
-    for name in sorted(listed - names):
+    for name in sorted(listed_suites()[0] - names):
         print('hil: FAIL %-32s not in this build' % name)
         verdicts[name] = 'FAIL'
     for t in tests:
-        if not on_cuda(t, listed):
-            continue
         cmd = [subst(c) for c in t['cmd']]
         if os.path.basename(cmd[0]).startswith('python3'):
             cmd[0] = sys.executable
@@ -164,6 +184,8 @@ def run(root, tests, logdir, libdir, subst):
             f.write(line)
         rc = p.wait()
     verdicts['aql-bench --agent cuda'] = 'PASS' if rc == 0 else 'FAIL'
+    print('hil: %s aql-bench --agent cuda%s' % (verdicts['aql-bench --agent cuda'],
+                                               '' if rc == 0 else '  (%d)' % rc))
     count = {v: sum(1 for x in verdicts.values() if x == v) for v in ('PASS', 'FAIL', 'SKIP')}
     print('hil: summary: %d passed, %d failed, %d skipped (of %d)%s' % (
         count['PASS'], count['FAIL'], count['SKIP'], len(verdicts),
@@ -181,7 +203,8 @@ def build_tests(build):
 
 def cmd_run(build):
     build = os.path.abspath(build)
-    return run(build, build_tests(build), os.path.join(build, 'hil-logs'), None, lambda s: s)
+    tests = [t for t in build_tests(build) if on_cuda(t, listed_suites())]
+    return run(build, tests, os.path.join(build, 'hil-logs'), None, lambda s: s)
 
 
 def cmd_run_pack(pack):
@@ -269,6 +292,11 @@ def cmd_pack(out, build):
             for f in os.listdir(d):
                 if f.endswith('.py'):
                     take(os.path.join(d, f))
+        for c in cmd[1:]:
+            # Meson runs tests in the build directory: relative arguments
+            # name its files, and stay relative (run's cwd is the pack's build/).
+            if not c.startswith('/') and os.path.isfile(os.path.join(build, c)):
+                take(os.path.join(build, c))
         t['cmd'] = [take(c) if c.startswith('/') and os.path.exists(c) else c for c in cmd]
         t['env'] = {k: take(v) if v.startswith('/') and os.path.exists(v) else v
                     for k, v in (t.get('env') or {}).items() if not k.startswith('AQL_CUDA_EMU_')
