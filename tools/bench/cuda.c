@@ -696,6 +696,9 @@ static int cuda_setup(struct ctx *ctx)
 		return fail("nv_driver_get", st);
 	B.nv = nv_agent_of(B.gpu);
 	B.emulated = strcasestr(B.info.name, "emulat") != NULL;
+	if (B.emulated && ctx->opts->json)
+		fprintf(stderr, "aql-bench: %s is the test emulation of the driver; no figure "
+			"below is a result\n", B.info.name);
 	B.warmup = ctx->opts->quick ? 20 : 1000;
 	B.samples = ctx->opts->quick ? 200 : 20000;
 	B.chain_samples = ctx->opts->quick ? 100 : 5000;
