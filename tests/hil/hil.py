@@ -11,7 +11,7 @@ against the real driver (see README.md here).
 
 A test is a CUDA-agent test when its meson definition runs it on the
 emulated driver (an environment naming tests/cuda_emu,
-AQL_CUDA_EMU_KERNELS or AQL_TEST_AGENT=nvidia) but not on one of the
+AQL_CUDA_EMU_KERNELS or AQL_TEST_AGENT=nvidia) but not in one of the
 emulation's own modes (AQL_CUDA_EMU_MODE, _FAIL_AFTER, _DEVICES), or when
 tests/hil/suites names it; suites also names the tests never to run
 here. It runs with the emulation taken out of its environment and
