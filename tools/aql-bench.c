@@ -9,6 +9,7 @@
  *	--load FILE	load.c: code-object loading, metadata vs comgr
  *	--read FILE	read.c: file loads, io_uring vs read()
  *	--channel	channel.c: device-to-host channels, vs DPDK rte_ring
+ *	--agent cuda	cuda.c: the CUDA agent, vs the raw driver API
  *
  * The goals printed at the end are reported, never enforced: the exit
  * status only says whether every run succeeded.
@@ -52,6 +53,7 @@ static const struct mode *const modes[] = {
 	&bench_mode_load,
 	&bench_mode_read,
 	&bench_mode_channel,
+	&bench_mode_cuda,
 };
 
 static const struct mode *find_mode(const char *name)
@@ -110,6 +112,7 @@ static void usage(FILE *f)
 		"       aql-bench [--json] [--quick] --load FILE\n"
 		"       aql-bench [--json] [--quick] --read FILE\n"
 		"       aql-bench [--json] [--quick] --channel\n"
+		"       aql-bench [--json] [--quick] --agent cuda\n"
 		"\n"
 		"Dispatch microbenchmarks on the default agent, with machine\n"
 		"baselines from the same run and the goals they are judged by.\n"
@@ -128,6 +131,9 @@ static void usage(FILE *f)
 		"  --channel    channel messages/s with 1, 2, 8 producers and\n"
 		"               send-to-receive latency, next to DPDK rte_ring\n"
 		"               when built with libdpdk\n"
+		"  --agent cuda launches, round trips, chains and copies on\n"
+		"               NVIDIA agent 0 next to the raw driver API\n"
+		"               (exit 77 when there is no NVIDIA agent)\n"
 		"  --help       show this text\n"
 		"\n"
 		"Goals are reported, not enforced; the exit status is non-zero\n"
@@ -157,6 +163,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "load", required_argument, NULL, 'l' },
 		{ "read", required_argument, NULL, 'r' },
 		{ "channel", no_argument, NULL, 'c' },
+		{ "agent", required_argument, NULL, 'a' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -192,6 +199,15 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'c':
 			o->mode = "channel";
+			o->path = NULL;
+			break;
+		case 'a':
+			if (strcmp(optarg, "cuda")) {
+				fprintf(stderr, "aql-bench: --agent takes 'cuda', got '%s'\n",
+					optarg);
+				return -1;
+			}
+			o->mode = "cuda";
 			o->path = NULL;
 			break;
 		case 'h':
@@ -238,6 +254,6 @@ int main(int argc, char **argv)
 	}
 	if (m->cleanup)
 		m->cleanup(&ctx);
-	return rc ? 1 : 0;
+	return rc == BENCH_SKIP ? BENCH_SKIP : rc ? 1 : 0;
 }
 

@@ -24,7 +24,9 @@
 #define WAIT_TIMEOUT_NS		(10ull * 1000000000ull)
 #define DEFAULT_THREADS		8u
 #define MAX_THREADS		1024u
-#define MAX_BENCHES		16
+#define MAX_BENCHES		32
+/* Exit status of a mode whose device is absent (meson's skip). */
+#define BENCH_SKIP		77
 #define COMGR_DEFAULT_LIB	"libamd_comgr.so.2"
 
 /* Iteration counts; --quick divides them by about ten. */
@@ -43,7 +45,7 @@ struct opts {
 	bool json;
 	bool quick;
 	uint32_t threads;
-	const char *mode;	/* "dispatch", "load", "read", "channel" */
+	const char *mode;	/* "dispatch", "load", "read", "channel", "cuda" */
 	const char *path;	/* the FILE of --load and --read, or NULL */
 };
 
@@ -145,6 +147,7 @@ extern const struct mode bench_mode_dispatch;
 extern const struct mode bench_mode_load;
 extern const struct mode bench_mode_read;
 extern const struct mode bench_mode_channel;
+extern const struct mode bench_mode_cuda;
 
 /*
  * channel.c: the checked message layout that the channel and its DPDK

@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * aql-info: every agent this machine offers, in the manner of rocminfo
+ * (all fields) or nvidia-smi -L (one line each, -L), or as one JSON
+ * document (--json). For each kind of agent that cannot be offered it
+ * prints why (aql_error_message()), so that "no GPU" is never silent.
+ *
+ * Exit status: 0 when at least one agent was listed, 1 when none was,
+ * 2 on a usage error.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <aql/aql.h>
+
+enum format { FMT_FULL, FMT_LIST, FMT_JSON };
+
+/* Kinds that offer no agent, plus devices of a kind that failed to open. */
+#define MAX_UNAVAILABLE 64
+
+/* "AQL_ERR_NOT_FOUND" out of aql_status_str()'s "AQL_ERR_NOT_FOUND: ...". */
+static const char *status_name(aql_status st, char *buf, size_t len)
+{
+	const char *s = aql_status_str(st);
+
+	snprintf(buf, len, "%.*s", (int)strcspn(s, ":"), s);
+	return buf;
+}
+
+static const char *signal_path_name(uint8_t path)
+{
+	switch (path) {
+	case AQL_SIGNAL_PATH_HOST: return "host";
+	case AQL_SIGNAL_PATH_DEVICE: return "device (stream memory operations)";
+	case AQL_SIGNAL_PATH_HOST_CALLBACK: return "host callback (cuLaunchHostFunc)";
+	default: return "unknown";
+	}
+}
+
+/* CUDA encodes 13.0 as 13000 and 12.8 as 12080. */
+static const char *driver_version(uint32_t v, char *buf, size_t len)
+{
+	if (!v)
+		snprintf(buf, len, "none");
+	else
+		snprintf(buf, len, "%" PRIu32 ".%" PRIu32, v / 1000, v % 1000 / 10);
+	return buf;
+}
+
+static const char *memory_size(uint64_t bytes, char *buf, size_t len)
+{
+	if (!bytes)
+		snprintf(buf, len, "host memory");
+	else
+		snprintf(buf, len, "%" PRIu64 " MiB (%" PRIu64 " bytes)", bytes >> 20, bytes);
+	return buf;
+}
+
+static void json_string(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c == '\n')
+			fputs("\\n", stdout);
+		else if (c == '\t')
+			fputs("\\t", stdout);
+		else if (c < 0x20 || c == 0x7f)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+static void print_full(uint32_t ordinal, const aql_agent_info *in)
+{
+	char b[64];
+
+	printf("Agent %" PRIu32 "\n", ordinal);
+	printf("  %-28s %s\n", "Name:", in->name);
+	printf("  %-28s %s %" PRIu32 "\n", "Kind:", aql_agent_kind_name(in->kind),
+	       in->device_index);
+	printf("  %-28s %s\n", "ISA:", in->isa[0] ? in->isa : "(not reported)");
+	printf("  %-28s %" PRIu32 "\n", "Compute units:", in->compute_units);
+	printf("  %-28s %" PRIu32 "\n", "Wavefront size:", in->wavefront_size);
+	printf("  %-28s %" PRIu32 "\n", "Max work-group size:", in->max_workgroup_size);
+	printf("  %-28s %u x %u x %u\n", "Max work-group dims:", in->max_workgroup_dim[0],
+	       in->max_workgroup_dim[1], in->max_workgroup_dim[2]);
+	printf("  %-28s %" PRIu32 " x %" PRIu32 " x %" PRIu32 "\n", "Max grid (work-items):",
+	       in->max_grid_dim[0], in->max_grid_dim[1], in->max_grid_dim[2]);
+	printf("  %-28s %" PRIu32 " bytes\n", "LDS per work-group, default:",
+	       in->default_group_segment_size);
+	printf("  %-28s %" PRIu32 " bytes\n", "LDS per work-group, max:",
+	       in->max_group_segment_size);
+	printf("  %-28s %" PRIu32 " bytes\n", "Private per work-item, max:",
+	       in->max_private_segment_size);
+	printf("  %-28s %s\n", "Memory:", memory_size(in->memory_size, b, sizeof(b)));
+	printf("  %-28s %s\n", "Unified memory:", in->unified_memory ? "yes" : "no");
+	printf("  %-28s %" PRIu32 " packets\n", "Max queue size:", in->max_queue_size);
+	printf("  %-28s%s%s\n", "Queue features:",
+	       in->queue_features & 1 ? " kernel-dispatch" : "",
+	       in->queue_features & 2 ? " agent-dispatch" : "");
+	printf("  %-28s %s\n", "Signal path:", signal_path_name(in->signal_path));
+	if (in->numa_node < 0)
+		printf("  %-28s all\n", "NUMA node:");
+	else
+		printf("  %-28s %" PRId32 "\n", "NUMA node:", in->numa_node);
+	printf("  %-28s %s\n", "Driver version:", driver_version(in->driver_version, b,
+								   sizeof(b)));
+}
+
+/* One line, as nvidia-smi -L: "GPU 0: NVIDIA H100 80GB HBM3 (sm_90)". */
+static void print_line(const aql_agent_info *in)
+{
+	printf("%s %" PRIu32 ": %s", in->kind == AQL_AGENT_CPU ? "CPU" : "GPU",
+	       in->device_index, in->name);
+	if (in->isa[0])
+		printf(" (%s)", in->isa);
+	putchar('\n');
+}
+
+static void print_json_agent(const aql_agent_info *in)
+{
+	char b[64];
+
+	printf("{\"kind\":\"%s\",\"index\":%" PRIu32 ",\"name\":", aql_agent_kind_name(in->kind),
+	       in->device_index);
+	json_string(in->name);
+	printf(",\"isa\":");
+	json_string(in->isa);
+	printf(",\"compute_units\":%" PRIu32 ",\"wavefront_size\":%" PRIu32
+	       ",\"max_workgroup_size\":%" PRIu32 ",\"max_workgroup_dim\":[%u,%u,%u]"
+	       ",\"max_grid_dim\":[%" PRIu32 ",%" PRIu32 ",%" PRIu32 "]"
+	       ",\"default_group_segment_size\":%" PRIu32
+	       ",\"max_group_segment_size\":%" PRIu32
+	       ",\"max_private_segment_size\":%" PRIu32 ",\"memory_size\":%" PRIu64
+	       ",\"unified_memory\":%s,\"max_queue_size\":%" PRIu32 ",\"queue_features\":%" PRIu32
+	       ",\"numa_node\":%" PRId32 ",\"signal_path\":\"%s\",\"driver_version\":",
+	       in->compute_units, in->wavefront_size, in->max_workgroup_size,
+	       in->max_workgroup_dim[0], in->max_workgroup_dim[1], in->max_workgroup_dim[2],
+	       in->max_grid_dim[0], in->max_grid_dim[1], in->max_grid_dim[2],
+	       in->default_group_segment_size, in->max_group_segment_size,
+	       in->max_private_segment_size, in->memory_size,
+	       in->unified_memory ? "true" : "false", in->max_queue_size, in->queue_features,
+	       in->numa_node, signal_path_name(in->signal_path));
+	if (in->driver_version)
+		printf("\"%s\"}", driver_version(in->driver_version, b, sizeof(b)));
+	else
+		printf("null}");
+}
+
+struct unavailable {
+	enum aql_agent_kind kind;
+	aql_status status;
+	char reason[512];
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: aql-info [-L | --list] [--json] [--help]\n"
+		"\n"
+		"List every agent libaql can open on this machine (CPU, NVIDIA,\n"
+		"AMD) with its limits, and for each kind it cannot offer, why.\n"
+		"\n"
+		"  -L, --list  one line per agent, as nvidia-smi -L\n"
+		"  --json      one JSON document: {\"agents\":[...],\n"
+		"              \"unavailable\":[{\"kind\",\"status\",\"reason\"}]}\n"
+		"  --help      show this text\n"
+		"\n"
+		"Exit status 0 when at least one agent is listed.\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "list", no_argument, NULL, 'L' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct unavailable missing[MAX_UNAVAILABLE];
+	enum format fmt = FMT_FULL;
+	uint32_t listed = 0, nmissing = 0;
+	char b[64];
+	int c;
+
+	while ((c = getopt_long(argc, argv, "L", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'L':
+			fmt = FMT_LIST;
+			break;
+		case 'j':
+			fmt = FMT_JSON;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "aql-info: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+
+	if (fmt == FMT_JSON)
+		printf("{\"agents\":[");
+	for (int k = AQL_AGENT_CPU; k < AQL_AGENT_KIND_COUNT; k++) {
+		struct unavailable *u = &missing[nmissing];
+		uint32_t count = 0;
+		aql_status st;
+
+		u->kind = (enum aql_agent_kind)k;
+		st = aql_agent_count(u->kind, &count);
+		if (st != AQL_OK) {
+			u->status = st;
+			snprintf(u->reason, sizeof(u->reason), "%s", aql_error_message());
+			nmissing++;
+			continue;
+		}
+		for (uint32_t i = 0; i < count; i++) {
+			aql_agent_info info;
+			aql_agent *agent;
+
+			st = aql_agent_open(u->kind, i, &agent);
+			if (st == AQL_OK) {
+				st = aql_agent_get_info(agent, &info);
+				aql_agent_destroy(agent);
+			}
+			if (st != AQL_OK) {
+				/* One device failing is reported; its siblings are still listed. */
+				if (nmissing >= MAX_UNAVAILABLE - AQL_AGENT_KIND_COUNT)
+					continue;
+				u = &missing[nmissing++];
+				u->kind = (enum aql_agent_kind)k;
+				u->status = st;
+				snprintf(u->reason, sizeof(u->reason), "%s agent %" PRIu32 ": %s",
+					 aql_agent_kind_name(u->kind), i, aql_error_message());
+				continue;
+			}
+			/* What aql_agent_open() takes; the CPU agent leaves it 0. */
+			info.device_index = i;
+			if (fmt == FMT_FULL)
+				print_full(listed, &info);
+			else if (fmt == FMT_LIST)
+				print_line(&info);
+			else {
+				if (listed)
+					putchar(',');
+				print_json_agent(&info);
+			}
+			listed++;
+		}
+	}
+
+	if (fmt == FMT_JSON) {
+		printf("],\"unavailable\":[");
+		for (uint32_t i = 0; i < nmissing; i++) {
+			printf("%s{\"kind\":\"%s\",\"status\":\"%s\",\"reason\":", i ? "," : "",
+			       aql_agent_kind_name(missing[i].kind),
+			       status_name(missing[i].status, b, sizeof(b)));
+			json_string(missing[i].reason);
+			putchar('}');
+		}
+		printf("]}\n");
+	} else {
+		if (nmissing)
+			printf("%sUnavailable:\n", fmt == FMT_FULL && listed ? "\n" : "");
+		for (uint32_t i = 0; i < nmissing; i++)
+			printf("  %s: %s: %s\n", aql_agent_kind_name(missing[i].kind),
+			       status_name(missing[i].status, b, sizeof(b)), missing[i].reason);
+	}
+	return listed ? 0 : 1;
+}
