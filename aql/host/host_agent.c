@@ -447,6 +447,16 @@ static void queue_detach(aql_agent *agent, struct aql_queue_impl *q)
 	q->agent_state = NULL;
 }
 
+#if defined(__x86_64__)
+#define HOST_ISA "x86_64"
+#elif defined(__aarch64__)
+#define HOST_ISA "aarch64"
+#elif defined(__riscv) && __riscv_xlen == 64
+#define HOST_ISA "riscv64"
+#else
+#define HOST_ISA "host"
+#endif
+
 static void get_info(aql_agent *agent, aql_agent_info *info)
 {
 	struct host_agent *a = host(agent);
@@ -463,6 +473,11 @@ static void get_info(aql_agent *agent, aql_agent_info *info)
 		.queue_features = 3,	/* kernel dispatch | agent dispatch */
 		.numa_node = -1,	/* workers run on every CPU */
 		.unified_memory = !a->config.separate_memory,
+		.signal_path = AQL_SIGNAL_PATH_HOST,
+		.wavefront_size = 1,	/* work-items are fibers, one at a time */
+		.max_grid_dim = { UINT32_MAX, UINT32_MAX, UINT32_MAX },
+		.default_group_segment_size = a->config.max_group_segment_size,
+		.isa = HOST_ISA,
 	};
 }
 
