@@ -53,6 +53,9 @@ static void load(void)
 	*(void **)&stats_fn = dlsym(h, "aqlemu_stats");
 	if (!gpa || !stats_fn)
 		th_stop("cuGetProcAddress_v2 or aqlemu_stats missing");
+	/* Its own libaql stays private: nothing of it is exported. */
+	CHECK(!dlsym(h, "aql_agent_default") && !dlsym(h, "aql_ptx_parse") &&
+	      !dlsym(h, "aql_queue_create"), "the emulation exports libaql symbols");
 	/* The stub refuses cuGetProcAddress too: take the symbols by name. */
 	void *p = NULL;
 	if (gpa("cuInit", &p, NV_ABI_VERSION, 0, &status) == CUDA_ERROR_STUB_LIBRARY) {
