@@ -202,6 +202,20 @@ static void test_registration(aql_agent *agent)
 	CHECK(nv_host_reachable(a, big, 300000) && registered(a, big + 299999, 1),
 	      "a large block is not registered to its end");
 	CHECK(!nv_host_reachable(a, big + 299000, 100000), "a range past its block counts");
+	/* A pool of the caller's may be destroyed under a registration. */
+	{
+		aql_mem_pool_config c = { .kind = AQL_MEM_COARSE_GRAINED,
+					  .numa_node = AQL_NUMA_ANY, .max_size = 8 << 20 };
+		aql_mem_pool *mine = NULL;
+		void *q = NULL;
+
+		CHECK_OK(aql_mem_pool_create(&c, &mine));
+		CHECK_OK(aql_mem_alloc(mine, 4096, 0, &q));
+		CHECK(q && !nv_host_reachable(a, q, 4096),
+		      "a block of a pool without an agent list was registered");
+		aql_mem_free(q);
+		CHECK_OK(aql_mem_pool_destroy(mine));
+	}
 	for (uint32_t i = 1; i < a->range_count; i++)
 		CHECK(a->ranges[i - 1].end <= a->ranges[i].start, "ranges %u and %u overlap",
 		      i - 1, i);
