@@ -132,7 +132,11 @@ struct nvq {
 	uint64_t done;			/* ids below it finished: stream seen idle */
 	uint64_t enqueued;		/* atomic: ids below it are wholly on the stream */
 
-	uint32_t calls;			/* atomic: host functions not yet returned */
+	/* Host functions not yet returned: counted (atomic), and listed under
+	 * calls_lock, so that those a failed stream never runs stay reachable. */
+	uint32_t calls;
+	pthread_mutex_t calls_lock;
+	struct call *call_list;
 	uint32_t dead;			/* atomic: the stream failed */
 };
 
@@ -140,6 +144,7 @@ struct nvq {
 enum call_kind { CALL_WAIT, CALL_SUB, CALL_COPY };
 
 struct call {
+	struct call *prev, *next;	/* the queue's list */
 	struct nvq *s;
 	enum call_kind kind;
 	int any;			/* CALL_WAIT: barrier-OR */
@@ -224,9 +229,14 @@ static void halt(struct nvq *s)
 	for (uint32_t i = 0; i < s->list_count; i++) {
 		struct inflight *e = &s->list[(s->list_first + i) % s->list_cap];
 
-		/* Packets that completed before the failure keep their value. */
-		if (e->signal && e->id >= limit && !value_stored(e))
+		/* Packets that completed before the failure keep their value;
+		 * their sleeping waiters still need the wake-up. */
+		if (!e->signal)
+			continue;
+		if (e->id >= limit && !value_stored(e))
 			aql_signal_store(e->signal, -1, AQL_RELEASE);
+		else
+			aql_signal_notify_(e->signal);
 	}
 	s->list_count = 0;
 	pthread_mutex_unlock(&s->list_lock);
@@ -325,11 +335,20 @@ static void run_call(void *user)
 		aql_signal_sub(c->signal, 1, AQL_RELEASE);
 		break;
 	case CALL_COPY:
-		memcpy(c->dst, c->src, c->size);
+		if (c->size)
+			memcpy(c->dst, c->src, c->size);
 		if (c->release)
 			__atomic_store_n(&s->staging_tail, c->release, __ATOMIC_RELEASE);
 		break;
 	}
+	pthread_mutex_lock(&s->calls_lock);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->call_list = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	pthread_mutex_unlock(&s->calls_lock);
 	free(c);
 	/* The last touch of the queue's state: detach waits for it. */
 	__atomic_fetch_sub(&s->calls, 1, __ATOMIC_RELEASE);
@@ -361,8 +380,20 @@ static int host_call(struct nvq *s, struct call *c, uint64_t id, const char *wha
 		return 0;
 	}
 	__atomic_fetch_add(&s->calls, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&s->calls_lock);
+	c->prev = NULL;
+	c->next = s->call_list;
+	if (c->next)
+		c->next->prev = c;
+	s->call_list = c;
+	pthread_mutex_unlock(&s->calls_lock);
 	r = s->cu->cuLaunchHostFunc(s->stream, run_call, c);
 	if (r != CUDA_SUCCESS) {
+		pthread_mutex_lock(&s->calls_lock);
+		s->call_list = c->next;
+		if (c->next)
+			c->next->prev = NULL;
+		pthread_mutex_unlock(&s->calls_lock);
 		__atomic_fetch_sub(&s->calls, 1, __ATOMIC_RELAXED);
 		free(c);
 		return fail_call(s, id, r, "cuLaunchHostFunc", what);
@@ -833,13 +864,14 @@ static int agent_dispatch(struct nvq *s, const aql_agent_dispatch_packet *p, uin
 			   p->type);
 }
 
-/* The completion signal's decrement, after the packet's work. */
-static int complete(struct nvq *s, aql_signal *signal, uint64_t id, int64_t *value)
+/* The completion signal's decrement, after the packet's work; the packet
+ * is the last one in flight. */
+static int complete(struct nvq *s, aql_signal *signal, uint64_t id)
 {
 	CUstreamBatchMemOpParams *op;
 	struct call *c;
+	int64_t value;
 
-	*value = INT64_MIN;
 	if (!signal)
 		return 1;
 	if (!s->device_path) {
@@ -849,19 +881,22 @@ static int complete(struct nvq *s, aql_signal *signal, uint64_t id, int64_t *val
 		c->signal = signal;
 		return host_call(s, c, id, "a completion signal decrement");
 	}
-	if (!reach(s, signal, id) || !next_value(s, signal, id, value))
+	if (!reach(s, signal, id) || !next_value(s, signal, id, &value))
 		return 0;
+	pthread_mutex_lock(&s->list_lock);
+	s->list[(s->list_first + s->list_count - 1) % s->list_cap].value = value;
+	pthread_mutex_unlock(&s->list_lock);
 	op = &s->ops[++s->nwrites];
 	memset(op, 0, sizeof(*op));
 	op->writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_64;
 	op->writeValue.address = (CUdeviceptr)(uintptr_t)&signal->value;
-	op->writeValue.value64 = (uint64_t)*value;
+	op->writeValue.value64 = (uint64_t)value;
 	s->batch_last = id;
 	return s->nwrites < WRITE_BATCH || flush_writes(s);
 }
 
-static int push_inflight(struct nvq *s, const aql_packet *p, uint64_t id, aql_signal *signal,
-			 int64_t value)
+/* Packet id goes in flight; complete() sets the value it stores. */
+static int push_inflight(struct nvq *s, const aql_packet *p, uint64_t id, aql_signal *signal)
 {
 	struct inflight *grown;
 	uint32_t cap;
@@ -882,15 +917,14 @@ static int push_inflight(struct nvq *s, const aql_packet *p, uint64_t id, aql_si
 		s->list_first = 0;
 	}
 	s->list[(s->list_first + s->list_count++) % s->list_cap] =
-		(struct inflight){ *p, id, signal, value };
+		(struct inflight){ *p, id, signal, INT64_MIN };
 	pthread_mutex_unlock(&s->list_lock);
 	return 1;
 }
 
+/* The packet's work, up to its completion. */
 static int translate(struct nvq *s, const aql_packet *p, uint64_t id)
 {
-	aql_signal *signal = aql_signal_from_handle(p->dispatch.completion_signal);
-	int64_t value;
 	int ok;
 
 	switch (aql_header_type(p->header)) {
@@ -915,13 +949,15 @@ static int translate(struct nvq *s, const aql_packet *p, uint64_t id)
 		return fail_packet(s, id, AQL_ERR_QUEUE_ERROR, "packet type %u is unknown",
 				   (unsigned)aql_header_type(p->header));
 	}
-	return ok && complete(s, signal, id, &value) && push_inflight(s, p, id, signal, value);
+	return ok;
 }
 
 /* Translate every packet published so far, in ring order. Under lock. */
 static void translate_ready(struct nvq *s)
 {
 	aql_queue *queue = &s->q->pub;
+	aql_signal *signal;
+	uint64_t id;
 
 	if (s->failed) {
 		if (s->halted)
@@ -941,16 +977,22 @@ static void translate_ready(struct nvq *s)
 			break;
 		memcpy(&p, slot, sizeof(p));
 		p.header = header;
-		if (!translate(s, &p, s->next))
+		signal = aql_signal_from_handle(p.dispatch.completion_signal);
+		id = s->next;
+		if (!translate(s, &p, id) || !push_inflight(s, &p, id, signal))
 			break;
+		/* The slot retires before the completion is enqueued: a thread
+		 * that saw the completion never finds the packet in the ring. */
 		aql_queue_finish(slot);
-		aql_queue_retire(s->q, s->next);
+		aql_queue_retire(s->q, id);
 		s->next++;
+		if (!complete(s, signal, id))
+			break;
 	}
-	/* Only with its completion store on the stream too is a packet
-	 * finished once the stream is idle. */
-	if (flush_writes(s))
-		__atomic_store_n(&s->enqueued, s->next, __ATOMIC_RELEASE);
+	/* Only with its completion store on the stream too (or failed) is a
+	 * packet finished once the stream is idle. */
+	flush_writes(s);
+	__atomic_store_n(&s->enqueued, s->next, __ATOMIC_RELEASE);
 }
 
 void nv_queue_flush(aql_agent *agent, struct aql_queue_impl *q)
@@ -1109,6 +1151,7 @@ static void free_state(struct nvq *s)
 	aql_signal_destroy(s->landed);
 	pthread_mutex_destroy(&s->lock);
 	pthread_mutex_destroy(&s->list_lock);
+	pthread_mutex_destroy(&s->calls_lock);
 	free(s->table);
 	free(s->list);
 	free(s);
@@ -1136,6 +1179,7 @@ aql_status nv_queue_attach(aql_agent *agent, struct aql_queue_impl *q)
 	s->done = s->enqueued = s->next;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->list_lock, NULL);
+	pthread_mutex_init(&s->calls_lock, NULL);
 	st = aql_signal_create((int64_t)s->next, &s->started);
 	if (st == AQL_OK)
 		st = aql_signal_create((int64_t)s->next, &s->landed);

@@ -191,6 +191,55 @@ static void test_dispatch(void)
 	aql_agent_mem_free(gpu, y);
 }
 
+/*
+ * A launch the driver refuses (more blocks than the grid allows) fails its
+ * packet, naming the call and the error; what came before it still runs
+ * and completes; it and what follows get -1.
+ */
+static void test_refused_launch(void)
+{
+	aql_queue *q = gpu_queue(64);
+	float *x = device_floats(N, 1.0f), *y = device_floats(N, 1.0f);
+	struct saxpy_args args = { 1.0f, 0, x, y, N };
+	aql_signal *gate = th_signal(1), *first = th_signal(1), *bad = th_signal(1),
+		   *after = th_signal(1);
+	const char *message = NULL;
+	aql_packet p;
+
+	p = barrier_and(gate, NULL);
+	th_submit(q, &p);
+	p = saxpy_packet(&args, first);
+	th_submit(q, &p);
+	p = saxpy_packet(&args, bad);
+	p.dispatch.workgroup_size_x = 1;
+	p.dispatch.grid_size_x = UINT32_MAX;
+	th_submit(q, &p);
+	p = saxpy_packet(&args, after);
+	th_submit(q, &p);
+	for (uint64_t end = th_now_ns() + TH_TIMEOUT_NS;
+	     aql_queue_error(q, NULL) == AQL_OK && th_now_ns() < end;)
+		th_sleep_ms(1);
+	CHECK(aql_queue_error(q, &message) == AQL_ERR_DEVICE, "queue error: %s",
+	      aql_status_str(aql_queue_error(q, NULL)));
+	CHECK(message && strstr(message, "cuLaunchKernel") &&
+	      strstr(message, "CUDA_ERROR_INVALID_VALUE"), "message: %s",
+	      message ? message : "(none)");
+	CHECK(aql_signal_load(bad, AQL_ACQUIRE) == 1,
+	      "the refused packet waits for those before it: %lld",
+	      (long long)aql_signal_load(bad, AQL_ACQUIRE));
+	aql_signal_store(gate, 0, AQL_RELEASE);
+	CHECK(th_wait_done(first) == 0, "the launch before it ran");
+	CHECK(th_wait_done(bad) == -1, "the refused launch failed");
+	CHECK(th_wait_done(after) == -1, "the launch after it was cancelled");
+	CHECK(device_all(y, N, 2.0f), "only the first launch ran");
+	CHECK_OK(aql_queue_destroy(q));
+	aql_signal *all[] = { gate, first, bad, after };
+	for (int i = 0; i < 4; i++)
+		CHECK_OK(aql_signal_destroy(all[i]));
+	aql_agent_mem_free(gpu, x);
+	aql_agent_mem_free(gpu, y);
+}
+
 /* One gated packet: held while the gate is closed, released by opening. */
 static void gated(aql_queue *q, aql_packet p, aql_signal *gate, int64_t open,
 		  aql_signal *done, const char *what)
@@ -202,11 +251,16 @@ static void gated(aql_queue *q, aql_packet p, aql_signal *gate, int64_t open,
 	aql_signal_store(done, 1, AQL_RELEASE);
 }
 
+/*
+ * The emulation counts a host function once it has returned, after the
+ * signal it changed: counters are read after a destroy drained the queue.
+ */
 static void test_waits(void)
 {
 	aql_queue *q = gpu_queue(64);
 	aql_signal *gate = th_signal(1), *done = th_signal(1);
 	struct aqlemu_stats before = stats(), after;
+	aql_packet p;
 
 	gated(q, barrier_and(gate, done), gate, 0, done, "barrier-AND");
 	aql_signal_store(gate, 10, AQL_RELEASE);
@@ -217,6 +271,7 @@ static void test_waits(void)
 	/* A failed dependency (-1) releases a barrier-AND too. */
 	aql_signal_store(gate, 1, AQL_RELEASE);
 	gated(q, barrier_and(gate, done), gate, -1, done, "barrier-AND on a failed signal");
+	CHECK_OK(aql_queue_destroy(q));
 	after = stats();
 	if (device_path) {
 		CHECK(after.mem_op_waits - before.mem_op_waits == 5, "five stream waits: %llu",
@@ -227,31 +282,31 @@ static void test_waits(void)
 	} else {
 		CHECK(after.mem_op_waits == before.mem_op_waits && after.mem_op_writes ==
 		      before.mem_op_writes, "no stream memory operation without them");
-		CHECK(after.host_funcs_run - before.host_funcs_run >= 10,
-		      "waits and decrements by host functions: %llu",
+		CHECK(after.host_funcs_run - before.host_funcs_run == 10,
+		      "5 waits and 5 decrements by host functions: %llu",
 		      (unsigned long long)(after.host_funcs_run - before.host_funcs_run));
 	}
 
 	/* NE and a partial mask wait on the host, on every device. */
+	q = gpu_queue(64);
 	before = stats();
 	aql_signal_store(gate, 2, AQL_RELEASE);
 	gated(q, barrier_value(gate, AQL_COND_NE, 2, -1, done), gate, 3, done, "BARRIER_VALUE !=");
 	aql_signal_store(gate, 0x10, AQL_RELEASE);
 	gated(q, barrier_value(gate, AQL_COND_EQ, 1, 0xf, done), gate, 0x21, done,
 	      "BARRIER_VALUE == under a mask");
+	CHECK_OK(aql_queue_destroy(q));
 	after = stats();
-	CHECK(after.host_funcs_run - before.host_funcs_run >= 2, "host waits: %llu",
-	      (unsigned long long)(after.host_funcs_run - before.host_funcs_run));
+	CHECK(after.host_funcs_run - before.host_funcs_run == (device_path ? 2u : 4u),
+	      "host waits: %llu", (unsigned long long)(after.host_funcs_run - before.host_funcs_run));
 	CHECK(after.mem_op_waits == before.mem_op_waits, "no stream wait for them");
 
 	/* A signal in use by a packet in flight cannot be destroyed; right
 	 * after its wait it can. */
+	q = gpu_queue(64);
 	aql_signal_store(gate, 1, AQL_RELEASE);
-	{
-		aql_packet p = barrier_and(gate, done);
-
-		th_submit(q, &p);
-	}
+	p = barrier_and(gate, done);
+	th_submit(q, &p);
 	check_held(done, "barrier-AND");
 	CHECK(aql_signal_destroy(gate) == AQL_ERR_BUSY, "destroying a dependency in flight");
 	CHECK(aql_signal_destroy(done) == AQL_ERR_BUSY, "destroying a completion in flight");
@@ -444,14 +499,18 @@ static void *stress_thread(void *arg)
 	struct stress *s = arg;
 	aql_signal *done = th_signal(1);
 	uint64_t value, back = 0;
+	int64_t got = 1;
 	aql_completion c;
 	aql_packet p;
 
+	/* CHECK is not thread safe: failures are counted here. */
 	for (int r = 0; r < STRESS_ROUNDS && !s->failures; r++) {
 		if (s->index % 2) {
 			aql_signal_store(done, 1, AQL_RELEASE);
 			p = barrier_and(NULL, done);
-			if (aql_queue_submit(s->q, &p) != AQL_OK || th_wait_done(done) != 0)
+			if (aql_queue_submit(s->q, &p) != AQL_OK ||
+			    th_done(aql_signal_wait(done, AQL_COND_LT, 1, TH_TIMEOUT_NS,
+						    AQL_WAIT_SPIN_BLOCK, &got)) != AQL_OK || got != 0)
 				s->failures++;
 			continue;
 		}
@@ -571,8 +630,10 @@ int main(int argc, char **argv)
 			th_stop("the fault test needs the PTX");
 		test_fault();
 	} else {
-		if (saxpy)
+		if (saxpy) {
 			test_dispatch();
+			test_refused_launch();
+		}
 		test_waits();
 		test_cross_agent();
 		test_blocked_waiters();
