@@ -572,6 +572,11 @@ unallocated:
 			p->index);
 }
 
+int aql_mem_pool_is_default(const aql_mem_pool *pool)
+{
+	return pool->is_default;
+}
+
 int aql_mem_agent_may_access(const void *ptr, const aql_agent *agent)
 {
 	aql_mem_info info;

@@ -29,4 +29,8 @@ aql_status aql_mem_pool_create_hooked(const aql_mem_pool_config *config, int32_t
 				      const struct aql_mem_commit_hook *hook,
 				      aql_mem_pool **out);
 
+/* Whether pool is a process-wide one, which lives until exit: memory an
+ * agent registers lazily stays valid (nv/agent.c). Thread safe. */
+int aql_mem_pool_is_default(const aql_mem_pool *pool);
+
 #endif

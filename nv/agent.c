@@ -19,6 +19,7 @@
 
 #include <aql/mem.h>
 
+#include "mem/pool.h"
 #include "nv/nv.h"
 #include "util/error.h"
 
@@ -214,11 +215,17 @@ int nv_host_reachable(struct nv_agent *a, const void *ptr, size_t size)
 	pthread_mutex_unlock(&a->reg_lock);
 	if (hit)
 		return 1;
-	/* aql's pools commit whole chunks, 64 KiB-aligned from a 2 MiB-aligned
+	/*
+	 * aql's pools commit whole chunks, 64 KiB-aligned from a 2 MiB-aligned
 	 * base in steps of 256 KiB or 2 MiB (mem/pool.c): the chunks a block
-	 * lies in are committed throughout. */
+	 * lies in are committed throughout. Only the default pools, which
+	 * live until exit: a pool destroyed under a registration would leave
+	 * the device the old pages at addresses the process maps anew. Pools
+	 * that list the agent register what they commit themselves.
+	 */
 	if (aql_mem_query(ptr, &info) == AQL_OK) {
-		if (p + size > (uintptr_t)info.base + info.size)
+		if (p + size > (uintptr_t)info.base + info.size ||
+		    !aql_mem_pool_is_default(info.pool))
 			return 0;
 		start = (uintptr_t)info.base & ~(uintptr_t)(AQL_MEM_CHUNK_SIZE - 1);
 		end = ((uintptr_t)info.base + info.size + AQL_MEM_CHUNK_SIZE - 1) &

@@ -107,10 +107,10 @@ aql_status nv_enter(struct nv_agent *a);
 
 /*
  * Whether [ptr, ptr + size) is host memory the device reaches (registered
- * with the context, or cuMemHostAlloc'ed). Memory of aql's own that is
- * not yet registered (a pool block's chunk, a signal's page) is
- * registered here first; any other host memory is pageable: 0.
- * Thread safe.
+ * with the context, or cuMemHostAlloc'ed). A block of a default pool
+ * (they live until exit) not yet registered has its chunks registered
+ * here first; any other host memory is pageable: 0, also a block of a
+ * pool that does not list the agent. Thread safe.
  */
 int nv_host_reachable(struct nv_agent *a, const void *ptr, size_t size);
 

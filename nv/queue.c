@@ -132,7 +132,11 @@ struct nvq {
 	uint64_t done;			/* ids below it finished: stream seen idle */
 	uint64_t enqueued;		/* atomic: ids below it are wholly on the stream */
 
-	uint32_t calls;			/* atomic: host functions not yet returned */
+	/* Host functions not yet returned: counted (atomic), and listed under
+	 * calls_lock, so that those a failed stream never runs stay reachable. */
+	uint32_t calls;
+	pthread_mutex_t calls_lock;
+	struct call *call_list;
 	uint32_t dead;			/* atomic: the stream failed */
 };
 
@@ -140,6 +144,7 @@ struct nvq {
 enum call_kind { CALL_WAIT, CALL_SUB, CALL_COPY };
 
 struct call {
+	struct call *prev, *next;	/* the queue's list */
 	struct nvq *s;
 	enum call_kind kind;
 	int any;			/* CALL_WAIT: barrier-OR */
@@ -336,6 +341,14 @@ static void run_call(void *user)
 			__atomic_store_n(&s->staging_tail, c->release, __ATOMIC_RELEASE);
 		break;
 	}
+	pthread_mutex_lock(&s->calls_lock);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->call_list = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	pthread_mutex_unlock(&s->calls_lock);
 	free(c);
 	/* The last touch of the queue's state: detach waits for it. */
 	__atomic_fetch_sub(&s->calls, 1, __ATOMIC_RELEASE);
@@ -367,8 +380,20 @@ static int host_call(struct nvq *s, struct call *c, uint64_t id, const char *wha
 		return 0;
 	}
 	__atomic_fetch_add(&s->calls, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&s->calls_lock);
+	c->prev = NULL;
+	c->next = s->call_list;
+	if (c->next)
+		c->next->prev = c;
+	s->call_list = c;
+	pthread_mutex_unlock(&s->calls_lock);
 	r = s->cu->cuLaunchHostFunc(s->stream, run_call, c);
 	if (r != CUDA_SUCCESS) {
+		pthread_mutex_lock(&s->calls_lock);
+		s->call_list = c->next;
+		if (c->next)
+			c->next->prev = NULL;
+		pthread_mutex_unlock(&s->calls_lock);
 		__atomic_fetch_sub(&s->calls, 1, __ATOMIC_RELAXED);
 		free(c);
 		return fail_call(s, id, r, "cuLaunchHostFunc", what);
@@ -1126,6 +1151,7 @@ static void free_state(struct nvq *s)
 	aql_signal_destroy(s->landed);
 	pthread_mutex_destroy(&s->lock);
 	pthread_mutex_destroy(&s->list_lock);
+	pthread_mutex_destroy(&s->calls_lock);
 	free(s->table);
 	free(s->list);
 	free(s);
@@ -1153,6 +1179,7 @@ aql_status nv_queue_attach(aql_agent *agent, struct aql_queue_impl *q)
 	s->done = s->enqueued = s->next;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->list_lock, NULL);
+	pthread_mutex_init(&s->calls_lock, NULL);
 	st = aql_signal_create((int64_t)s->next, &s->started);
 	if (st == AQL_OK)
 		st = aql_signal_create((int64_t)s->next, &s->landed);
