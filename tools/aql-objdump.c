@@ -349,6 +349,7 @@ static const char *machine_name(uint16_t m)
 	case 3: return "EM_386";
 	case 62: return "EM_X86_64";
 	case 183: return "EM_AARCH64";
+	case 190: return "EM_CUDA";
 	case 243: return "EM_RISCV";
 	case EM_AMDGPU_NUM: return "EM_AMDGPU";
 	}
