@@ -195,12 +195,10 @@ aql_status aql_timeline_emit(struct aql_timeline *t, aql_queue *queue, aql_packe
 		return st;
 	for (uint32_t i = 0; i < n; i++)
 		aql_packet_store(aql_queue_slot(queue, first + i), &packets[i]);
-	/* An agent that starts the packets on this thread needs no doorbell:
-	 * ringing it would only wake its processor to find nothing to do. */
+	/* The doorbell also wakes an agent's completion watcher (CUDA). */
+	aql_queue_ring_doorbell(queue, first + n - 1);
 	if (q->agent->ops->queue_flush)
 		q->agent->ops->queue_flush(q->agent, q);
-	else
-		aql_queue_ring_doorbell(queue, first + n - 1);
 	t->packets += n;
 	if (done)
 		*done = aql_timeline_completion(t, queue, t->packets);
