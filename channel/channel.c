@@ -7,6 +7,7 @@
  * checks it.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <linux/membarrier.h>
 #include <poll.h>
 #include <pthread.h>
@@ -61,6 +62,7 @@ struct aql_channel {
 	int efd;
 	int membarrier;			/* arm() fences the senders' CPUs */
 	int polled;			/* senders cannot wake the consumer (nvptx) */
+	int unified;			/* the host may read agent memory (ch->dev) */
 
 	aql_lock consumer;		/* one consumer at a time */
 	uint64_t pos;			/* next ticket to read; atomic */
@@ -165,6 +167,7 @@ aql_status aql_channel_create(aql_agent *agent, const aql_channel_config *config
 	/* nvptx has no interrupt: waits on an NVIDIA agent's channel poll. */
 	agent->ops->get_info(agent, &info);
 	ch->polled = info.kind == AQL_AGENT_NVIDIA;
+	ch->unified = info.unified_memory;
 	ch->slot_size = c.slot_size;
 	ch->slot_count = c.slot_count;
 	ch->reply_size = c.reply_size;
@@ -624,9 +627,24 @@ aql_status aql_channel_get_stats(aql_channel *ch, aql_channel_stats *out)
 	     out->sent++)
 		pos += AQL_CHANNEL_SLOTS(AQL_CHANNEL_HDR_BYTES_OF(*slot_at(ch, pos)), ch->slot_size);
 	aql_lock_release(&ch->consumer);
-	/* A CPU agent's memory is host memory: the counters are read in place. */
-	out->full_waits = __atomic_load_n(&ch->dev->full_waits, __ATOMIC_RELAXED);
-	out->drops = __atomic_load_n(&ch->dev->drops, __ATOMIC_RELAXED);
+	/* The senders' counters are in agent memory: read in place where it
+	 * is host memory, else copied out (a GPU's memory is not the host's). */
+	if (ch->unified) {
+		out->full_waits = __atomic_load_n(&ch->dev->full_waits, __ATOMIC_RELAXED);
+		out->drops = __atomic_load_n(&ch->dev->drops, __ATOMIC_RELAXED);
+	} else {
+		uint64_t c[2];
+		aql_status st;
+
+		_Static_assert(offsetof(aql_channel_dev, drops) ==
+			       offsetof(aql_channel_dev, full_waits) + sizeof(uint64_t),
+			       "full_waits and drops are adjacent");
+		st = aql_agent_copy(ch->agent, c, &ch->dev->full_waits, sizeof(c));
+		if (st != AQL_OK)
+			return st;
+		out->full_waits = c[0];
+		out->drops = c[1];
+	}
 	out->received = __atomic_load_n(&ch->received, __ATOMIC_RELAXED);
 	out->wakeups = __atomic_load_n(&ch->wakeups, __ATOMIC_RELAXED);
 	out->rpc_calls = __atomic_load_n(&ch->rpc_calls, __ATOMIC_RELAXED);

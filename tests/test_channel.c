@@ -623,10 +623,16 @@ static void test_malformed(void)
 {
 	aql_channel *ch = chan(th_agent(), 64, 16, 0, 0);
 	aql_channel_dev *dev = (aql_channel_dev *)(uintptr_t)aql_channel_device_address(ch);
-	uint64_t *hdr = (uint64_t *)(uintptr_t)dev->slots;
+	uint64_t slots = 0;
+	uint64_t *hdr;
 	struct chan_verify v;
 	aql_status st;
 
+	/* The descriptor is agent memory: read through a copy, as on a GPU. */
+	CHECK_OK(aql_agent_copy(th_agent(), &slots, &dev->slots, sizeof(slots)));
+	hdr = (uint64_t *)(uintptr_t)slots;
+	if (!hdr)
+		exit(1);
 	__atomic_store_n(hdr, AQL_CHANNEL_HDR(0, 0, 5000), __ATOMIC_RELEASE);
 	chan_verify_init(&v, 1, 0);
 	st = aql_channel_drain(ch, 0, chan_verify_msg, &v, NULL);

@@ -6,7 +6,8 @@
  * context, memory, pageable and pinned copies, stream order and
  * NOT_READY, stream memory operations, events, host functions, modules
  * and launches of host-built kernels, capture and graphs, the sticky
- * fault of AQL_CUDA_EMU_FAIL_AFTER and the modes.
+ * fault of AQL_CUDA_EMU_FAIL_AFTER, the modes, and device memory the
+ * host cannot touch.
  *
  * Arguments: the emulated libcuda.so.1, then saxpy's host build and, if
  * built, its PTX. The library is opened by path and its entry points
@@ -300,6 +301,80 @@ static void fail_after(void)
 	CU_EQ(cu.cuMemFree(k.x), CUDA_ERROR_ILLEGAL_ADDRESS);
 	CU_EQ(cu.cuMemFree(k.y), CUDA_ERROR_ILLEGAL_ADDRESS);
 	CU_EQ(cu.cuModuleUnload(k.mod), CUDA_ERROR_ILLEGAL_ADDRESS);
+}
+
+/*
+ * Device memory is not host memory, as on a discrete GPU: the driver's
+ * copies (pageable and pinned, synchronous and Async), memsets, stream
+ * memory operations and kernels reach it; host code faults, and the
+ * emulation names the cause. Ends in that fault.
+ */
+static void device_memory_closed(void)
+{
+	CUdeviceptr d;
+	CUstream s;
+	uint64_t w = 7, *pinned, *pageable = calloc(2, sizeof(uint64_t));
+
+	open_ctx();
+	CU_OK(cu.cuMemAlloc(&d, 4096));
+	CU_OK(cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CU_OK(cu.cuMemHostAlloc((void **)&pinned, 64, 0));
+	CU_OK(cu.cuMemsetD8(d, 0, 4096));
+	CU_OK(cu.cuMemcpyHtoD(d, &w, sizeof(w)));
+	CU_OK(cu.cuStreamWriteValue64(s, d + 8, 9, 0));
+	CU_OK(cu.cuStreamWaitValue64(s, d, 7, CU_STREAM_WAIT_VALUE_EQ));
+	CU_OK(cu.cuMemcpyDtoDAsync(d + 16, d, 16, s));
+	CU_OK(cu.cuMemcpyDtoHAsync(pinned, d + 16, 16, s));
+	CU_OK(cu.cuMemcpyDtoHAsync(pageable, d, 16, s));
+	CU_OK(cu.cuStreamSynchronize(s));
+	CHECK(pinned[0] == 7 && pinned[1] == 9 && pageable && pageable[0] == 7 && pageable[1] == 9,
+	      "copies of device memory");
+	if (ptx_path) {
+		struct saxpy k;
+
+		saxpy_setup(&k, 256);
+		CU_OK(saxpy_launch(&k, 2.0f, s));
+		CU_OK(cu.cuStreamSynchronize(s));
+		CHECK(saxpy_check(&k, 2.0f), "a kernel on device memory");
+	}
+	if (th_failed)
+		_exit(1);
+	fprintf(stderr, "reading device memory from the host\n");
+	w = *(volatile uint64_t *)(uintptr_t)d;
+	fprintf(stderr, "the host read device memory: %llu\n", (unsigned long long)w);
+	_exit(0);
+}
+
+/* Run device_memory_closed() in a child; it must die of the fault, after
+ * its checks, with the emulation's message. */
+static void host_access_faults(void)
+{
+	int fds[2];
+	char out[4096];
+	size_t len = 0;
+	ssize_t n;
+	int status = 0;
+	pid_t pid;
+
+	if (pipe(fds) != 0)
+		th_stop("pipe");
+	pid = fork();
+	if (pid == 0) {
+		close(fds[0]);
+		dup2(fds[1], 2);
+		load();
+		device_memory_closed();
+	}
+	close(fds[1]);
+	while (len < sizeof(out) - 1 && (n = read(fds[0], out + len, sizeof(out) - 1 - len)) > 0)
+		len += (size_t)n;
+	out[len] = 0;
+	close(fds[0]);
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "waitpid");
+	CHECK(!(WIFEXITED(status) && WEXITSTATUS(status) == 0) &&
+		      strstr(out, "reading device memory from the host") &&
+		      strstr(out, "host code touched device memory at"),
+	      "host access to device memory: status %#x, stderr:\n%s", status, out);
 }
 
 /* ---- The main process: normal mode -------------------------------------- */
@@ -940,6 +1015,7 @@ int main(int argc, char **argv)
 	in_child("visible 3 of 1", visible_none, vis_none);
 	if (ptx_path)
 		in_child("fail after", fail_after, fault);
+	host_access_faults();
 
 	load();
 	ctx = init_and_contexts();

@@ -599,10 +599,35 @@ static void test_kernarg_recycling(void)
 	aql_queue_destroy(q);
 }
 
-static void *open_gate_later(void *gate)
+struct gate_opener {
+	aql_signal *gate;
+	int launched;			/* atomic: launches made so far */
+	int finished;			/* atomic: the launching loop ended */
+};
+
+/*
+ * Open the gate once the launching thread has stopped making progress for
+ * 300 ms (it waits for a kernarg segment), or has finished: a fixed delay
+ * would open it before a slow (sanitizer) build filled the pool.
+ */
+static void *open_gate_when_stalled(void *arg)
 {
-	th_sleep_ms(100);
-	gate_open(gate);
+	struct gate_opener *o = arg;
+	int seen = -1;
+	uint64_t since = th_now_ns();
+
+	while (!__atomic_load_n(&o->finished, __ATOMIC_ACQUIRE)) {
+		int n = __atomic_load_n(&o->launched, __ATOMIC_RELAXED);
+
+		if (n != seen) {
+			seen = n;
+			since = th_now_ns();
+		} else if (th_now_ns() - since > 300000000ull) {
+			break;
+		}
+		th_sleep_ms(10);
+	}
+	gate_open(o->gate);
 	return NULL;
 }
 
@@ -615,18 +640,20 @@ static void test_kernarg_wait(void)
 	aql_buf *acc = buf_i32(1, AQL_INOUT, "held");
 	aql_launch_config c = grid1(1);
 	aql_completion done = { 0 };
-	aql_signal *gate = gate_close(q);
+	struct gate_opener o = { gate_close(q), 0, 0 };
 	aql_launch_stats s;
 	pthread_t opener;
 	int failures = 0, want = 0;
 
 	/* Each segment holds its own value: one reused too early would show. */
-	pthread_create(&opener, NULL, open_gate_later, gate);
+	pthread_create(&opener, NULL, open_gate_when_stalled, &o);
 	for (int i = 0; i < LAUNCHES; i++) {
 		failures += AQL_LAUNCH(q, k_add, &c, &done, AQL_ARG(acc), AQL_ARG(i % 7 + 1),
 				       AQL_ARG(1u)) != AQL_OK;
 		want += i % 7 + 1;
+		__atomic_store_n(&o.launched, i + 1, __ATOMIC_RELAXED);
 	}
+	__atomic_store_n(&o.finished, 1, __ATOMIC_RELEASE);
 	pthread_join(opener, NULL);
 	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	CHECK_OK(aql_launch_get_stats(q, &s));
@@ -640,7 +667,7 @@ static void test_kernarg_wait(void)
 
 	CHECK(h && h[0] == want, "accumulated %d of %d", h ? h[0] : -1, want);
 	aql_buf_destroy(acc);
-	aql_signal_destroy(gate);
+	aql_signal_destroy(o.gate);
 	aql_queue_destroy(q);
 }
 

@@ -1625,13 +1625,22 @@ static void test_kernel_types(aql_code_object *co, aql_queue *q)
 			    cases[k].ul, cases[k].f, cases[k].d, NULL);
 		free(text);
 
-		/* The same from a host thread, where the pointer is known. */
+		/*
+		 * The same from a host thread, where the pointer is known. A
+		 * host thread sends through a channel of the CPU agent: an
+		 * NVIDIA agent's descriptor is in its memory, which the host
+		 * cannot touch.
+		 */
+		aql_channel *hch = th_test_cuda() ? chan_make(16) : ch;
+
+		if (hch != ch)
+			CHECK_OK(aql_printf_attach(svc, hch));
 		ftruncate(fd, 0);
 		lseek(fd, 0, SEEK_SET);
-		CHECK(pf_host_types(aql_channel_device_address(ch), cases[k].i, cases[k].u,
+		CHECK(pf_host_types(aql_channel_device_address(hch), cases[k].i, cases[k].u,
 				    cases[k].l, cases[k].ul, cases[k].f, cases[k].d, &host_out) == 0,
 		      "host sends");
-		CHECK_OK(aql_channel_drain(ch, 0, NULL, NULL, NULL));
+		CHECK_OK(aql_channel_drain(hch, 0, NULL, NULL, NULL));
 		CHECK_OK(aql_printf_flush(svc));
 		text = contents(fd, &len);
 		check_types("host printf_types", text, len, cases[k].i, cases[k].u, cases[k].l,
@@ -1640,6 +1649,8 @@ static void test_kernel_types(aql_code_object *co, aql_queue *q)
 		CHECK(svc_stats(svc).errors == 2, "%llu errors",
 		      (unsigned long long)svc_stats(svc).errors);
 		CHECK_OK(aql_printf_destroy(svc));
+		if (hch != ch)
+			CHECK_OK(aql_channel_destroy(hch));
 		CHECK_OK(aql_channel_destroy(ch));
 		CHECK_OK(aql_buf_destroy(out));
 	}

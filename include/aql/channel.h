@@ -186,7 +186,8 @@ aql_status aql_channel_serve_stop(aql_channel *ch);
 
 /*
  * Fill *out. It waits for a drain in progress, and walks the published
- * messages not yet drained to count them. Errors: AQL_ERR_INVALID_ARG.
+ * messages not yet drained to count them. Errors: AQL_ERR_INVALID_ARG;
+ * those of aql_agent_copy() where agent memory is not host memory.
  * Thread safe.
  */
 aql_status aql_channel_get_stats(aql_channel *ch, aql_channel_stats *out);

@@ -4,11 +4,13 @@
  * memory, copies, error names and cuGetProcAddress. See emu.h.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "emu.h"
 
@@ -23,8 +25,16 @@ struct emu emu = { .lock = PTHREAD_MUTEX_INITIALIZER, .fail_after = -1 };
 __thread CUcontext emu_current;
 __thread int emu_in_host_fn;
 
-/* Device memory: one arena per device, apart from every host allocation,
- * so a device pointer is never a host pointer a test could mix up. */
+/*
+ * Device memory: one arena per device, apart from every host allocation,
+ * so a device pointer is never a host pointer a test could mix up. As on a
+ * discrete GPU the host cannot touch it: the arena is PROT_NONE except
+ * while a kernel runs (emu_device_enter), and the emulation's own copies,
+ * memsets and stream memory operations go through a second, always
+ * writable mapping of the same pages (emu_host_view). Host code that
+ * touches device memory faults with a message naming the address; host
+ * code that races with a running kernel is not caught.
+ */
 #define ARENA_SIZE (1ull << 30)
 #define ARENA_ALIGN 256u
 
@@ -41,8 +51,13 @@ struct table {
 	size_t n, cap;
 };
 
-static uint8_t *arena;
+static uint8_t *arena;			/* what device pointers point into */
+static uint8_t *arena_view;		/* the same pages, for the emulation */
+static size_t arena_bytes;
 static size_t arena_used[EMU_MAX_DEVICES];
+static pthread_mutex_t window_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned window_users;		/* kernels running; under window_lock */
+static struct sigaction segv_prev;
 static struct table dev_allocs;		/* sorted by start */
 static struct table host_ranges;	/* sorted by start */
 
@@ -205,6 +220,103 @@ enum emu_mem emu_mem_kind(uintptr_t p, size_t n)
 	return k;
 }
 
+void *emu_host_view(uintptr_t p)
+{
+	if (arena && p >= (uintptr_t)arena && p - (uintptr_t)arena < arena_bytes)
+		return arena_view + (p - (uintptr_t)arena);
+	return (void *)p;
+}
+
+/* mprotect fails only on a bad range or out of kernel memory: a fixture
+ * that can no longer model the device must stop. */
+static void arena_protect(int prot)
+{
+	if (mprotect(arena, arena_bytes, prot) != 0) {
+		perror("aql cuda emulation: mprotect of device memory");
+		abort();
+	}
+}
+
+void emu_device_enter(void)
+{
+	pthread_mutex_lock(&window_lock);
+	if (window_users++ == 0)
+		arena_protect(PROT_READ | PROT_WRITE);
+	pthread_mutex_unlock(&window_lock);
+}
+
+void emu_device_leave(void)
+{
+	pthread_mutex_lock(&window_lock);
+	if (--window_users == 0)
+		arena_protect(PROT_NONE);
+	pthread_mutex_unlock(&window_lock);
+}
+
+static void segv_write(const char *s)
+{
+	ssize_t n = write(2, s, strlen(s));
+
+	(void)n;
+}
+
+/*
+ * A fault in device memory is host code reading or writing it, which a real
+ * discrete GPU would not allow either: say so, then hand the fault back to
+ * the handler before ours (a sanitizer's, or the default), which runs when
+ * the access repeats on return.
+ */
+static void segv_handler(int sig, siginfo_t *si, void *uc)
+{
+	uintptr_t a = (uintptr_t)si->si_addr;
+	char hex[19] = "0x";
+
+	(void)sig;
+	(void)uc;
+	if (a >= (uintptr_t)arena && a - (uintptr_t)arena < arena_bytes) {
+		for (int i = 0; i < 16; i++)
+			hex[2 + i] = "0123456789abcdef"[(a >> (60 - 4 * i)) & 0xf];
+		segv_write("aql cuda emulation: host code touched device memory at ");
+		segv_write(hex);
+		segv_write(" (cuMemAlloc memory is not host accessible on a discrete GPU;"
+			   " copy it with cuMemcpyDtoH)\n");
+	}
+	sigaction(SIGSEGV, &segv_prev, NULL);
+}
+
+static int arena_map(size_t bytes)
+{
+	struct sigaction sa;
+	int fd = memfd_create("aql-cuda-emu-device", MFD_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	arena_bytes = bytes;
+	arena = MAP_FAILED;
+	arena_view = MAP_FAILED;
+	if (ftruncate(fd, (off_t)bytes) == 0) {
+		arena = mmap(NULL, bytes, PROT_NONE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+		arena_view = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
+				  fd, 0);
+	}
+	close(fd);
+	if (arena == MAP_FAILED || arena_view == MAP_FAILED) {
+		if (arena != MAP_FAILED)
+			munmap(arena, bytes);
+		if (arena_view != MAP_FAILED)
+			munmap(arena_view, bytes);
+		arena = NULL;
+		arena_view = NULL;
+		return -1;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = segv_handler;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGSEGV, &sa, &segv_prev);
+	return 0;
+}
+
 /* ---- Initialisation and devices ---------------------------------------- */
 
 /* CUDA_VISIBLE_DEVICES: a comma-separated list of ordinals; the list ends
@@ -259,12 +371,8 @@ static CUresult do_init(void)
 	/* No device (or none left visible): cuInit fails (cuInit reference). */
 	if (emu.device_count == 0)
 		return CUDA_ERROR_NO_DEVICE;
-	arena = mmap(NULL, ARENA_SIZE * (size_t)emu.device_count, PROT_READ | PROT_WRITE,
-		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (arena == MAP_FAILED) {
-		arena = NULL;
+	if (arena_map(ARENA_SIZE * (size_t)emu.device_count) != 0)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
 	for (int i = 0; i < emu.device_count; i++) {
 		emu.ctx[i].device = i;
 		emu.ctx[i].refs = 0;
@@ -845,7 +953,7 @@ static CUresult copy(uintptr_t dst, int dst_dev, uintptr_t src, int src_dev, siz
 		return r;
 	if (async && pageable)
 		atomic_fetch_add(&emu.stats.pageable_sync_copies, 1);
-	return emu_stream_copy(s, (void *)dst, (const void *)src, n, !async || pageable);
+	return emu_stream_copy(s, emu_host_view(dst), emu_host_view(src), n, !async || pageable);
 }
 
 CUresult cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t size)
@@ -896,7 +1004,7 @@ CUresult cuMemsetD8(CUdeviceptr dst, unsigned char value, size_t n)
 	r = emu_stream_sync(s);
 	if (r != CUDA_SUCCESS)
 		return r;
-	memset((void *)(uintptr_t)dst, value, n);
+	memset(emu_host_view((uintptr_t)dst), value, n);
 	return CUDA_SUCCESS;
 }
 

@@ -78,6 +78,20 @@ CUresult emu_ctx(struct CUctx_st **out);
 enum emu_mem { EMU_MEM_NONE, EMU_MEM_DEVICE, EMU_MEM_PINNED };
 enum emu_mem emu_mem_kind(uintptr_t p, size_t n);
 
+/*
+ * Device memory as the emulation itself reaches it: p if p is not device
+ * memory, else its address in a mapping the host can always use.
+ */
+void *emu_host_view(uintptr_t p);
+
+/*
+ * Make device memory accessible to host code (the CPU agent running a
+ * kernel) until the matching emu_device_leave(); the last leave makes it
+ * inaccessible again. Thread safe.
+ */
+void emu_device_enter(void);
+void emu_device_leave(void);
+
 /* Poll-with-sleep pause: grows from 2 us to 200 us with *spins. */
 void emu_pause(unsigned *spins);
 

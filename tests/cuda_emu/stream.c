@@ -254,9 +254,30 @@ static void run(struct CUstream_st *s, struct op *op)
 	}
 }
 
+/*
+ * Whether a stream that just ran a kernel keeps device memory open to host
+ * code (emu_device_enter) for op, the next one: an mprotect pair per
+ * kernel would cost more than the kernel, so the window stays open while
+ * another kernel is queued behind copies, writes and event records. It
+ * closes before host code (a host function), before a wait that may
+ * block, and before the write or record that tells the host the stream's
+ * last kernel is done: the host then finds device memory closed.
+ */
+static int keeps_window(const struct op *op)
+{
+	for (int i = 0; op && i < 16; op = op->next, i++) {
+		if (op->kind == OP_KERNEL)
+			return 1;
+		if (op->kind != OP_COPY && op->kind != OP_WRITE && op->kind != OP_EVENT_RECORD)
+			return 0;
+	}
+	return 0;
+}
+
 static void *worker(void *arg)
 {
 	struct CUstream_st *s = arg;
+	int window = 0;
 
 	pthread_mutex_lock(&s->mu);
 	for (;;) {
@@ -268,6 +289,10 @@ static void *worker(void *arg)
 			break;
 		op = s->head;
 		pthread_mutex_unlock(&s->mu);
+		if (op->kind == OP_KERNEL && !window) {
+			emu_device_enter();
+			window = 1;
+		}
 		run(s, op);
 		pthread_mutex_lock(&s->mu);
 		s->head = op->next;
@@ -275,6 +300,12 @@ static void *worker(void *arg)
 			s->tail = NULL;
 		s->completed++;
 		atomic_fetch_sub(&s->ctx->pending, 1);
+		if (window && !keeps_window(s->head)) {
+			pthread_mutex_unlock(&s->mu);
+			emu_device_leave();
+			window = 0;
+			pthread_mutex_lock(&s->mu);
+		}
 		pthread_cond_broadcast(&s->cv);
 		free(op);
 	}
@@ -593,7 +624,7 @@ static struct op *mem_op(enum op_kind kind, CUdeviceptr addr, uint64_t value, un
 	struct op *op = op_new(kind);
 
 	if (op) {
-		op->mem.addr = (uintptr_t)addr;
+		op->mem.addr = (uintptr_t)emu_host_view((uintptr_t)addr);
 		op->mem.value = value;
 		op->mem.flags = flags;
 		op->mem.bits = bits;
