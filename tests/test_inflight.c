@@ -185,10 +185,19 @@ static void test_failed_packet(struct rig *r)
 		bad_done);
 	aql_dispatch_packet next = bad;
 
+	aql_packet slots[2];
+	uint64_t first = 0;
+
 	bad.grid_size_x = 0;	/* malformed: the processor stops the queue on it */
 	next.completion_signal = aql_signal_handle(next_done);
-	th_submit(q, &bad);
-	th_submit(q, &next);
+	/* next is in the ring before bad is published, so the processor finds
+	 * it queued behind bad whenever it gets there. */
+	slots[0].dispatch = bad;
+	slots[1].dispatch = next;
+	CHECK_OK(aql_queue_reserve(q, 2, &first));
+	aql_packet_store(aql_queue_slot(q, first + 1), &slots[1]);
+	aql_packet_store(aql_queue_slot(q, first), &slots[0]);
+	aql_queue_ring_doorbell(q, first + 1);
 	CHECK(th_wait_done(bad_done) == -1, "the malformed packet did not fail");
 	CHECK(aql_queue_error(q, NULL) != AQL_OK, "the queue is not in its error state");
 	CHECK_OK(aql_signal_destroy(bad_done));
