@@ -11,6 +11,11 @@
  * folder on LD_LIBRARY_PATH; AQL_CUDA_EMU_MODE=nomemops runs the same
  * packets on the host-function path; --fault runs the fault test, under
  * AQL_CUDA_EMU_FAIL_AFTER=2.
+ *
+ * With AQL_HIL=1 (tests/hil/run) it runs on the real driver: the
+ * emulation's counters are left out, --fault skips, and a real kernel
+ * fault (saxpy writing through address 8) is tested last, since it
+ * poisons the device context.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -37,11 +42,14 @@ static const aql_kernel *saxpy;
 static aqlemu_stats_fn emu_stats;
 static int device_path;
 
+/* The emulation's counters; zero on the real driver, where the checks
+ * that read them are left out. */
 static struct aqlemu_stats stats(void)
 {
 	struct aqlemu_stats s = { 0 };
 
-	emu_stats(&s);
+	if (emu_stats)
+		emu_stats(&s);
 	return s;
 }
 
@@ -170,7 +178,7 @@ static void test_dispatch(void)
 	CHECK(aql_signal_load(shared, AQL_ACQUIRE) == 0, "and stays there: %lld",
 	      (long long)aql_signal_load(shared, AQL_ACQUIRE));
 	CHECK(device_all(y, N, 14.0f), "13 launches of y += x");
-	CHECK(stats().launches - before.launches == 13, "13 kernels ran: %llu",
+	CHECK(!emu_stats || stats().launches - before.launches == 13, "13 kernels ran: %llu",
 	      (unsigned long long)(stats().launches - before.launches));
 
 	/* A signal reset right after its wait, and used again at once. */
@@ -273,13 +281,13 @@ static void test_waits(void)
 	gated(q, barrier_and(gate, done), gate, -1, done, "barrier-AND on a failed signal");
 	CHECK_OK(aql_queue_destroy(q));
 	after = stats();
-	if (device_path) {
+	if (emu_stats && device_path) {
 		CHECK(after.mem_op_waits - before.mem_op_waits == 5, "five stream waits: %llu",
 		      (unsigned long long)(after.mem_op_waits - before.mem_op_waits));
 		CHECK(after.host_funcs_run == before.host_funcs_run,
 		      "no host function on the device path: %llu",
 		      (unsigned long long)(after.host_funcs_run - before.host_funcs_run));
-	} else {
+	} else if (emu_stats) {
 		CHECK(after.mem_op_waits == before.mem_op_waits && after.mem_op_writes ==
 		      before.mem_op_writes, "no stream memory operation without them");
 		CHECK(after.host_funcs_run - before.host_funcs_run == 10,
@@ -297,9 +305,9 @@ static void test_waits(void)
 	      "BARRIER_VALUE == under a mask");
 	CHECK_OK(aql_queue_destroy(q));
 	after = stats();
-	CHECK(after.host_funcs_run - before.host_funcs_run == (device_path ? 2u : 4u),
+	CHECK(!emu_stats || after.host_funcs_run - before.host_funcs_run == (device_path ? 2u : 4u),
 	      "host waits: %llu", (unsigned long long)(after.host_funcs_run - before.host_funcs_run));
-	CHECK(after.mem_op_waits == before.mem_op_waits, "no stream wait for them");
+	CHECK(!emu_stats || after.mem_op_waits == before.mem_op_waits, "no stream wait for them");
 
 	/* A signal in use by a packet in flight cannot be destroyed; right
 	 * after its wait it can. */
@@ -427,7 +435,7 @@ static void test_pageable_copy(void)
 		free(src);
 		free(back);
 	}
-	CHECK(stats().pageable_sync_copies == before.pageable_sync_copies,
+	CHECK(!emu_stats || stats().pageable_sync_copies == before.pageable_sync_copies,
 	      "no copy made synchronous: %llu",
 	      (unsigned long long)(stats().pageable_sync_copies - before.pageable_sync_copies));
 	CHECK_OK(aql_queue_destroy(q));
@@ -588,8 +596,69 @@ static void test_fault(void)
 	CHECK_OK(aql_signal_destroy(gate));
 }
 
+/*
+ * On the real driver: a launch that writes through address 8 faults the
+ * device. The queue enters its error state naming the error; the launch
+ * and everything after it get negative values, a blocked waiter returns,
+ * later submissions fail and destroy is safe. What ran before keeps 0.
+ * The context stays unusable: run last.
+ */
+static void test_device_fault(void)
+{
+	aql_queue *q = gpu_queue(64);
+	float *x = device_floats(N, 1.0f), *y = device_floats(N, 1.0f);
+	struct saxpy_args good = { 1.0f, 0, x, y, N };
+	struct saxpy_args bad = { 1.0f, 0, x, (float *)(uintptr_t)8, N };
+	aql_signal *done[4], *gate = th_signal(1);
+	const char *message = NULL;
+	struct waiter w;
+	pthread_t t;
+	aql_packet p;
+
+	for (int i = 0; i < 4; i++)
+		done[i] = th_signal(1);
+	p = saxpy_packet(&good, done[0]);
+	th_submit(q, &p);
+	CHECK(th_wait_done(done[0]) == 0, "the launch before the fault");
+	p = saxpy_packet(&bad, done[1]);
+	th_submit(q, &p);
+	p = saxpy_packet(&good, done[2]);
+	th_submit(q, &p);
+	/* Held by a gate never opened: certainly in flight at the fault. */
+	p = barrier_and(gate, done[3]);
+	th_submit(q, &p);
+	w = (struct waiter){ done[3], AQL_ERR_TIMEOUT, 1 };
+	pthread_create(&t, NULL, wait_blocked, &w);
+	for (int i = 1; i < 3; i++) {
+		int64_t v = th_wait_done(done[i]);
+
+		CHECK(v < 0, "launch %d ends with %lld", i, (long long)v);
+	}
+	pthread_join(t, NULL);
+	CHECK_DONE(w.st);
+	CHECK(w.value < 0, "the blocked waiter saw %lld", (long long)w.value);
+	CHECK(aql_signal_load(done[0], AQL_ACQUIRE) == 0, "the launch before it keeps 0: %lld",
+	      (long long)aql_signal_load(done[0], AQL_ACQUIRE));
+	CHECK(aql_queue_error(q, &message) == AQL_ERR_DEVICE, "queue error %s",
+	      aql_status_str(aql_queue_error(q, NULL)));
+	CHECK(message && strstr(message, "CUDA_ERROR_ILLEGAL_ADDRESS"), "message: %s",
+	      message ? message : "(none)");
+	printf("device fault: %s\n", message ? message : "(none)");
+	p = barrier_and(NULL, NULL);
+	CHECK(aql_queue_submit(q, &p) == AQL_ERR_QUEUE_ERROR, "later submissions fail");
+	CHECK_OK(aql_queue_destroy(q));
+	for (int i = 0; i < 4; i++)
+		CHECK_OK(aql_signal_destroy(done[i]));
+	CHECK_OK(aql_signal_destroy(gate));
+	/* The context is gone: freeing may fail, and must not crash. */
+	aql_agent_mem_free(gpu, x);
+	aql_agent_mem_free(gpu, y);
+}
+
 int main(int argc, char **argv)
 {
+	const char *env = getenv("AQL_HIL");
+	int hil = env && !strcmp(env, "1");
 	aql_code_object *co = NULL;
 	aql_agent_info info;
 	const char *ptx = NULL;
@@ -606,7 +675,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s HOST_OBJECT [PTX] [--fault]\n", argv[0]);
 		return 2;
 	}
-	setenv("AQL_CUDA_EMU_KERNELS", argv[1], 1);
+	if (fault && hil) {
+		printf("SKIP: AQL_HIL=1: the fault test needs the emulation's fault injection\n");
+		return 77;
+	}
+	if (!hil)
+		setenv("AQL_CUDA_EMU_KERNELS", argv[1], 1);
 	if (aql_agent_open(AQL_AGENT_NVIDIA, 0, &gpu) != AQL_OK) {
 		fprintf(stderr, "no CUDA agent (is the emulation on LD_LIBRARY_PATH?): %s\n",
 			aql_error_message());
@@ -614,10 +688,12 @@ int main(int argc, char **argv)
 	}
 	emu = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_NOW);
 	*(void **)&emu_stats = emu ? dlsym(emu, "aqlemu_stats") : NULL;
-	if (!emu_stats) {
-		fprintf(stderr, "libcuda.so.1 is not the emulation (no aqlemu_stats)\n");
+	if (!emu_stats && !hil) {
+		fprintf(stderr, "libcuda.so.1 is not the emulation (no aqlemu_stats); set AQL_HIL=1 for a real driver\n");
 		return 1;
 	}
+	if (!emu_stats)
+		printf("note: AQL_HIL=1, the real driver: the emulation's counts of launches, stream waits, host functions and synchronous copies are not checked\n");
 	CHECK_OK(aql_agent_get_info(gpu, &info));
 	device_path = info.signal_path == AQL_SIGNAL_PATH_DEVICE;
 	if (ptx) {
@@ -640,10 +716,16 @@ int main(int argc, char **argv)
 		test_pageable_copy();
 		test_destroy_in_flight();
 		test_stress();
+		/* Never on the emulation: it would run the write on the host. */
+		if (!emu_stats && saxpy)
+			test_device_fault();
+		else if (!emu_stats)
+			printf("note: no PTX of saxpy; the device fault is not tested\n");
 	}
 	if (co)
 		aql_code_object_destroy(co);
-	dlclose(emu);
+	if (emu)
+		dlclose(emu);
 	aql_agent_destroy(gpu);
 	return th_finish();
 }

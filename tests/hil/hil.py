@@ -103,6 +103,11 @@ def real_env(test_env, libdir):
     else:
         env.pop('LD_LIBRARY_PATH', None)
     env['AQL_HIL'] = '1'
+    # An ASan build's shadow gap is address space the driver needs: with
+    # it protected, cuInit fails with CUDA_ERROR_OUT_OF_MEMORY.
+    asan = env.get('ASAN_OPTIONS', '')
+    if 'protect_shadow_gap' not in asan:
+        env['ASAN_OPTIONS'] = (asan + ':' if asan else '') + 'protect_shadow_gap=0'
     return env
 
 
