@@ -179,6 +179,22 @@ static int pending_at(aql_queue *queue, uint64_t id, aql_packet *out)
 	       __atomic_load_n(&queue->amd->read_dispatch_id, __ATOMIC_RELAXED) <= id;
 }
 
+void aql_completion_request(aql_completion c)
+{
+	if (!c.queue || !c.signal || aql_signal_load(c.signal, AQL_ACQUIRE) < c.below)
+		return;
+	/* c.queue may be destroyed: only a live one is touched. */
+	pthread_mutex_lock(&live_lock);
+	for (struct aql_queue_impl *q = live_queues; q; q = q->next_live) {
+		if (&q->pub != c.queue)
+			continue;
+		if (q->agent->ops->queue_request)
+			q->agent->ops->queue_request(q->agent, q);
+		break;
+	}
+	pthread_mutex_unlock(&live_lock);
+}
+
 int aql_queue_find_pending(int (*match)(const aql_packet *packet, void *user), void *user,
 			   aql_packet *found, uint64_t *queue_id, uint64_t *packet_id)
 {
