@@ -68,8 +68,8 @@
 #define WRITE_BATCH 64u
 /* Completion stores owed: the processor puts them on the stream once no
  * new one came for OWED_IDLE_NS, or the oldest waited OWED_MAX_NS. */
-#define OWED_IDLE_NS 20000u
-#define OWED_MAX_NS 200000u
+#define OWED_IDLE_NS 50000u
+#define OWED_MAX_NS 500000u
 /* Pinned staging for pageable copies: its size, and the largest piece. */
 #define STAGING_SIZE (4u << 20)
 #define STAGING_CHUNK (1u << 20)
