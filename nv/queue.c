@@ -25,7 +25,11 @@
  *
  * Completion signals on the device path: the translator computes the
  * value the packet's decrement produces and the stream stores it (64-bit
- * stream memory operations, batched). So a completion signal of a packet
+ * stream memory operations, batched). Stores into the timeline signal of
+ * typed launches are owed, not enqueued at once: they go out when the
+ * batch is full, before a stream wait or host function, when asked
+ * (nv_queue_request), at destroy, or by the processor within a bound, so
+ * a typed launch costs one driver call. So a completion signal of a packet
  * on a CUDA queue must not be changed by anyone else while the packet is
  * in flight; it may be reset once its value was seen. Each batch of
  * completion stores is bracketed by two progress words, "started" and
