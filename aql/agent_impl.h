@@ -109,6 +109,13 @@ struct aql_agent_ops {
 	int (*queue_find_pending)(aql_agent *agent, struct aql_queue_impl *queue,
 				  int (*match)(const aql_packet *packet, void *user), void *user,
 				  aql_packet *found, uint64_t *packet_id);
+	/*
+	 * Someone waits for work of the queue: completion stores the agent
+	 * still owes (CUDA: collected, not yet on the stream) go out now.
+	 * Cheap when nothing is owed. Any thread; the queue may be detached
+	 * meanwhile (then a no-op). NULL: the agent owes nothing.
+	 */
+	void (*queue_request)(aql_agent *agent, struct aql_queue_impl *queue);
 };
 
 /*

@@ -21,6 +21,8 @@ static uint64_t next_queue_id;
 /* Every queue between its attach and its destroy, for find_pending. */
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct aql_queue_impl *live_queues;
+/* Live queues whose agent has queue_request: none, and a request is free. */
+static uint32_t live_requesters;
 
 static aql_status check_config(const aql_agent_info *info, const aql_queue_config *c)
 {
@@ -114,6 +116,8 @@ aql_status aql_queue_create(aql_agent *agent, const aql_queue_config *config,
 	pthread_mutex_lock(&live_lock);
 	q->next_live = live_queues;
 	live_queues = q;
+	if (agent->ops->queue_request)
+		__atomic_fetch_add(&live_requesters, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&live_lock);
 	*out = &q->pub;
 	return AQL_OK;
@@ -149,6 +153,8 @@ aql_status aql_queue_destroy(aql_queue *queue)
 	for (pp = &live_queues; *pp != q; pp = &(*pp)->next_live)
 		;
 	*pp = q->next_live;
+	if (q->agent->ops->queue_request)
+		__atomic_fetch_sub(&live_requesters, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&live_lock);
 	aql_timeline_free(q->timeline);
 	__atomic_fetch_sub(&q->agent->queues, 1, __ATOMIC_RELAXED);
@@ -177,6 +183,23 @@ static int pending_at(aql_queue *queue, uint64_t id, aql_packet *out)
 		copy[i] = __atomic_load_n(&word[i], __ATOMIC_ACQUIRE);
 	return __atomic_load_n(&word[0], __ATOMIC_RELAXED) == first &&
 	       __atomic_load_n(&queue->amd->read_dispatch_id, __ATOMIC_RELAXED) <= id;
+}
+
+void aql_completion_request(aql_completion c)
+{
+	if (!c.queue || !c.signal || !__atomic_load_n(&live_requesters, __ATOMIC_RELAXED) ||
+	    aql_signal_load(c.signal, AQL_ACQUIRE) < c.below)
+		return;
+	/* c.queue may be destroyed: only a live one is touched. */
+	pthread_mutex_lock(&live_lock);
+	for (struct aql_queue_impl *q = live_queues; q; q = q->next_live) {
+		if (&q->pub != c.queue)
+			continue;
+		if (q->agent->ops->queue_request)
+			q->agent->ops->queue_request(q->agent, q);
+		break;
+	}
+	pthread_mutex_unlock(&live_lock);
 }
 
 int aql_queue_find_pending(int (*match)(const aql_packet *packet, void *user), void *user,

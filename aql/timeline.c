@@ -137,6 +137,7 @@ static void reclaim(struct aql_timeline *t)
 aql_status aql_timeline_kernarg(struct aql_timeline *t, aql_queue *queue, size_t size,
 				void **out)
 {
+	struct aql_queue_impl *q = aql_queue_impl(queue);
 	uint64_t pos, off;
 	aql_status st;
 
@@ -159,6 +160,8 @@ aql_status aql_timeline_kernarg(struct aql_timeline *t, aql_queue *queue, size_t
 		if (pos + size - t->tail <= AQL_KERNARG_RING_SIZE)
 			break;
 		t->stats.kernarg_waits++;
+		if (q->agent->ops->queue_request)
+			q->agent->ops->queue_request(q->agent, q);
 		st = aql_signal_wait(t->signal, AQL_COND_LT,
 				     t->start - (int64_t)t->recs[t->rec_first].seq + 1,
 				     KERNARG_WAIT_NS, AQL_WAIT_SPIN_BLOCK, NULL);
@@ -234,6 +237,8 @@ aql_status aql_completion_wait(aql_completion c, uint64_t timeout_ns)
 
 	if (!c.signal)
 		return AQL_OK;
+	if (aql_signal_load(c.signal, AQL_ACQUIRE) >= c.below)
+		aql_completion_request(c);
 	st = aql_signal_wait(c.signal, AQL_COND_LT, c.below, timeout_ns, AQL_WAIT_SPIN_BLOCK,
 			     &value);
 	if (st != AQL_OK)

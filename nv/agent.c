@@ -662,6 +662,7 @@ static const struct aql_agent_ops nv_agent_ops = {
 	.queue_detach = nv_queue_detach,
 	.queue_flush = nv_queue_flush,
 	.queue_find_pending = nv_queue_find_pending,
+	.queue_request = nv_queue_request,
 	.destroy = destroy,
 	.code_alloc = code_alloc,
 	.mem_alloc = mem_alloc,

@@ -132,6 +132,7 @@ aql_status nv_signal_reach(struct nv_agent *a, aql_signal *signal);
 aql_status nv_queue_attach(aql_agent *agent, struct aql_queue_impl *queue);
 void nv_queue_detach(aql_agent *agent, struct aql_queue_impl *queue);
 void nv_queue_flush(aql_agent *agent, struct aql_queue_impl *queue);
+void nv_queue_request(aql_agent *agent, struct aql_queue_impl *queue);
 int nv_queue_find_pending(aql_agent *agent, struct aql_queue_impl *queue,
 			  int (*match)(const aql_packet *packet, void *user), void *user,
 			  aql_packet *found, uint64_t *packet_id);

@@ -25,7 +25,11 @@
  *
  * Completion signals on the device path: the translator computes the
  * value the packet's decrement produces and the stream stores it (64-bit
- * stream memory operations, batched). So a completion signal of a packet
+ * stream memory operations, batched). Stores into the timeline signal of
+ * typed launches are owed, not enqueued at once: they go out when the
+ * batch is full, before a stream wait or host function, when asked
+ * (nv_queue_request), at destroy, or by the processor within a bound, so
+ * a typed launch costs one driver call. So a completion signal of a packet
  * on a CUDA queue must not be changed by anyone else while the packet is
  * in flight; it may be reset once its value was seen. Each batch of
  * completion stores is bracketed by two progress words, "started" and
@@ -59,12 +63,17 @@
 #include <time.h>
 
 #include "nv/nv.h"
+#include "aql/timeline.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/wait.h"
 
 /* Completion stores in one cuStreamBatchMemOp, between the progress words. */
-#define WRITE_BATCH 32u
+#define WRITE_BATCH 64u
+/* Completion stores owed: the processor puts them on the stream once no
+ * new one came for OWED_IDLE_NS, or the oldest waited OWED_MAX_NS. */
+#define OWED_IDLE_NS 50000u
+#define OWED_MAX_NS 500000u
 /* Pinned staging for pageable copies: its size, and the largest piece. */
 #define STAGING_SIZE (4u << 20)
 #define STAGING_CHUNK (1u << 20)
@@ -117,6 +126,11 @@ struct nvq {
 	 * and the one after them become the progress stores. */
 	CUstreamBatchMemOpParams ops[WRITE_BATCH + 2];
 	uint32_t nwrites;
+	uint32_t owed;			/* atomic: nwrites, read without lock */
+	int owed_raw;			/* one owed store is not a typed launch's */
+	aql_signal *timeline;		/* typed launches' signal, or NULL */
+	uint64_t owed_from;		/* packet id of the first owed store */
+	uint64_t owed_first_ns, owed_last_ns;	/* when the first, last came */
 	uint64_t batch_last;
 	struct scheduled *table;	/* open addressing, by signal */
 	uint32_t table_cap, table_used;
@@ -222,6 +236,10 @@ static void halt(struct nvq *s)
 
 	aql_queue_halt(s->q);
 	s->halted = 1;
+	/* Owed stores never go out: their packets get -1 below. */
+	s->nwrites = 0;
+	s->owed_raw = 0;
+	__atomic_store_n(&s->owed, 0, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&s->list_lock);
 	limit = progress(s->landed);
 	if (s->done > limit)
@@ -426,10 +444,12 @@ static void fail_batch(struct nvq *s)
 		aql_signal_store(sig, -1, AQL_RELEASE);
 	}
 	s->nwrites = 0;
+	s->owed_raw = 0;
+	__atomic_store_n(&s->owed, 0, __ATOMIC_RELAXED);
 }
 
-/* Put the completion stores collected so far on the stream, between the
- * progress words. */
+/* Put the completion stores collected so far (owed) on the stream, between
+ * the progress words. Under lock. */
 static int flush_writes(struct nvq *s)
 {
 	CUstreamBatchMemOpParams *first = &s->ops[0], *last = &s->ops[s->nwrites + 1];
@@ -450,6 +470,10 @@ static int flush_writes(struct nvq *s)
 				 "storing completion signals");
 	}
 	s->nwrites = 0;
+	s->owed_raw = 0;
+	__atomic_store_n(&s->owed, 0, __ATOMIC_RELAXED);
+	/* Every packet translated so far is wholly on the stream. */
+	__atomic_store_n(&s->enqueued, s->next, __ATOMIC_RELEASE);
 	return 1;
 }
 
@@ -659,7 +683,13 @@ static int launch(struct nvq *s, const aql_dispatch_packet *d, uint64_t id)
 						    __ATOMIC_RELEASE, __ATOMIC_ACQUIRE))
 			;
 	}
-	if (!flush_writes(s))
+	/*
+	 * Typed launches' completion stores stay owed: a kernel waits for no
+	 * signal, and a fault of this launch fails the timeline anyway. Those
+	 * of raw packets go first: their packets finished, whatever this one
+	 * does.
+	 */
+	if (s->owed_raw && !flush_writes(s))
 		return 0;
 	size = k->kernarg_size;
 	extra[0] = CU_LAUNCH_PARAM_BUFFER_POINTER;
@@ -837,7 +867,9 @@ static int copy(struct nvq *s, const aql_agent_dispatch_packet *p, uint64_t id)
 		return staged_copy(s, dst, src, size, 1, id);
 	if (sd && !dd && !nv_host_reachable(s->a, dst, size))
 		return staged_copy(s, dst, src, size, 0, id);
-	if (!flush_writes(s))
+	/* As for a launch: a raw packet's owed store goes before a copy
+	 * that may fault. */
+	if (s->owed_raw && !flush_writes(s))
 		return 0;
 	if (dd && sd) {
 		call = "cuMemcpyDtoDAsync";
@@ -886,12 +918,19 @@ static int complete(struct nvq *s, aql_signal *signal, uint64_t id)
 	pthread_mutex_lock(&s->list_lock);
 	s->list[(s->list_first + s->list_count - 1) % s->list_cap].value = value;
 	pthread_mutex_unlock(&s->list_lock);
+	s->owed_last_ns = aql_now_ns();
+	if (!s->nwrites) {
+		s->owed_from = id;
+		s->owed_first_ns = s->owed_last_ns;
+	}
 	op = &s->ops[++s->nwrites];
 	memset(op, 0, sizeof(*op));
 	op->writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_64;
 	op->writeValue.address = (CUdeviceptr)(uintptr_t)&signal->value;
 	op->writeValue.value64 = (uint64_t)value;
 	s->batch_last = id;
+	s->owed_raw |= signal != s->timeline;
+	__atomic_store_n(&s->owed, s->nwrites, __ATOMIC_RELAXED);
 	return s->nwrites < WRITE_BATCH || flush_writes(s);
 }
 
@@ -952,10 +991,17 @@ static int translate(struct nvq *s, const aql_packet *p, uint64_t id)
 	return ok;
 }
 
-/* Translate every packet published so far, in ring order. Under lock. */
+/*
+ * Translate every packet published so far, in ring order. Stores into the
+ * queue's timeline signal (typed launches) stay owed: a typed launch makes
+ * one driver call. Those of other packets go on the stream at the end, as
+ * do all of a failed queue: a raw packet's round trip asks nobody. Under
+ * lock.
+ */
 static void translate_ready(struct nvq *s)
 {
 	aql_queue *queue = &s->q->pub;
+	struct aql_timeline *t = __atomic_load_n(&s->q->timeline, __ATOMIC_ACQUIRE);
 	aql_signal *signal;
 	uint64_t id;
 
@@ -968,6 +1014,7 @@ static void translate_ready(struct nvq *s)
 		fail_packet(s, s->next, AQL_ERR_DEVICE, "%s", aql_error_message());
 		return;
 	}
+	s->timeline = t ? t->signal : NULL;
 	for (;;) {
 		aql_packet *slot = aql_queue_slot(queue, s->next);
 		uint16_t header = __atomic_load_n(&slot->header, __ATOMIC_ACQUIRE);
@@ -989,10 +1036,14 @@ static void translate_ready(struct nvq *s)
 		if (!complete(s, signal, id))
 			break;
 	}
+	if (s->owed_raw || s->failed)
+		flush_writes(s);
 	/* Only with its completion store on the stream too (or failed) is a
 	 * packet finished once the stream is idle. */
-	flush_writes(s);
-	__atomic_store_n(&s->enqueued, s->next, __ATOMIC_RELEASE);
+	if (!s->nwrites)
+		__atomic_store_n(&s->enqueued, s->next, __ATOMIC_RELEASE);
+	else
+		__atomic_store_n(&s->enqueued, s->owed_from, __ATOMIC_RELEASE);
 }
 
 void nv_queue_flush(aql_agent *agent, struct aql_queue_impl *q)
@@ -1003,6 +1054,41 @@ void nv_queue_flush(aql_agent *agent, struct aql_queue_impl *q)
 	pthread_mutex_lock(&s->lock);
 	translate_ready(s);
 	pthread_mutex_unlock(&s->lock);
+}
+
+void nv_queue_request(aql_agent *agent, struct aql_queue_impl *q)
+{
+	struct nvq *s;
+
+	(void)agent;
+	pthread_mutex_lock(&hook_lock);
+	s = q->agent_state;
+	/* Nothing owed, the common case: no lock, no driver call. */
+	if (s && __atomic_load_n(&s->owed, __ATOMIC_RELAXED)) {
+		pthread_mutex_lock(&s->lock);
+		if (s->nwrites && nv_enter(s->a) == AQL_OK)
+			flush_writes(s);
+		pthread_mutex_unlock(&s->lock);
+	}
+	pthread_mutex_unlock(&hook_lock);
+}
+
+/* Owed stores past their bound go on the stream; returns when the next
+ * ones fall due (0: none owed). Under lock. */
+static uint64_t flush_due(struct nvq *s)
+{
+	uint64_t now, due;
+
+	if (!s->nwrites)
+		return 0;
+	now = aql_now_ns();
+	due = s->owed_last_ns + OWED_IDLE_NS;
+	if (s->owed_first_ns + OWED_MAX_NS < due)
+		due = s->owed_first_ns + OWED_MAX_NS;
+	if (now < due)
+		return due;
+	flush_writes(s);
+	return 0;
 }
 
 /* ---- completions ---- */
@@ -1076,7 +1162,7 @@ static void *processor_main(void *arg)
 {
 	struct nvq *s = arg;
 	aql_queue *queue = &s->q->pub;
-	uint64_t nap = 0, next;
+	uint64_t nap = 0, next, due;
 	uint32_t left, reaped;
 	struct aql_wait_cond conds[2];
 	int failed;
@@ -1090,6 +1176,7 @@ static void *processor_main(void *arg)
 
 		pthread_mutex_lock(&s->lock);
 		translate_ready(s);
+		due = flush_due(s);
 		next = s->next;
 		failed = s->failed;
 		pthread_mutex_unlock(&s->lock);
@@ -1116,6 +1203,8 @@ static void *processor_main(void *arg)
 			/* Rung ahead of its header: the producer is writing it. */
 			deadline = aql_deadline(ANNOUNCED_POLL_NS);
 		}
+		if (due && due < deadline)
+			deadline = due;
 		conds[0] = (struct aql_wait_cond){ queue->doorbell, -1, rung, AQL_COND_NE };
 		conds[1] = (struct aql_wait_cond){ &s->stop, -1, 1, AQL_COND_EQ };
 		aql_wait_conds(2, conds, deadline, spin, NULL, NULL);
@@ -1240,15 +1329,20 @@ void nv_queue_detach(aql_agent *agent, struct aql_queue_impl *q)
 {
 	struct nvq *s = q->agent_state;
 	CUresult r = CUDA_SUCCESS;
-	int keep = 0;
+	int keep = 0, entered;
 
 	(void)agent;
 	aql_signal_store(&s->stop, 1, AQL_RELEASE);
 	pthread_join(s->thread, NULL);
+	entered = nv_enter(s->a) == AQL_OK;
 	pthread_mutex_lock(&s->lock);
+	/* Owed stores go out; without the context, halt() below gives
+	 * their packets -1. */
+	if (entered)
+		flush_writes(s);
 	s->failed = 1;
 	pthread_mutex_unlock(&s->lock);
-	if (nv_enter(s->a) != AQL_OK) {
+	if (!entered) {
 		aql_queue_fail(q, AQL_ERR_DEVICE, "CUDA queue %llu: at destroy: %s",
 			       (unsigned long long)q->pub.amd->hsa.id, aql_error_message());
 		r = CUDA_ERROR_INVALID_CONTEXT;

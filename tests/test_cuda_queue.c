@@ -25,6 +25,7 @@
 #include <aql/aql.h>
 
 #include "helpers.h"
+#include "util/clock.h"
 #include "tests/cuda_emu/aqlemu.h"
 
 #define N 256u
@@ -491,6 +492,85 @@ static void test_destroy_in_flight(void)
 	CHECK_OK(aql_signal_destroy(late));
 }
 
+/*
+ * Typed work on a CUDA queue owes its completion stores (nv/queue.c): they
+ * go on the stream when the batch is full, before a wait of the stream,
+ * when asked, within the processor's bound, at destroy. Each way is the
+ * only one that delivers in one case below, or the case would hang.
+ */
+#define OWED_COPIES 512
+
+static void test_owed_stores(void)
+{
+	aql_queue *q = gpu_queue(1024), *cpu = th_queue(64, AQL_QUEUE_MULTI, 0);
+	uint64_t *dev = NULL, value = 7, back = 0, writes;
+	struct aqlemu_stats before;
+	aql_signal *done = th_signal(1);
+	aql_completion c, d;
+	aql_packet p;
+	int64_t v = 1;
+	uint64_t deadline;
+	int polls = 0;
+
+	CHECK_OK(aql_agent_mem_alloc(gpu, 2 * sizeof(uint64_t), (void **)&dev));
+	CHECK_OK(aql_queue_copy(q, dev, &value, sizeof(value), NULL, 0, &c));
+	CHECK_DONE(aql_completion_wait(c, TH_TIMEOUT_NS));
+
+	/* Back to back: the stores share batches (a full one goes out); the
+	 * last ones are asked for by the wait. */
+	before = stats();
+	for (int i = 0; i < OWED_COPIES; i++)
+		CHECK_OK(aql_queue_copy(q, dev + 1, dev, sizeof(value), NULL, 0, &c));
+	CHECK_DONE(aql_completion_wait(c, TH_TIMEOUT_NS));
+	writes = stats().mem_op_writes - before.mem_op_writes;
+	if (device_path)
+		CHECK(writes >= OWED_COPIES && writes < OWED_COPIES + OWED_COPIES / 2,
+		      "%u typed copies made %llu stream stores: one per copy and two per batch, batches of several",
+		      OWED_COPIES, (unsigned long long)writes);
+
+	/* Polled only with aql_completion_done(). */
+	CHECK_OK(aql_queue_copy(q, dev + 1, dev, sizeof(value), NULL, 0, &c));
+	deadline = aql_deadline(TH_TIMEOUT_NS);
+	while (!aql_completion_done(c) && aql_now_ns() < deadline)
+		polls++;
+	CHECK(aql_completion_done(c), "aql_completion_done() saw the copy end (%d polls)", polls);
+
+	/* Waited on the signal, asking nobody: the processor's bound. */
+	CHECK_OK(aql_queue_copy(q, dev + 1, dev, sizeof(value), NULL, 0, &c));
+	CHECK_DONE(aql_signal_wait(c.signal, AQL_COND_LT, c.below, TH_TIMEOUT_NS,
+				   AQL_WAIT_BLOCKED, &v));
+
+	/* A raw packet of the same queue waits for its earlier completion:
+	 * the store goes before the stream's wait, or the queue deadlocks. */
+	CHECK_OK(aql_queue_copy(q, dev + 1, dev, sizeof(value), NULL, 0, &c));
+	p = barrier_value(c.signal, AQL_COND_LT, c.below, -1, done);
+	th_submit(q, &p);
+	CHECK(th_wait_done(done) == 0, "a raw packet waited for its queue's typed copy");
+
+	/* Another agent's queue waits for it: typed (the dependency asks)
+	 * and raw (nobody asks: the bound). */
+	CHECK_OK(aql_queue_copy(q, dev + 1, dev, sizeof(value), NULL, 0, &c));
+	CHECK_OK(aql_queue_copy(cpu, &back, &value, sizeof(value), &c, 1, &d));
+	CHECK_DONE(aql_completion_wait(d, TH_TIMEOUT_NS));
+	CHECK(back == value, "the CPU queue's copy ran");
+	CHECK_OK(aql_queue_copy(q, dev + 1, dev, sizeof(value), NULL, 0, &c));
+	aql_signal_store(done, 1, AQL_RELEASE);
+	p = barrier_value(c.signal, AQL_COND_LT, c.below, -1, done);
+	th_submit(cpu, &p);
+	CHECK(th_wait_done(done) == 0, "a CPU queue's raw packet waited for a CUDA typed copy");
+
+	/* Destroyed with stores owed: they are made, not lost or failed. */
+	for (int i = 0; i < 20; i++)
+		CHECK_OK(aql_queue_copy(q, dev + 1, dev, sizeof(value), NULL, 0, &c));
+	CHECK_OK(aql_queue_destroy(q));
+	v = aql_signal_load(c.signal, AQL_ACQUIRE);
+	CHECK(v >= 0 && v < c.below, "the last copy completed at destroy: value %lld, below %lld",
+	      (long long)v, (long long)c.below);
+	CHECK_OK(aql_queue_destroy(cpu));
+	aql_agent_mem_free(gpu, dev);
+	CHECK_OK(aql_signal_destroy(done));
+}
+
 /* Several threads submit typed copies and raw packets to one queue. */
 #define STRESS_THREADS 4
 #define STRESS_ROUNDS 200
@@ -715,6 +795,7 @@ int main(int argc, char **argv)
 		test_blocked_waiters();
 		test_pageable_copy();
 		test_destroy_in_flight();
+		test_owed_stores();
 		test_stress();
 		/* Never on the emulation: it would run the write on the host. */
 		if (!emu_stats && saxpy)

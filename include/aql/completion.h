@@ -42,17 +42,37 @@ static inline aql_completion aql_completion_of_signal(aql_signal *signal)
 }
 
 /*
- * Non-zero once the work has ended, successfully or not. Acquire order:
+ * Ask for the completion to be made: an agent may hold completion stores
+ * back until someone asks for them (a CUDA queue collects the stores of
+ * typed launches and puts them on its stream in batches, when asked, or
+ * within a short bound: tens of microseconds after launches stop, at
+ * most a fraction of a millisecond). aql_completion_done() and
+ * aql_completion_wait() ask; call it before waiting on c.signal any other
+ * way (aql_signal_wait(), a packet's dependency) to see the completion
+ * without that delay. A no-op when c.queue is NULL or has been destroyed.
+ * Thread safe.
+ */
+void aql_completion_request(aql_completion c);
+
+/*
+ * Non-zero once the work has ended, successfully or not; while it has
+ * not, asks for the completion (aql_completion_request()). Acquire order:
  * what the work wrote is visible after a non-zero result. Thread safe.
  */
 static inline int aql_completion_done(aql_completion c)
 {
-	return !c.signal || aql_signal_load(c.signal, AQL_ACQUIRE) < c.below;
+	if (!c.signal || aql_signal_load(c.signal, AQL_ACQUIRE) < c.below)
+		return 1;
+	if (!c.queue)
+		return 0;
+	aql_completion_request(c);
+	return aql_signal_load(c.signal, AQL_ACQUIRE) < c.below;
 }
 
 /*
  * Wait until the work has ended or timeout_ns (AQL_TIMEOUT_INFINITE: no
- * limit) passes, sleeping after a short spin. Errors: AQL_ERR_TIMEOUT,
+ * limit) passes, sleeping after a short spin; asks for the completion
+ * first. Errors: AQL_ERR_TIMEOUT,
  * AQL_ERR_QUEUE_ERROR when the work failed or was cancelled (the message
  * gives the queue's reason when there is one). Thread safe.
  */
