@@ -1002,8 +1002,8 @@ static void translate_ready(struct nvq *s)
 {
 	aql_queue *queue = &s->q->pub;
 	struct aql_timeline *t = __atomic_load_n(&s->q->timeline, __ATOMIC_ACQUIRE);
+	uint64_t first = s->next, id;
 	aql_signal *signal;
-	uint64_t id;
 
 	if (s->failed) {
 		if (s->halted)
@@ -1036,7 +1036,10 @@ static void translate_ready(struct nvq *s)
 		if (!complete(s, signal, id))
 			break;
 	}
-	if (s->owed_raw || s->failed)
+	/* Owed stores wait only behind work still running: on an idle stream
+	 * (every earlier store landed) nothing later would carry them sooner,
+	 * and a round trip would pay for the request's extra call. */
+	if (s->owed_raw || s->failed || (s->nwrites && progress(s->landed) >= first))
 		flush_writes(s);
 	/* Only with its completion store on the stream too (or failed) is a
 	 * packet finished once the stream is idle. */
