@@ -74,6 +74,24 @@ CUresult emu_gate(void);
 /* emu_gate(), then the current context; its sticky error if it has one. */
 CUresult emu_ctx(struct CUctx_st **out);
 
+/* Takes item off the list at head (linked through ->next) under emu.lock:
+ * out is item, or NULL when the handle is not on the list (destroyed
+ * already, or never made). */
+#define EMU_LIST_TAKE(head, item, out)                                  \
+	do {                                                            \
+		__typeof__(head) *p_;                                   \
+		(out) = NULL;                                           \
+		pthread_mutex_lock(&emu.lock);                          \
+		for (p_ = &(head); *p_; p_ = &(*p_)->next) {            \
+			if (*p_ == (item)) {                            \
+				(out) = *p_;                            \
+				*p_ = (out)->next;                      \
+				break;                                  \
+			}                                               \
+		}                                                       \
+		pthread_mutex_unlock(&emu.lock);                        \
+	} while (0)
+
 /* A memory range's kind, for copies and stream memory operations. */
 enum emu_mem { EMU_MEM_NONE, EMU_MEM_DEVICE, EMU_MEM_PINNED };
 enum emu_mem emu_mem_kind(uintptr_t p, size_t n);

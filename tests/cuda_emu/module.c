@@ -323,22 +323,14 @@ CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int n,
 CUresult cuModuleUnload(CUmodule module)
 {
 	CUresult r = emu_gate();
-	struct CUmod_st **p, *m = NULL;
+	struct CUmod_st *m;
 	unsigned spins = 0;
 
 	if (r != CUDA_SUCCESS)
 		return r;
 	if (!emu_current)
 		return CUDA_ERROR_INVALID_CONTEXT;
-	pthread_mutex_lock(&emu.lock);
-	for (p = &modules; *p; p = &(*p)->next) {
-		if (*p == module) {
-			m = *p;
-			*p = m->next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&emu.lock);
+	EMU_LIST_TAKE(modules, module, m);
 	if (!m)
 		return CUDA_ERROR_INVALID_HANDLE;
 	/* Launches still queued finish with the code they were given. */

@@ -515,21 +515,13 @@ CUresult cuStreamCreate(CUstream *stream, unsigned int flags)
 CUresult cuStreamDestroy(CUstream stream)
 {
 	CUresult r = emu_gate();
-	struct CUstream_st **p, *s = NULL;
+	struct CUstream_st *s;
 
 	if (r != CUDA_SUCCESS)
 		return r;
 	if (!emu_current)
 		return CUDA_ERROR_INVALID_CONTEXT;
-	pthread_mutex_lock(&emu.lock);
-	for (p = &streams; *p; p = &(*p)->next) {
-		if (*p == stream) {
-			s = *p;
-			*p = s->next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&emu.lock);
+	EMU_LIST_TAKE(streams, stream, s);
 	if (!s)
 		return CUDA_ERROR_INVALID_HANDLE;
 	/* Work still queued completes first; the call does not wait for it
@@ -843,21 +835,13 @@ CUresult cuEventSynchronize(CUevent event)
 CUresult cuEventDestroy(CUevent event)
 {
 	CUresult r = emu_gate();
-	struct CUevent_st **p, *e = NULL;
+	struct CUevent_st *e;
 
 	if (r != CUDA_SUCCESS)
 		return r;
 	if (!emu_current)
 		return CUDA_ERROR_INVALID_CONTEXT;
-	pthread_mutex_lock(&emu.lock);
-	for (p = &events; *p; p = &(*p)->next) {
-		if (*p == event) {
-			e = *p;
-			*p = e->next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&emu.lock);
+	EMU_LIST_TAKE(events, event, e);
 	if (!e)
 		return CUDA_ERROR_INVALID_HANDLE;
 	/* A record still queued keeps it until it runs (cuEventDestroy
@@ -1188,19 +1172,11 @@ CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream)
 CUresult cuGraphExecDestroy(CUgraphExec exec)
 {
 	CUresult r = emu_gate();
-	struct CUgraphExec_st **p, *x = NULL;
+	struct CUgraphExec_st *x;
 
 	if (r != CUDA_SUCCESS)
 		return r;
-	pthread_mutex_lock(&emu.lock);
-	for (p = &execs; *p; p = &(*p)->next) {
-		if (*p == exec) {
-			x = *p;
-			*p = x->next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&emu.lock);
+	EMU_LIST_TAKE(execs, exec, x);
 	if (!x)
 		return CUDA_ERROR_INVALID_VALUE;
 	launches_free(x->launches, x->n);
@@ -1211,19 +1187,11 @@ CUresult cuGraphExecDestroy(CUgraphExec exec)
 CUresult cuGraphDestroy(CUgraph graph)
 {
 	CUresult r = emu_gate();
-	struct CUgraph_st **p, *g = NULL;
+	struct CUgraph_st *g;
 
 	if (r != CUDA_SUCCESS)
 		return r;
-	pthread_mutex_lock(&emu.lock);
-	for (p = &graphs; *p; p = &(*p)->next) {
-		if (*p == graph) {
-			g = *p;
-			*p = g->next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&emu.lock);
+	EMU_LIST_TAKE(graphs, graph, g);
 	if (!g)
 		return CUDA_ERROR_INVALID_VALUE;
 	launches_free(g->launches, g->n);
