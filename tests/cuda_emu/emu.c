@@ -121,7 +121,12 @@ CUresult emu_gate(void)
 	return r;
 }
 
-CUresult emu_ctx(struct CUctx_st **out)
+/*
+ * emu_gate(), then a live current context, sticky error or not: calls that
+ * free or unregister do their work even when the context has a sticky error
+ * (so a test can clean up), and then report the error.
+ */
+static CUresult ctx_for_release(struct CUctx_st **out)
 {
 	CUresult r = emu_gate();
 	struct CUctx_st *c = emu_current;
@@ -136,6 +141,17 @@ CUresult emu_ctx(struct CUctx_st **out)
 	pthread_mutex_unlock(&emu.lock);
 	if (!live)
 		return CUDA_ERROR_INVALID_CONTEXT;
+	*out = c;
+	return CUDA_SUCCESS;
+}
+
+CUresult emu_ctx(struct CUctx_st **out)
+{
+	struct CUctx_st *c;
+	CUresult r = ctx_for_release(&c);
+
+	if (r != CUDA_SUCCESS)
+		return r;
 	r = atomic_load(&c->sticky);
 	if (r != CUDA_SUCCESS)
 		return r;
@@ -719,28 +735,6 @@ CUresult cuMemAlloc(CUdeviceptr *ptr, size_t size)
 	arena_used[c->device] += rounded;
 	pthread_mutex_unlock(&emu.lock);
 	*ptr = at;
-	return CUDA_SUCCESS;
-}
-
-/*
- * Calls that free or unregister do their work even when the context has a
- * sticky error (so a test can clean up), and then report the error.
- */
-static CUresult ctx_for_release(struct CUctx_st **out)
-{
-	CUresult r = emu_gate();
-	struct CUctx_st *c = emu_current;
-
-	if (r != CUDA_SUCCESS)
-		return r;
-	if (!c)
-		return CUDA_ERROR_INVALID_CONTEXT;
-	pthread_mutex_lock(&emu.lock);
-	int live = c->refs > 0;
-	pthread_mutex_unlock(&emu.lock);
-	if (!live)
-		return CUDA_ERROR_INVALID_CONTEXT;
-	*out = c;
 	return CUDA_SUCCESS;
 }
 
