@@ -239,29 +239,18 @@ static int one_graph(void)
 	return CU(cuGraphLaunch, (graph, B.s)) || CU(cuStreamSynchronize, (B.s)) ? -1 : 0;
 }
 
-static int bench_rtt_typed(struct ctx *ctx, struct result *res)
-{
-	(void)ctx;
-	return sample_rtt(res, B.samples, 1, one_typed);
-}
+/* A benchmark that times fn, one sample a call, over samples calls. */
+#define RTT_BENCH(name, samples, fn)                                    \
+	static int name(struct ctx *ctx, struct result *res)            \
+	{                                                               \
+		(void)ctx;                                              \
+		return sample_rtt(res, samples, 1, fn);                 \
+	}
 
-static int bench_rtt_packet(struct ctx *ctx, struct result *res)
-{
-	(void)ctx;
-	return sample_rtt(res, B.samples, 1, one_packet);
-}
-
-static int bench_rtt_sync(struct ctx *ctx, struct result *res)
-{
-	(void)ctx;
-	return sample_rtt(res, B.samples, 1, one_sync);
-}
-
-static int bench_rtt_event(struct ctx *ctx, struct result *res)
-{
-	(void)ctx;
-	return sample_rtt(res, B.samples, 1, one_event);
-}
+RTT_BENCH(bench_rtt_typed, B.samples, one_typed)
+RTT_BENCH(bench_rtt_packet, B.samples, one_packet)
+RTT_BENCH(bench_rtt_sync, B.samples, one_sync)
+RTT_BENCH(bench_rtt_event, B.samples, one_event)
 
 static void host_noop(void *user)
 {
@@ -503,17 +492,8 @@ static int one_chain_host(void)
 	       spin_done(g) || launch_cpu(&c, NULL) || spin_done(c) ? -1 : 0;
 }
 
-static int bench_chain_signals(struct ctx *ctx, struct result *res)
-{
-	(void)ctx;
-	return sample_rtt(res, B.chain_samples, 1, one_chain_signals);
-}
-
-static int bench_chain_host(struct ctx *ctx, struct result *res)
-{
-	(void)ctx;
-	return sample_rtt(res, B.chain_samples, 1, one_chain_host);
-}
+RTT_BENCH(bench_chain_signals, B.chain_samples, one_chain_signals)
+RTT_BENCH(bench_chain_host, B.chain_samples, one_chain_host)
 
 static int bench_chain_graph(struct ctx *ctx, struct result *res)
 {
