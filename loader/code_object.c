@@ -126,6 +126,21 @@ size_t aql_co_find_symbol(const struct aql_code_object *co, const char *name,
 	return slot->index ? slot->index - 1 : 0;
 }
 
+void aql_co_kernels_from_metadata(struct aql_code_object *co)
+{
+	for (uint32_t i = 0; i < co->metadata->kernel_count; i++) {
+		const aql_kernel_metadata *md = &co->metadata->kernels[i];
+		aql_kernel *k = &co->kernels[i];
+
+		k->name = md->name;
+		k->metadata = md;
+		k->descriptor.kernarg_size = md->kernarg_segment_size;
+		k->kernarg_size = md->kernarg_segment_size;
+		k->kernarg_align = md->kernarg_segment_align > 16 ? md->kernarg_segment_align : 16;
+		k->explicit_arg_count = md->arg_count;
+	}
+}
+
 /*
  * Index the defined symbols by name, once: kernels, relocations and
  * lookups by the caller then cost one probe each instead of a scan. Each

@@ -246,21 +246,16 @@ aql_status aql_host_object_describe(struct aql_code_object *co)
 		goto out;
 	if ((st = aql_metadata_build(mds, n, &co->metadata)) != AQL_OK)
 		goto out;
+	aql_co_kernels_from_metadata(co);
 	for (uint32_t i = 0; i < n; i++) {
 		const aql_kernel_metadata *md = &co->metadata->kernels[i];
 		aql_kernel *k = &co->kernels[i];
 
-		k->name = md->name;
-		k->metadata = md;
 		k->descriptor.group_segment_fixed_size = md->group_segment_fixed_size;
 		k->descriptor.private_segment_fixed_size = md->private_segment_fixed_size;
-		k->descriptor.kernarg_size = md->kernarg_segment_size;
 		k->kernel_object = kd_vaddr[i];
-		k->kernarg_size = md->kernarg_segment_size;
-		k->kernarg_align = md->kernarg_segment_align > 16 ? md->kernarg_segment_align : 16;
 		k->group_segment_size = md->group_segment_fixed_size;
 		k->private_segment_size = md->private_segment_fixed_size;
-		k->explicit_arg_count = md->arg_count;
 	}
 out:
 	for (uint32_t i = 0; args && names && i <= n; i++) {

@@ -115,6 +115,14 @@ aql_status aql_kd_check(const struct aql_code_object *co, uint64_t kd_vaddr,
 			const aql_kernel_descriptor_info *kd,
 			const aql_kernel_metadata *md);
 
+/*
+ * Fill co->kernels[] from co->metadata for kinds whose kernels have no
+ * descriptor of their own (host, NVIDIA): name, metadata, kernarg size and
+ * alignment (at least 16), explicit argument count. Other fields are left
+ * to the caller.
+ */
+void aql_co_kernels_from_metadata(struct aql_code_object *co);
+
 /* Build metadata and kernels of a host code object from its descriptors. */
 aql_status aql_host_object_describe(struct aql_code_object *co);
 

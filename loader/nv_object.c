@@ -507,17 +507,7 @@ static aql_status describe_ptx(struct aql_code_object *co)
 		}
 	if ((st = aql_metadata_build(mds, n, &co->metadata)) != AQL_OK)
 		goto out;
-	for (uint32_t i = 0; i < n; i++) {
-		const aql_kernel_metadata *md = &co->metadata->kernels[i];
-		aql_kernel *k = &co->kernels[i];
-
-		k->name = md->name;
-		k->metadata = md;
-		k->descriptor.kernarg_size = md->kernarg_segment_size;
-		k->kernarg_size = md->kernarg_segment_size;
-		k->kernarg_align = md->kernarg_segment_align > 16 ? md->kernarg_segment_align : 16;
-		k->explicit_arg_count = md->arg_count;
-	}
+	aql_co_kernels_from_metadata(co);
 out:
 	for (uint32_t i = 0; args && types && i <= n; i++) {
 		free(args[i]);
