@@ -183,6 +183,10 @@ int fail_errno(const char *call, int err);
 uint64_t *alloc_samples(uint32_t n);
 double rate_of(uint64_t items, uint64_t ns);
 void latency_stats(uint64_t *samples, size_t n, struct latency *out);
+/* Sample i of a raw/typed pair in whole ns, and the typed path's overhead
+ * over the raw one (0 when it was faster). */
+void pair_sample(uint64_t *raw, uint64_t *typed, uint64_t *over, size_t i,
+		 double r, double t);
 void rate_stats(double *rates, uint32_t n, uint32_t threads, struct rate *out);
 void duration_stats(double *v, uint32_t n, const char *unit, uint32_t reps,
 		    uint32_t kernels, struct duration *out);

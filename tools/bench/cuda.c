@@ -442,9 +442,7 @@ static int bench_submit_raw(struct ctx *ctx, struct result *res)
 			goto out;
 		if (i < 2)
 			continue;	/* warm-up */
-		raw[i - 2] = (uint64_t)(r + 0.5);
-		typed[i - 2] = (uint64_t)(t + 0.5);
-		over[i - 2] = t > r ? (uint64_t)(t - r + 0.5) : 0;
+		pair_sample(raw, typed, over, i - 2, r, t);
 	}
 	latency_stats(raw, n, &B.sub_raw);
 	latency_stats(typed, n, &B.sub_typed);

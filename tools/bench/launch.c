@@ -199,9 +199,7 @@ static int launch_rounds(struct ctx *ctx, uint64_t *raw, uint64_t *typed, uint64
 			goto out;
 		if (i < 10)
 			continue;	/* warm-up */
-		raw[i - 10] = (uint64_t)(r + 0.5);
-		typed[i - 10] = (uint64_t)(t + 0.5);
-		over[i - 10] = t > r ? (uint64_t)(t - r + 0.5) : 0;
+		pair_sample(raw, typed, over, i - 10, r, t);
 	}
 	rc = 0;
 out:

@@ -81,6 +81,14 @@ static uint64_t percentile(const uint64_t *sorted, size_t n, unsigned permille)
 	return sorted[rank ? rank - 1 : 0];
 }
 
+void pair_sample(uint64_t *raw, uint64_t *typed, uint64_t *over, size_t i,
+		 double r, double t)
+{
+	raw[i] = (uint64_t)(r + 0.5);
+	typed[i] = (uint64_t)(t + 0.5);
+	over[i] = t > r ? (uint64_t)(t - r + 0.5) : 0;
+}
+
 /* The one summary of every latency metric. Sorts samples in place. */
 void latency_stats(uint64_t *samples, size_t n, struct latency *out)
 {
