@@ -135,26 +135,27 @@ static int spin_done(aql_completion c)
 	return st == AQL_OK ? 0 : fail("aql_completion_wait", st);
 }
 
-static int launch_gpu(aql_completion *done, const aql_completion *after)
+/* One item of k on q, after the completion after when not NULL. */
+static int launch_one(aql_queue *q, const aql_kernel *k, const char *call,
+		      aql_completion *done, const aql_completion *after)
 {
 	aql_launch_config c = one_item;
 	aql_status st;
 
 	c.after = after;
 	c.after_count = after ? 1 : 0;
-	st = AQL_LAUNCH(B.q, B.k_gpu, &c, done, AQL_ARG(0u));
-	return st == AQL_OK ? 0 : fail("aql_launch (GPU)", st);
+	st = AQL_LAUNCH(q, k, &c, done, AQL_ARG(0u));
+	return st == AQL_OK ? 0 : fail(call, st);
+}
+
+static int launch_gpu(aql_completion *done, const aql_completion *after)
+{
+	return launch_one(B.q, B.k_gpu, "aql_launch (GPU)", done, after);
 }
 
 static int launch_cpu(aql_completion *done, const aql_completion *after)
 {
-	aql_launch_config c = one_item;
-	aql_status st;
-
-	c.after = after;
-	c.after_count = after ? 1 : 0;
-	st = AQL_LAUNCH(B.q_cpu, B.k_cpu, &c, done, AQL_ARG(0u));
-	return st == AQL_OK ? 0 : fail("aql_launch (CPU agent)", st);
+	return launch_one(B.q_cpu, B.k_cpu, "aql_launch (CPU agent)", done, after);
 }
 
 static int raw_launch(void)
