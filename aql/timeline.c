@@ -237,8 +237,7 @@ aql_status aql_completion_wait(aql_completion c, uint64_t timeout_ns)
 
 	if (!c.signal)
 		return AQL_OK;
-	if (aql_signal_load(c.signal, AQL_ACQUIRE) >= c.below)
-		aql_completion_request(c);
+	aql_completion_request(c);
 	st = aql_signal_wait(c.signal, AQL_COND_LT, c.below, timeout_ns, AQL_WAIT_SPIN_BLOCK,
 			     &value);
 	if (st != AQL_OK)

@@ -164,9 +164,9 @@ aql_status aql_channel_create(aql_agent *agent, const aql_channel_config *config
 		return aql_fail(AQL_ERR_NOMEM, "channel: out of memory");
 	ch->agent = agent;
 	ch->efd = -1;
-	/* nvptx has no interrupt: waits on an NVIDIA agent's channel poll. */
+	/* Senders that cannot wake the consumer (nvptx): its waits poll. */
 	agent->ops->get_info(agent, &info);
-	ch->polled = info.kind == AQL_AGENT_NVIDIA;
+	ch->polled = !info.wakes_host;
 	ch->unified = info.unified_memory;
 	ch->slot_size = c.slot_size;
 	ch->slot_count = c.slot_count;

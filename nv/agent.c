@@ -777,6 +777,7 @@ static aql_status fill_info(struct nv_agent *a)
 	info->queue_features = 3;	/* kernel dispatch | agent dispatch (copies) */
 	info->numa_node = numa_node_of(v[DOMAIN], v[BUS], v[DEV]);
 	info->unified_memory = 0;
+	info->wakes_host = 0;
 	info->memory_size = total;
 	a->mem_ops = v[MEMOPS] != 0;
 	info->signal_path = a->mem_ops ? AQL_SIGNAL_PATH_DEVICE : AQL_SIGNAL_PATH_HOST_CALLBACK;

@@ -108,6 +108,7 @@ static void print_full(uint32_t ordinal, const aql_agent_info *in)
 	       in->queue_features & 1 ? " kernel-dispatch" : "",
 	       in->queue_features & 2 ? " agent-dispatch" : "");
 	printf("  %-28s %s\n", "Signal path:", signal_path_name(in->signal_path));
+	printf("  %-28s %s\n", "Kernels wake the host:", in->wakes_host ? "yes" : "no (host waits poll)");
 	if (in->numa_node < 0)
 		printf("  %-28s all\n", "NUMA node:");
 	else
@@ -142,14 +143,14 @@ static void print_json_agent(const aql_agent_info *in)
 	       ",\"max_group_segment_size\":%" PRIu32
 	       ",\"max_private_segment_size\":%" PRIu32 ",\"memory_size\":%" PRIu64
 	       ",\"unified_memory\":%s,\"max_queue_size\":%" PRIu32 ",\"queue_features\":%" PRIu32
-	       ",\"numa_node\":%" PRId32 ",\"signal_path\":\"%s\",\"driver_version\":",
+	       ",\"numa_node\":%" PRId32 ",\"signal_path\":\"%s\",\"wakes_host\":%s,\"driver_version\":",
 	       in->compute_units, in->wavefront_size, in->max_workgroup_size,
 	       in->max_workgroup_dim[0], in->max_workgroup_dim[1], in->max_workgroup_dim[2],
 	       in->max_grid_dim[0], in->max_grid_dim[1], in->max_grid_dim[2],
 	       in->default_group_segment_size, in->max_group_segment_size,
 	       in->max_private_segment_size, in->memory_size,
 	       in->unified_memory ? "true" : "false", in->max_queue_size, in->queue_features,
-	       in->numa_node, signal_path_name(in->signal_path));
+	       in->numa_node, signal_path_name(in->signal_path), in->wakes_host ? "true" : "false");
 	if (in->driver_version)
 		printf("\"%s\"}", driver_version(in->driver_version, b, sizeof(b)));
 	else

@@ -474,6 +474,7 @@ static void get_info(aql_agent *agent, aql_agent_info *info)
 		.numa_node = -1,	/* workers run on every CPU */
 		.unified_memory = !a->config.separate_memory,
 		.signal_path = AQL_SIGNAL_PATH_HOST,
+		.wakes_host = 1,
 		.wavefront_size = 1,	/* work-items are fibers, one at a time */
 		.max_grid_dim = { UINT32_MAX, UINT32_MAX, UINT32_MAX },
 		.default_group_segment_size = a->config.max_group_segment_size,

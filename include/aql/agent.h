@@ -43,6 +43,9 @@ typedef struct aql_agent_info {
 	int32_t numa_node;		/* node nearest the agent; -1: spans all */
 	uint8_t unified_memory;		/* agent memory is host memory (aql/copy.h) */
 	uint8_t signal_path;		/* enum aql_signal_path */
+	/* Its kernels can wake a sleeping host thread (an eventfd, an
+	 * interrupt); 0: host waiters must poll (nvptx has no interrupt). */
+	uint8_t wakes_host;
 	uint32_t wavefront_size;	/* work-items that run in lock step (CUDA: 32) */
 	uint32_t max_grid_dim[3];	/* work-items per dimension */
 	/* LDS a work-group gets without asking (CUDA: 48 KiB); up to
