@@ -20,15 +20,16 @@
  *
  * Static LDS is not in the text; the agent asks the driver at load.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/error.h"
 #include "loader/loader_impl.h"
 #include "loader/metadata_impl.h"
+#include "loader/nv_impl.h"
 #include <aql/ptx.h>
 
-#define FATBIN_MAGIC 0xba55ed50u
 #define MD_PREFIX "__aql_md_"
 #define MD_PREFIX_LEN (sizeof(MD_PREFIX) - 1)
 #define MD_VERSION 1u
@@ -98,7 +99,7 @@ int aql_nv_object_detect(const uint8_t *image, size_t size)
 	if (!image)
 		return 0;
 	if (size >= 4 && ((uint32_t)image[0] | (uint32_t)image[1] << 8 |
-			  (uint32_t)image[2] << 16 | (uint32_t)image[3] << 24) == FATBIN_MAGIC)
+			  (uint32_t)image[2] << 16 | (uint32_t)image[3] << 24) == AQL_FATBIN_MAGIC)
 		return 1;
 	if (size >= sizeof(Elf64_Ehdr) && memcmp(image, ELFMAG, SELFMAG) == 0)
 		return image[EI_DATA] == ELFDATA2LSB &&
@@ -108,26 +109,40 @@ int aql_nv_object_detect(const uint8_t *image, size_t size)
 	return (size_t)(s.end - s.p) == n || !is_word_char((unsigned char)s.p[n]);
 }
 
-/* One __aql_md_<kernel> definition found in the text. */
-struct desc {
-	const char *kernel;		/* in the text, kernel_len bytes */
-	size_t kernel_len;
-	uint32_t line;
-	uint8_t *bytes;
-	uint32_t size;
-	int used;
-};
-
-struct descs {
-	struct desc *v;
-	uint32_t n, cap;
-};
-
-static void descs_free(struct descs *d)
+aql_status aql_nv_descs_add(struct aql_nv_descs *ds, const char *kernel, size_t len,
+			    uint32_t line, const uint8_t *bytes, uint32_t size,
+			    struct aql_nv_desc **out)
 {
-	for (uint32_t i = 0; i < d->n; i++)
-		free(d->v[i].bytes);
-	free(d->v);
+	struct aql_nv_desc *d;
+
+	if (ds->n == ds->cap) {
+		uint32_t cap = ds->cap ? 2 * ds->cap : 8;
+		void *v = realloc(ds->v, cap * sizeof(*ds->v));
+
+		if (!v)
+			return aql_fail(AQL_ERR_NOMEM, "%u descriptions", cap);
+		ds->v = v;
+		ds->cap = cap;
+	}
+	d = &ds->v[ds->n];
+	*d = (struct aql_nv_desc){ kernel, len, line, NULL, 0, 0 };
+	if (bytes) {
+		d->bytes = malloc(size);
+		if (!d->bytes)
+			return aql_fail(AQL_ERR_NOMEM, "description of %u bytes", size);
+		memcpy(d->bytes, bytes, size);
+		d->size = size;
+	}
+	ds->n++;
+	*out = d;
+	return AQL_OK;
+}
+
+void aql_nv_descs_free(struct aql_nv_descs *ds)
+{
+	for (uint32_t i = 0; i < ds->n; i++)
+		free(ds->v[i].bytes);
+	free(ds->v);
 }
 
 /* The next punctuation byte after blanks, or 0 at the end. */
@@ -159,7 +174,7 @@ static long long scan_number(struct scan *s, uint32_t max)
 }
 
 /* "[N] = {b, ...}" after the name of a description, into d. */
-static aql_status read_desc(struct scan *s, struct desc *d)
+static aql_status read_desc(struct scan *s, struct aql_nv_desc *d)
 {
 	const int name_len = d->kernel_len > SHOW ? SHOW : (int)d->kernel_len;
 	long long n, b;
@@ -204,7 +219,7 @@ static aql_status read_desc(struct scan *s, struct desc *d)
  * Find every "__aql_md_<kernel>[" outside comments and strings: the
  * definitions. A use in an instruction is followed by something else.
  */
-static aql_status find_descs(const uint8_t *image, size_t size, struct descs *out)
+static aql_status find_descs(const uint8_t *image, size_t size, struct aql_nv_descs *out)
 {
 	struct scan s = { (const char *)image, (const char *)image + size, 1 };
 	aql_status st;
@@ -212,7 +227,7 @@ static aql_status find_descs(const uint8_t *image, size_t size, struct descs *ou
 	while (skip_space(&s) && !scan_end(&s)) {
 		const char *w = s.p;
 		size_t len;
-		struct desc *d;
+		struct aql_nv_desc *d;
 
 		if (*s.p == '"') {
 			s.p++;
@@ -231,18 +246,9 @@ static aql_status find_descs(const uint8_t *image, size_t size, struct descs *ou
 		if (len <= MD_PREFIX_LEN || memcmp(w, MD_PREFIX, MD_PREFIX_LEN) != 0 ||
 		    peek_punct(&s) != '[')
 			continue;
-		if (out->n == out->cap) {
-			uint32_t cap = out->cap ? 2 * out->cap : 8;
-			void *v = realloc(out->v, cap * sizeof(*out->v));
-
-			if (!v)
-				return aql_fail(AQL_ERR_NOMEM, "%u descriptions", cap);
-			out->v = v;
-			out->cap = cap;
-		}
-		d = &out->v[out->n++];
-		*d = (struct desc){ w + MD_PREFIX_LEN, len - MD_PREFIX_LEN, s.line, NULL, 0, 0 };
-		if ((st = read_desc(&s, d)) != AQL_OK)
+		st = aql_nv_descs_add(out, w + MD_PREFIX_LEN, len - MD_PREFIX_LEN, s.line, NULL, 0,
+				      &d);
+		if (st != AQL_OK || (st = read_desc(&s, d)) != AQL_OK)
 			return st;
 	}
 	if (!scan_end(&s))
@@ -251,21 +257,30 @@ static aql_status find_descs(const uint8_t *image, size_t size, struct descs *ou
 	return AQL_OK;
 }
 
+/* Where kernels and descriptions come from, for messages. */
+struct source {
+	const char *what;		/* "PTX", "cubin" */
+	const char *unit;		/* what a desc's line counts: "line", "symbol" */
+	int cubin;			/* parameters have no type or alignment */
+};
+
 /* The description of entry e, or NULL; a second one is an error. */
-static aql_status desc_of(struct descs *ds, const aql_ptx_entry *e, struct desc **out)
+static aql_status desc_of(const struct source *src, struct aql_nv_descs *ds,
+			  const aql_ptx_entry *e, struct aql_nv_desc **out)
 {
 	size_t len = strlen(e->name);
 
 	*out = NULL;
 	for (uint32_t i = 0; i < ds->n; i++) {
-		struct desc *d = &ds->v[i];
+		struct aql_nv_desc *d = &ds->v[i];
 
 		if (d->kernel_len != len || memcmp(d->kernel, e->name, len) != 0)
 			continue;
 		if (*out)
 			return aql_fail(AQL_ERR_INVALID_CODE_OBJECT,
-					"PTX line %u: entry '%s' is described twice (lines %u and %u)",
-					d->line, e->name, (*out)->line, d->line);
+					"%s %s %u: entry '%s' is described twice (%ss %u and %u)",
+					src->what, src->unit, d->line, e->name, src->unit,
+					(*out)->line, d->line);
 		d->used = 1;
 		*out = d;
 	}
@@ -302,7 +317,7 @@ static void host_type_name(const char *in, char *out)
 }
 
 /* A NUL-terminated printable string at *at in d; advances *at past it. */
-static const char *desc_string(const struct desc *d, uint32_t *at)
+static const char *desc_string(const struct aql_nv_desc *d, uint32_t *at)
 {
 	const char *s = (const char *)d->bytes + *at;
 	uint32_t i = *at;
@@ -317,24 +332,25 @@ static const char *desc_string(const struct desc *d, uint32_t *at)
 
 /*
  * Arguments of e from its description d. Type names are rewritten into
- * types (one buffer as large as d, kept by the caller).
+ * types (one buffer as large as d, kept by the caller). *align gets the
+ * largest argument alignment.
  */
-static aql_status decode_desc(const aql_ptx_entry *e, const struct desc *d,
-			      aql_kernel_arg *args, char *types)
+static aql_status decode_desc(const struct source *src, const aql_ptx_entry *e,
+			      const struct aql_nv_desc *d, aql_kernel_arg *args, char *types,
+			      uint32_t *max_align)
 {
 	const uint8_t *b = d->bytes;
 	uint32_t at = MD_HEAD;
 
-#define BAD(...) aql_fail(AQL_ERR_INVALID_CODE_OBJECT, "PTX line %u: description of '%s': " \
-			  __VA_ARGS__)
+#define BAD(fmt, ...) aql_fail(AQL_ERR_INVALID_CODE_OBJECT, "%s %s %u: description of '%s': " \
+			       fmt, src->what, src->unit, d->line, e->name, __VA_ARGS__)
 	if (d->size < MD_HEAD || memcmp(b, "AQLM", 4) != 0)
-		return BAD("does not start with \"AQLM\"", d->line, e->name);
+		return BAD("%s", "does not start with \"AQLM\"");
 	if (b[4] != MD_VERSION)
-		return BAD("version %u, this loader reads version %u", d->line, e->name, b[4],
-			   MD_VERSION);
+		return BAD("version %u, this loader reads version %u", b[4], MD_VERSION);
 	if (b[5] != e->param_count)
-		return BAD("%u arguments, the entry has %u parameters", d->line, e->name, b[5],
-			   e->param_count);
+		return BAD("%u arguments, the entry has %u parameters", b[5], e->param_count);
+	*max_align = 1;
 	for (uint32_t i = 0; i < e->param_count; i++) {
 		const aql_ptx_param *p = &e->params[i];
 		aql_kernel_arg *a = &args[i];
@@ -342,24 +358,27 @@ static aql_status decode_desc(const aql_ptx_entry *e, const struct desc *d,
 		const char *type, *name;
 
 		if (d->size - at < MD_ARG_HEAD)
-			return BAD("argument %u lies past its end", d->line, e->name, i);
+			return BAD("argument %u lies past its end", i);
 		flags = b[at];
 		size = b[at + 1] | (uint32_t)b[at + 2] << 8;
 		align = b[at + 3];
 		at += MD_ARG_HEAD;
 		if ((type = desc_string(d, &at)) == NULL || (name = desc_string(d, &at)) == NULL)
 			return BAD("argument %u: its type or name is not a printable, terminated string",
-				   d->line, e->name, i);
+				   i);
 		if ((flags & ~(MD_POINTER | MD_CONST | MD_VOLATILE)) ||
 		    (!(flags & MD_POINTER) && flags))
-			return BAD("argument %u '%s': flags %#x", d->line, e->name, i, name, flags);
-		if (size != p->size || align != p->align)
+			return BAD("argument %u '%s': flags %#x", i, name, flags);
+		if (!src->cubin && (size != p->size || align != p->align))
 			return BAD("argument %u '%s' (%s) is %u bytes aligned to %u, its .param %s is %u aligned to %u",
-				   d->line, e->name, i, name, type, size, align, p->name, p->size,
-				   p->align);
+				   i, name, type, size, align, p->name, p->size, p->align);
+		/* A cubin records no alignment: the offset must agree with it. */
+		if (src->cubin && (size != p->size || !align || (align & (align - 1)) ||
+				   p->offset % align))
+			return BAD("argument %u '%s' (%s) is %u bytes aligned to %u, the cubin records %u bytes at offset %u",
+				   i, name, type, size, align, p->size, p->offset);
 		if ((flags & MD_POINTER) && size != 8)
-			return BAD("argument %u '%s' is a %u-byte pointer", d->line, e->name, i,
-				   name, size);
+			return BAD("argument %u '%s' is a %u-byte pointer", i, name, size);
 		host_type_name(type, types);
 		a->name = name;
 		a->type_name = types;
@@ -370,9 +389,11 @@ static aql_status decode_desc(const aql_ptx_entry *e, const struct desc *d,
 		a->address_space = flags & MD_POINTER ? AQL_AS_GLOBAL : AQL_AS_NONE;
 		a->flags = (flags & MD_CONST ? AQL_ARG_IS_CONST : 0) |
 			   (flags & MD_VOLATILE ? AQL_ARG_IS_VOLATILE : 0);
+		if (align > *max_align)
+			*max_align = align;
 	}
 	if (at != d->size)
-		return BAD("%u bytes after its last argument", d->line, e->name, d->size - at);
+		return BAD("%u bytes after its last argument", d->size - at);
 #undef BAD
 	return AQL_OK;
 }
@@ -394,9 +415,27 @@ static const char *c_type(const char *ptx)
 	return NULL;
 }
 
-/* Arguments of an entry without a description, from its .param list. */
-static void plain_args(const aql_ptx_entry *e, aql_kernel_arg *args)
+/*
+ * The alignment a cubin parameter without a description is given: its
+ * size's, up to 8, lowered until its offset is a multiple. The cubin does
+ * not record one; this is what the C types of such sizes would have.
+ */
+static uint32_t guessed_align(const aql_ptx_param *p)
 {
+	uint32_t a = 8;
+
+	while (a > 1 && (a / 2 >= p->size || p->offset % a))
+		a /= 2;
+	return a;
+}
+
+/*
+ * Arguments of an entry without a description, from its .param list or
+ * its cubin's records; the largest alignment into *max_align.
+ */
+static void plain_args(const aql_ptx_entry *e, aql_kernel_arg *args, uint32_t *max_align)
+{
+	*max_align = e->param_align;
 	for (uint32_t i = 0; i < e->param_count; i++) {
 		const aql_ptx_param *p = &e->params[i];
 		aql_kernel_arg *a = &args[i];
@@ -411,6 +450,8 @@ static void plain_args(const aql_ptx_entry *e, aql_kernel_arg *args)
 		a->kind = buffer ? AQL_ARG_GLOBAL_BUFFER : AQL_ARG_BY_VALUE;
 		a->address_space = buffer ? AQL_AS_GLOBAL : AQL_AS_NONE;
 		a->access = buffer ? AQL_ACCESS_READ_WRITE : AQL_ACCESS_NONE;
+		if (!p->align && guessed_align(p) > *max_align)
+			*max_align = guessed_align(p);
 	}
 }
 
@@ -426,40 +467,32 @@ static uint32_t workgroup_limit(const aql_ptx_entry *e)
 	return n < CUDA_MAX_WORKGROUP ? (uint32_t)n : CUDA_MAX_WORKGROUP;
 }
 
-static aql_status describe_ptx(struct aql_code_object *co)
+/*
+ * co's metadata and kernels from the entries of m (PTX, or a cubin read
+ * as PTX would be) and the descriptions ds found beside them.
+ */
+static aql_status describe_entries(struct aql_code_object *co, const struct source *src,
+				   const aql_ptx_module *m, struct aql_nv_descs *ds)
 {
-	aql_ptx_module *m = NULL;
-	struct descs ds = { 0 };
 	aql_kernel_metadata *mds = NULL;
 	aql_kernel_arg **args = NULL;
 	char **types = NULL;
-	uint32_t n = 0;
+	uint32_t n = m->entry_count;
 	aql_status st;
 
-	co->info.kind = AQL_CODE_OBJECT_PTX;
-	co->info.machine = EM_CUDA;
-	if ((st = aql_ptx_parse((const char *)co->image, co->image_size, &m)) != AQL_OK)
-		return st;
-	if (m->address_size == 32) {
-		st = aql_fail(AQL_ERR_UNSUPPORTED,
-			      "PTX with .address_size 32: the CUDA agent runs 64-bit PTX");
-		goto out;
-	}
-	if ((st = find_descs(co->image, co->image_size, &ds)) != AQL_OK)
-		goto out;
-	n = m->entry_count;
 	mds = calloc(n + 1, sizeof(*mds));
 	args = calloc(n + 1, sizeof(*args));
 	types = calloc(n + 1, sizeof(*types));
 	co->kernels = calloc(n + 1, sizeof(*co->kernels));
 	if (!mds || !args || !types || !co->kernels) {
-		st = aql_fail(AQL_ERR_NOMEM, "%u PTX kernels", n);
+		st = aql_fail(AQL_ERR_NOMEM, "%u %s kernels", n, src->what);
 		goto out;
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		const aql_ptx_entry *e = &m->entries[i];
 		aql_kernel_metadata *md = &mds[i];
-		struct desc *d;
+		struct aql_nv_desc *d;
+		uint32_t align = 1;
 
 		args[i] = calloc(e->param_count + 1, sizeof(**args));
 		if (!args[i]) {
@@ -467,7 +500,7 @@ static aql_status describe_ptx(struct aql_code_object *co)
 				      e->param_count);
 			goto out;
 		}
-		if ((st = desc_of(&ds, e, &d)) != AQL_OK)
+		if ((st = desc_of(src, ds, e, &d)) != AQL_OK)
 			goto out;
 		if (d) {
 			types[i] = malloc(d->size);
@@ -475,18 +508,19 @@ static aql_status describe_ptx(struct aql_code_object *co)
 				st = aql_fail(AQL_ERR_NOMEM, "kernel %s: description", e->name);
 				goto out;
 			}
-			if ((st = decode_desc(e, d, args[i], types[i])) != AQL_OK)
+			st = decode_desc(src, e, d, args[i], types[i], &align);
+			if (st != AQL_OK)
 				goto out;
 		} else {
-			plain_args(e, args[i]);
+			plain_args(e, args[i], &align);
 		}
 		md->name = e->name;
 		md->symbol = e->name;
-		md->language = "PTX";
+		md->language = src->cubin ? "cubin" : "PTX";
 		md->language_version[0] = m->version[0];
 		md->language_version[1] = m->version[1];
 		md->kernarg_segment_size = e->param_size;
-		md->kernarg_segment_align = e->param_align;
+		md->kernarg_segment_align = src->cubin ? align : e->param_align;
 		md->max_flat_workgroup_size = workgroup_limit(e);
 		md->wavefront_size = 32;
 		memcpy(md->reqd_workgroup_size, e->reqntid, sizeof(e->reqntid));
@@ -496,13 +530,13 @@ static aql_status describe_ptx(struct aql_code_object *co)
 		md->arg_count = e->param_count;
 		md->args = args[i];
 	}
-	for (uint32_t i = 0; i < ds.n; i++)
-		if (!ds.v[i].used) {
+	for (uint32_t i = 0; i < ds->n; i++)
+		if (!ds->v[i].used) {
 			st = aql_fail(AQL_ERR_INVALID_CODE_OBJECT,
-				      "PTX line %u: description " MD_PREFIX "%.*s names no .entry",
-				      ds.v[i].line,
-				      ds.v[i].kernel_len > SHOW ? SHOW : (int)ds.v[i].kernel_len,
-				      ds.v[i].kernel);
+				      "%s %s %u: description " MD_PREFIX "%.*s names no %s",
+				      src->what, src->unit, ds->v[i].line,
+				      ds->v[i].kernel_len > SHOW ? SHOW : (int)ds->v[i].kernel_len,
+				      ds->v[i].kernel, src->cubin ? "kernel" : ".entry");
 			goto out;
 		}
 	if ((st = aql_metadata_build(mds, n, &co->metadata)) != AQL_OK)
@@ -516,8 +550,94 @@ out:
 	free(mds);
 	free(args);
 	free(types);
-	descs_free(&ds);
+	return st;
+}
+
+static aql_status describe_ptx(struct aql_code_object *co, const uint8_t *image, size_t size)
+{
+	static const struct source src = { "PTX", "line", 0 };
+	aql_ptx_module *m = NULL;
+	struct aql_nv_descs ds = { 0 };
+	aql_status st;
+
+	if ((st = aql_ptx_parse((const char *)image, size, &m)) != AQL_OK)
+		return st;
+	if (m->address_size == 32)
+		st = aql_fail(AQL_ERR_UNSUPPORTED,
+			      "PTX with .address_size 32: the CUDA agent runs 64-bit PTX");
+	else if ((st = find_descs(image, size, &ds)) == AQL_OK)
+		st = describe_entries(co, &src, m, &ds);
+	aql_nv_descs_free(&ds);
 	aql_ptx_free(m);
+	return st;
+}
+
+static aql_status describe_cubin(struct aql_code_object *co, const uint8_t *image, size_t size)
+{
+	static const struct source src = { "cubin", "symbol", 1 };
+	aql_ptx_module *m = NULL;
+	struct aql_nv_descs ds = { 0 };
+	uint32_t sm;
+	aql_status st;
+
+	if ((st = aql_cubin_read(image, size, &sm, &m, &ds)) == AQL_OK)
+		st = describe_entries(co, &src, m, &ds);
+	aql_nv_descs_free(&ds);
+	aql_ptx_free(m);
+	return st;
+}
+
+/*
+ * A fatbin is described from one entry it holds: the first cubin aql
+ * reads (uncompressed or zstd), else the first such PTX. Every entry is
+ * the same device code built for another architecture.
+ */
+static aql_status describe_fatbin(struct aql_code_object *co)
+{
+	struct aql_fatbin_entry *es = malloc(AQL_FATBIN_MAX_ENTRIES * sizeof(*es));
+	uint32_t count = 0, pick = UINT32_MAX;
+	const uint8_t *bytes;
+	uint8_t *owned = NULL;
+	size_t size, used;
+	aql_status st;
+
+	if (!es)
+		return aql_fail(AQL_ERR_NOMEM, "fatbin entries");
+	st = aql_fatbin_entries(co->image, co->image_size, es, AQL_FATBIN_MAX_ENTRIES, &count,
+				&used);
+	for (uint32_t kind = AQL_FATBIN_CUBIN; st == AQL_OK && pick == UINT32_MAX;
+	     kind = AQL_FATBIN_PTX) {
+		for (uint32_t i = 0; i < count && pick == UINT32_MAX; i++)
+			if (es[i].kind == kind && es[i].compression != AQL_FATBIN_LZ4)
+				pick = i;
+		if (kind == AQL_FATBIN_PTX)
+			break;
+	}
+	if (st == AQL_OK && pick == UINT32_MAX) {
+		char held[256];
+
+		aql_nv_object_summary(co->image, co->image_size, held, sizeof(held));
+		st = aql_fail(AQL_ERR_UNSUPPORTED,
+			      "%s: no entry aql reads: aql reads cubin and PTX entries uncompressed "
+			      "or zstd-compressed, not LZ4; build it with fatbinary's default compression "
+			      "or none (fatbinary --compress=false, nvcc --no-compress)",
+			      held);
+	}
+	if (st == AQL_OK && (st = aql_fatbin_payload(&es[pick], &bytes, &size, &owned)) == AQL_OK) {
+		if (es[pick].kind == AQL_FATBIN_CUBIN)
+			st = describe_cubin(co, bytes, size);
+		else
+			st = describe_ptx(co, bytes, size);
+		if (st != AQL_OK) {
+			char prefix[64];
+
+			snprintf(prefix, sizeof(prefix), "fatbin entry %u (%s for sm_%u)", pick,
+				 es[pick].kind == AQL_FATBIN_CUBIN ? "cubin" : "PTX", es[pick].sm);
+			aql_fail_prefix(st, prefix);
+		}
+	}
+	free(owned);
+	free(es);
 	return st;
 }
 
@@ -525,14 +645,15 @@ aql_status aql_nv_object_describe(struct aql_code_object *co)
 {
 	const uint8_t *b = co->image;
 
-	if (co->image_size >= 4 && b[0] == 0x50 && b[1] == 0xed && b[2] == 0x55 && b[3] == 0xba)
-		return aql_fail(AQL_ERR_UNSUPPORTED,
-				"CUDA fatbin code objects are not read: aql needs each kernel's argument layout, which it reads from PTX; load the PTX instead");
+	co->info.machine = EM_CUDA;
+	if (co->image_size >= 4 && b[0] == 0x50 && b[1] == 0xed && b[2] == 0x55 && b[3] == 0xba) {
+		co->info.kind = AQL_CODE_OBJECT_CUBIN;
+		return describe_fatbin(co);
+	}
 	if (co->image_size >= SELFMAG && memcmp(b, ELFMAG, SELFMAG) == 0) {
 		co->info.kind = AQL_CODE_OBJECT_CUBIN;
-		co->info.machine = EM_CUDA;
-		return aql_fail(AQL_ERR_UNSUPPORTED,
-				"cubin code objects are not read: aql needs each kernel's argument layout, which it reads from PTX; load the PTX instead");
+		return describe_cubin(co, co->image, co->image_size);
 	}
-	return describe_ptx(co);
+	co->info.kind = AQL_CODE_OBJECT_PTX;
+	return describe_ptx(co, co->image, co->image_size);
 }
