@@ -292,6 +292,13 @@ static aql_status read_sections(struct cubin *c, uint32_t *sm)
 		return aql_fail(AQL_ERR_INVALID_CODE_OBJECT,
 				"cubin: %u section headers at offset %llu lie outside the %zu-byte file",
 				c->shnum, (unsigned long long)shoff, c->size);
+	/* Not read here, but the driver loads by them: they must be there. */
+	if (rd16(eh + 56) && (rd16(eh + 54) != 56 ||
+			      !in_image(c, rd64(eh + 32), (uint64_t)rd16(eh + 56) * 56)))
+		return aql_fail(AQL_ERR_INVALID_CODE_OBJECT,
+				"cubin: %u program headers of %u bytes at offset %llu lie outside the %zu-byte file",
+				rd16(eh + 56), rd16(eh + 54), (unsigned long long)rd64(eh + 32),
+				c->size);
 	c->shdrs = c->image + shoff;
 	if ((st = section(c, shstrndx, &s)) != AQL_OK)
 		return st;

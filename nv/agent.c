@@ -19,6 +19,7 @@
 
 #include <aql/mem.h>
 
+#include "loader/nv_impl.h"
 #include "mem/pool.h"
 #include "nv/nv.h"
 #include "util/error.h"
@@ -436,13 +437,20 @@ static void join_lines(const char *log, char *out, size_t size)
 	}
 }
 
-static aql_status jit_fail(struct nv_agent *a, CUresult r, enum aql_code_object_kind kind,
-			   const char *log)
+/*
+ * The driver's refusal of a module, with the JIT's log. For
+ * NO_BINARY_FOR_GPU, what the image holds beside the device's SM: the
+ * driver says only that nothing fits.
+ */
+static aql_status jit_fail(struct nv_agent *a, CUresult r, const struct aql_module_load *load,
+			   enum aql_code_object_kind kind, const char *log)
 {
-	char joined[512];
+	char joined[512], held[256] = "";
 	aql_status st;
 
 	join_lines(log, joined, sizeof(joined));
+	if (r == CUDA_ERROR_NO_BINARY_FOR_GPU)
+		aql_nv_object_summary(load->image, load->size, held, sizeof(held));
 	switch (r) {
 	case CUDA_ERROR_INVALID_PTX:
 	case CUDA_ERROR_INVALID_IMAGE:
@@ -453,6 +461,12 @@ static aql_status jit_fail(struct nv_agent *a, CUresult r, enum aql_code_object_
 	default:
 		st = r == CUDA_ERROR_OUT_OF_MEMORY ? AQL_ERR_NOMEM : AQL_ERR_DEVICE;
 	}
+	if (held[0])
+		return aql_fail(st, "NVIDIA agent %u (%s): the driver refused the %s module: "
+				"cuModuleLoadDataEx failed: %s (%s): the device is %s, the image is %s, "
+				"with no code for it%s%s", a->info.device_index, a->info.isa,
+				kind_name(kind), nv_result_name(r), nv_result_string(r), a->info.isa,
+				held, joined[0] ? "; JIT log: " : "", joined);
 	return aql_fail(st, "NVIDIA agent %u (%s): the driver refused the %s module: "
 			"cuModuleLoadDataEx failed: %s (%s)%s%s", a->info.device_index,
 			a->info.isa, kind_name(kind), nv_result_name(r), nv_result_string(r),
@@ -493,7 +507,7 @@ static aql_status load_image(struct nv_agent *a, enum aql_code_object_kind kind,
 	r = a->cu->cuModuleLoadDataEx(out, image, 4, options, values);
 	if (r != CUDA_SUCCESS) {
 		logs[JIT_LOG_SIZE - 1] = 0;
-		st = jit_fail(a, r, kind, logs);
+		st = jit_fail(a, r, load, kind, logs);
 	}
 	free(text);
 	free(logs);

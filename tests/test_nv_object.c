@@ -1,16 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * PTX code objects (loader/nv_object.c): what opening one describes.
+ * NVIDIA code objects (loader/nv_object.c, cubin.c, fatbin.c): what
+ * opening one describes.
  *
- *   test_nv_object [HOST.so PTX]...
+ *   test_nv_object [--nv DIR] [HOST.so NV]...
  *
  * Each pair is one single-source kernel file built for the host and as
- * PTX: both must describe the same kernels with the same arguments (names,
- * types, offsets, sizes, kinds, address spaces, access, const-ness), so a
- * typed launch checks its arguments alike on the CPU and CUDA agents. Then
- * hand-written PTX without an argument description, malformed
- * descriptions, cubins and fatbins, and mutated text, which must fail
- * cleanly (exact-size copies, so ASan sees any overread).
+ * PTX, a cubin or a fatbin: both must describe the same kernels with the
+ * same arguments (names, types, offsets, sizes, kinds, address spaces,
+ * access, const-ness), so a typed launch checks its arguments alike on
+ * the CPU and CUDA agents. Then hand-written PTX without an argument
+ * description, malformed descriptions, and mutated text; with --nv, the
+ * fixtures of tests/co/nv: nvcc's cubin without a description, and
+ * cubins and fatbins corrupted here, which must fail cleanly, naming what
+ * is wrong (exact-size copies, so ASan sees any overread).
  */
 #include <elf.h>
 #include <string.h>
@@ -48,6 +51,14 @@ static const aql_kernel *find(const aql_code_object_info *info, const char *name
 	return NULL;
 }
 
+/* A cubin or a fatbin, rather than PTX text. */
+static int is_binary(const uint8_t *b, size_t n)
+{
+	static const uint8_t fatbin[4] = { 0x50, 0xed, 0x55, 0xba };
+
+	return n >= 4 && (memcmp(b, ELFMAG, SELFMAG) == 0 || memcmp(b, fatbin, 4) == 0);
+}
+
 static void compare_pair(const char *host_path, const char *ptx_path)
 {
 	size_t hn, pn;
@@ -61,8 +72,8 @@ static void compare_pair(const char *host_path, const char *ptx_path)
 		goto out;
 	hi = *aql_code_object_get_info(host);
 	pi = *aql_code_object_get_info(ptx);
-	CHECK(pi.kind == AQL_CODE_OBJECT_PTX && pi.machine == EM_CUDA,
-	      "%s: kind %d machine %u", ptx_path, pi.kind, pi.machine);
+	CHECK(pi.kind == (is_binary(pbytes, pn) ? AQL_CODE_OBJECT_CUBIN : AQL_CODE_OBJECT_PTX) &&
+	      pi.machine == EM_CUDA, "%s: kind %d machine %u", ptx_path, pi.kind, pi.machine);
 	CHECK(hi.kernel_count == pi.kernel_count && pi.kernel_count > 0,
 	      "%s: %u kernels, %s: %u", host_path, hi.kernel_count, ptx_path, pi.kernel_count);
 	for (uint32_t i = 0; i < hi.kernel_count; i++) {
@@ -292,9 +303,14 @@ static void test_kinds(void)
 
 	elf[18] = EM_CUDA;
 	CHECK(open_bytes(elf, sizeof(elf), &co) == AQL_ERR_UNSUPPORTED && !co &&
-	      th_error_has("cubin code objects are not read"), "cubin");
+	      th_error_has("cubin: CUDA ELF ABI version 0; this loader reads versions 7 and 8"),
+	      "cubin header: %s", aql_error_message());
+	elf[EI_CLASS] = ELFCLASS32;
+	CHECK(open_bytes(elf, sizeof(elf), &co) == AQL_ERR_UNSUPPORTED && !co &&
+	      th_error_has("a 32-bit ELF file"), "32-bit cubin: %s", aql_error_message());
 	CHECK(open_bytes(fatbin, sizeof(fatbin), &co) == AQL_ERR_UNSUPPORTED && !co &&
-	      th_error_has("fatbin code objects are not read"), "fatbin");
+	      th_error_has("a fatbin of nothing: no entry aql reads"), "empty fatbin: %s",
+	      aql_error_message());
 	/* Not PTX: no .version first, or a longer word. */
 	CHECK(open_text(".target sm_80\n.version 7.8\n", &co) == AQL_ERR_INVALID_CODE_OBJECT &&
 	      th_error_has("ELF"), ".target first");
@@ -343,11 +359,299 @@ static void test_mutations(void)
 	CHECK(wrong == 0 && ok > 0 && bad > 0, "%u opened, %u rejected, %u other", ok, bad, wrong);
 }
 
+/* ---- cubins and fatbins (tests/co/nv) ---- */
+
+static uint8_t *read_fixture(const char *dir, const char *name, size_t *n)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return th_read_file(path, n);
+}
+
+static uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return get16(p) | (uint32_t)get16(p + 2) << 16;
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	return get32(p) | (uint64_t)get32(p + 4) << 32;
+}
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	put16(p, (uint16_t)v);
+	put16(p + 2, (uint16_t)(v >> 16));
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	put32(p, (uint32_t)v);
+	put32(p + 4, (uint32_t)(v >> 32));
+}
+
+/* The section header of the section named name in an ELF64 image. */
+static uint8_t *section_header(uint8_t *elf, const char *name)
+{
+	uint8_t *sh = elf + get64(elf + 40);
+	uint16_t n = get16(elf + 60);
+	const char *names = (const char *)elf + get64(sh + get16(elf + 62) * 64 + 24);
+
+	for (uint16_t i = 0; i < n; i++)
+		if (strcmp(names + get32(sh + i * 64), name) == 0)
+			return sh + i * 64;
+	return NULL;
+}
+
+/* nvcc's cubin: no description, so generic names and no types. */
+static void test_plain_cubin(const char *dir)
+{
+	static const uint32_t offset[] = { 0, 8, 16, 20 }, size[] = { 8, 8, 4, 4 };
+	size_t n;
+	uint8_t *bytes = read_fixture(dir, "plain.sm_90.cubin", &n);
+	aql_code_object *co = NULL;
+
+	CHECK_OK(open_bytes(bytes, n, &co));
+	if (co) {
+		const aql_code_object_info *info = aql_code_object_get_info(co);
+		const aql_kernel_metadata *md = info->kernels[0].metadata;
+
+		CHECK(info->kind == AQL_CODE_OBJECT_CUBIN && info->kernel_count == 1 &&
+		      strcmp(md->name, "scale") == 0 && md->arg_count == 4 &&
+		      info->kernels[0].kernarg_size == 24 && md->kernarg_segment_align == 8 &&
+		      md->max_flat_workgroup_size == 256,
+		      "plain cubin: kind %d, %u kernels, %s: %u args, kernarg %u align %u, wg %u",
+		      info->kind, info->kernel_count, md->name, md->arg_count,
+		      info->kernels[0].kernarg_size, md->kernarg_segment_align,
+		      md->max_flat_workgroup_size);
+		for (uint32_t i = 0; i < md->arg_count && i < 4; i++) {
+			const aql_kernel_arg *a = &md->args[i];
+			char want[32];
+
+			snprintf(want, sizeof(want), "scale_param_%u", i);
+			CHECK(strcmp(a->name, want) == 0 && a->type_name == NULL &&
+			      a->offset == offset[i] && a->size == size[i] &&
+			      a->kind == AQL_ARG_BY_VALUE && a->flags == 0,
+			      "plain arg %u: %s %s @%u+%u kind %d", i, a->name,
+			      a->type_name ? a->type_name : "-", a->offset, a->size, a->kind);
+		}
+	}
+	aql_code_object_destroy(co);
+	free(bytes);
+}
+
+/* Open a copy of image with f applied; expect status want and text in the message. */
+static void expect(const uint8_t *image, size_t n, void (*f)(uint8_t *, size_t *),
+		   aql_status want, const char *text, const char *what)
+{
+	uint8_t *copy = malloc(n);
+	aql_code_object *co = NULL;
+	aql_status st;
+
+	memcpy(copy, image, n);
+	f(copy, &n);
+	st = open_bytes(copy, n, &co);
+	CHECK(st == want && !co && strstr(aql_error_message(), text),
+	      "%s: got %s \"%s\", want %s \"%s\"", what, aql_status_str(st), aql_error_message(),
+	      aql_status_str(want), text);
+	aql_code_object_destroy(co);
+	free(copy);
+}
+
+/* Corruptions of saxpy.sm_80.cubin. Its .nv.info.saxpy holds, in order:
+ * CUDA_API_VERSION (8 bytes), an NVAL (4), PARAM_CBANK (12),
+ * CBANK_PARAM_SIZE (4) and the KPARAM_INFO of parameters 3, 2, 1, 0
+ * (16 each, from offset 0x1c). */
+#define KPARAM(i) (0x1c + 16 * (3 - (i)))
+static uint8_t *info_of(uint8_t *b)
+{
+	return b + get64(section_header(b, ".nv.info.saxpy") + 24);
+}
+static void shoff_out(uint8_t *b, size_t *n) { put64(b + 40, *n); }
+static void info_out(uint8_t *b, size_t *n) { put64(section_header(b, ".nv.info.saxpy") + 24, *n - 8); }
+static void info_cut(uint8_t *b, size_t *n) { (void)n; put64(section_header(b, ".nv.info.saxpy") + 32, KPARAM(1) + 8); }
+static void record_long(uint8_t *b, size_t *n) { (void)n; put16(info_of(b) + KPARAM(0) + 2, 0x80); }
+static void ordinal_twice(uint8_t *b, size_t *n) { (void)n; put16(info_of(b) + KPARAM(2) + 8, 1); }
+static void ordinal_gap(uint8_t *b, size_t *n) { (void)n; put16(info_of(b) + KPARAM(2) + 8, 5); }
+static void overlap(uint8_t *b, size_t *n) { (void)n; put16(info_of(b) + KPARAM(1) + 10, 2); }
+static void wrong_size(uint8_t *b, size_t *n) { (void)n; put32(info_of(b) + KPARAM(0) + 12, 0x0021f000); }
+static void small_block(uint8_t *b, size_t *n) { (void)n; put16(info_of(b) + 0x18 + 2, 16); }
+static void bad_format(uint8_t *b, size_t *n) { (void)n; info_of(b)[KPARAM(3)] = 7; }
+static void abi9(uint8_t *b, size_t *n) { (void)n; b[EI_ABIVERSION] = 9; }
+static void abi7_32(uint8_t *b, size_t *n) { (void)n; b[EI_ABIVERSION] = 7; put32(b + 48, 80); }
+static void no_info(uint8_t *b, size_t *n)
+{
+	(void)n;
+	memcpy(b + get64(b + 40) + get16(b + 62) * 64, "", 0);
+	put32(section_header(b, ".nv.info.saxpy") + 44, 0);
+}
+static void desc_out(uint8_t *b, size_t *n)
+{
+	uint8_t *sh = section_header(b, ".symtab");
+	uint8_t *syms = b + get64(sh + 24);
+
+	(void)n;
+	for (uint64_t i = 0; i < get64(sh + 32) / 24; i++)
+		if (syms[i * 24 + 4] == (STB_GLOBAL << 4 | STT_OBJECT))
+			put64(syms + i * 24 + 16, 0x10000);
+}
+static void trunc_cubin(uint8_t *b, size_t *n) { (void)b; *n = get64(b + 40) + 64; }
+
+static void test_bad_cubins(const char *dir)
+{
+	static const struct {
+		void (*f)(uint8_t *, size_t *);
+		aql_status st;
+		const char *want;
+	} cases[] = {
+		{ shoff_out, AQL_ERR_INVALID_CODE_OBJECT, "section headers at offset" },
+		{ trunc_cubin, AQL_ERR_INVALID_CODE_OBJECT, "section headers at offset" },
+		{ info_out, AQL_ERR_INVALID_CODE_OBJECT, "(.nv.info.saxpy): 112 bytes at offset" },
+		{ info_cut, AQL_ERR_INVALID_CODE_OBJECT, "kernel 'saxpy': .nv.info.saxpy: the record at offset 60 (attribute 0x17) has 8 bytes past the section's end" },
+		{ record_long, AQL_ERR_INVALID_CODE_OBJECT, "the record at offset 76 (attribute 0x17) has" },
+		{ ordinal_twice, AQL_ERR_INVALID_CODE_OBJECT, "two KPARAM_INFO records for parameter 1" },
+		{ ordinal_gap, AQL_ERR_INVALID_CODE_OBJECT, "4 KPARAM_INFO records, but ordinals up to 5" },
+		{ overlap, AQL_ERR_INVALID_CODE_OBJECT, "parameter 1 at offset 2 overlaps parameter 0 (4 bytes at 0)" },
+		{ wrong_size, AQL_ERR_INVALID_CODE_OBJECT, "cubin symbol 10: description of 'saxpy': argument 0 'a' (float) is 4 bytes aligned to 4, the cubin records 8 bytes at offset 0" },
+		{ small_block, AQL_ERR_INVALID_CODE_OBJECT, "CBANK_PARAM_SIZE 16, but parameter 3 ends at 28" },
+		{ bad_format, AQL_ERR_INVALID_CODE_OBJECT, "the record at offset 28 has unknown format 0x7" },
+		{ abi9, AQL_ERR_UNSUPPORTED, "CUDA ELF ABI version 9" },
+		{ abi7_32, AQL_ERR_UNSUPPORTED, "32-bit addressing" },
+		{ no_info, AQL_ERR_INVALID_CODE_OBJECT, "belongs to section 0" },
+		{ desc_out, AQL_ERR_INVALID_CODE_OBJECT, "description __aql_md_saxpy: 65536 bytes at 0 are not within" },
+	};
+	size_t n;
+	uint8_t *bytes = read_fixture(dir, "saxpy.sm_80.cubin", &n);
+	unsigned ok = 0, bad = 0, wrong = 0;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char what[32];
+
+		snprintf(what, sizeof(what), "cubin case %zu", i);
+		expect(bytes, n, cases[i].f, cases[i].st, cases[i].want, what);
+	}
+	/* Every prefix, and every byte set to 0 and to 0xff. */
+	for (size_t len = 0; len < n; len++) {
+		aql_code_object *co = NULL;
+		aql_status st = open_bytes(bytes, len, &co);
+
+		bad += st == AQL_ERR_INVALID_CODE_OBJECT;
+		wrong += st == AQL_OK || (st != AQL_ERR_INVALID_CODE_OBJECT && st != AQL_ERR_UNSUPPORTED);
+		aql_code_object_destroy(co);
+	}
+	for (size_t at = 0; at < n; at++)
+		for (int v = 0; v < 2; v++) {
+			uint8_t old = bytes[at];
+			aql_code_object *co = NULL;
+			aql_status st;
+
+			bytes[at] = v ? 0xff : 0;
+			st = open_bytes(bytes, n, &co);
+			bytes[at] = old;
+			ok += st == AQL_OK;
+			wrong += st != AQL_OK && st != AQL_ERR_INVALID_CODE_OBJECT &&
+				 st != AQL_ERR_UNSUPPORTED;
+			aql_code_object_destroy(co);
+		}
+	CHECK(wrong == 0 && ok > 0 && bad > 0, "cubin mutations: %u opened, %u rejected, %u other",
+	      ok, bad, wrong);
+	free(bytes);
+}
+
+/* The first entry's header in a fatbin. */
+static void fat_total(uint8_t *b, size_t *n) { put64(b + 8, *n); }
+static void fat_entry_size(uint8_t *b, size_t *n) { (void)n; put64(b + 16 + 8, 1ull << 40); }
+static void fat_entry_header(uint8_t *b, size_t *n) { (void)n; put32(b + 16 + 4, 8); }
+static void fat_version(uint8_t *b, size_t *n) { (void)n; put16(b + 4, 2); }
+static void fat_zstd_corrupt(uint8_t *b, size_t *n) { (void)n; put32(b + 16 + 64, 0); }
+static void fat_raw_size(uint8_t *b, size_t *n) { (void)n; put64(b + 16 + 0x38, 3551); }
+static void fat_both(uint8_t *b, size_t *n) { (void)n; b[16 + 0x29] |= 0xa0; }
+static void nothing(uint8_t *b, size_t *n) { (void)b; (void)n; }
+
+static void test_bad_fatbins(const char *dir)
+{
+	static const struct {
+		const char *file;
+		void (*f)(uint8_t *, size_t *);
+		aql_status st;
+		const char *want;
+	} cases[] = {
+		{ "saxpy.fatbin", fat_total, AQL_ERR_INVALID_CODE_OBJECT, "fatbin: 8472 bytes of entries, the file has 8456 after the header" },
+		{ "saxpy.fatbin", fat_entry_size, AQL_ERR_INVALID_CODE_OBJECT, "fatbin entry 0: a 64-byte header and 1099511627776 bytes of payload at offset 16 lie outside" },
+		{ "saxpy.fatbin", fat_entry_header, AQL_ERR_INVALID_CODE_OBJECT, "fatbin entry 0: a 8-byte header" },
+		{ "saxpy.fatbin", fat_version, AQL_ERR_INVALID_CODE_OBJECT, "fatbin: version 2" },
+		{ "saxpy.fatbin", fat_both, AQL_ERR_INVALID_CODE_OBJECT, "fatbin entry 0: flags 0xa011 say both LZ4 and zstd" },
+		{ "saxpy.zstd.fatbin", fat_zstd_corrupt, AQL_ERR_INVALID_CODE_OBJECT, "the zstd stream of its sm_80 entry is corrupt" },
+		{ "saxpy.zstd.fatbin", fat_raw_size, AQL_ERR_INVALID_CODE_OBJECT, "the zstd stream of its sm_80 entry holds 3552 bytes, its header says 3551" },
+		{ "saxpy.lz4.fatbin", nothing, AQL_ERR_UNSUPPORTED, "a fatbin of cubin sm_90 (LZ4), PTX sm_75 (LZ4): no entry aql reads" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t n;
+		uint8_t *bytes = read_fixture(dir, cases[i].file, &n);
+		char what[64];
+
+		snprintf(what, sizeof(what), "fatbin case %zu (%s)", i, cases[i].file);
+		expect(bytes, n, cases[i].f, cases[i].st, cases[i].want, what);
+		free(bytes);
+	}
+	/* A corrupt cubin inside a fatbin is named as its entry. */
+	{
+		size_t n;
+		uint8_t *bytes = read_fixture(dir, "saxpy.fatbin", &n);
+
+		bytes[16 + 64 + EI_ABIVERSION] = 9;
+		expect(bytes, n, nothing, AQL_ERR_UNSUPPORTED,
+		       "fatbin entry 0 (cubin for sm_80): cubin: CUDA ELF ABI version 9", "fatbin entry");
+		free(bytes);
+	}
+	/* Every prefix of a compressed fatbin fails cleanly. */
+	{
+		size_t n;
+		uint8_t *bytes = read_fixture(dir, "saxpy.zstd.fatbin", &n);
+		unsigned wrong = 0;
+
+		for (size_t len = 0; len < n; len++) {
+			aql_code_object *co = NULL;
+			aql_status st = open_bytes(bytes, len, &co);
+
+			wrong += st != AQL_ERR_INVALID_CODE_OBJECT;
+			aql_code_object_destroy(co);
+		}
+		CHECK(wrong == 0, "%u prefixes of saxpy.zstd.fatbin not refused as invalid", wrong);
+		free(bytes);
+	}
+}
+
 int main(int argc, char **argv)
 {
-	CHECK(argc % 2 == 1, "arguments come in pairs: HOST.so PTX");
-	for (int i = 1; i + 1 < argc; i += 2)
+	const char *nv = NULL;
+	int first = 1;
+
+	if (argc > 2 && strcmp(argv[1], "--nv") == 0) {
+		nv = argv[2];
+		first = 3;
+	}
+	CHECK((argc - first) % 2 == 0, "arguments come in pairs: HOST.so NV");
+	for (int i = first; i + 1 < argc; i += 2)
 		compare_pair(argv[i], argv[i + 1]);
+	if (nv) {
+		test_plain_cubin(nv);
+		test_bad_cubins(nv);
+		test_bad_fatbins(nv);
+	}
 	test_plain();
 	test_described();
 	test_malformed();

@@ -32,6 +32,7 @@
 #define EMU_SHARED_DEFAULT (48u * 1024)		/* per block without opt-in */
 #define EMU_SHARED_OPTIN 232448u		/* H100: 227 KiB */
 #define EMU_MAX_THREADS 1024u
+#define EMU_SM 90u				/* compute capability 9.0 */
 
 enum emu_mode { EMU_NORMAL, EMU_STUB, EMU_OLD, EMU_NODEVICE, EMU_NOMEMOPS };
 

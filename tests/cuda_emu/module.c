@@ -2,16 +2,20 @@
 /*
  * The emulated CUDA driver's modules. PTX is parsed for its entries and
  * parameter layouts (aql_ptx_parse), checked with the toolkit's nvJitLink
- * when it is installed (ref §6.3), and each entry is bound to the host
- * build of the same single-source kernel, found through
- * AQL_CUDA_EMU_KERNELS (colon-separated host code object paths).
+ * when it is installed (ref §6.3); a cubin's are read by the loader's
+ * cubin reader, and a fatbin gives one of its entries as the driver picks
+ * it. Each entry is bound to the host build of the same single-source
+ * kernel, found through AQL_CUDA_EMU_KERNELS (colon-separated host code
+ * object paths).
  */
 #include <dlfcn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "emu.h"
+#include "loader/nv_impl.h"
 
 #define NV_DECLARE_(name, ret, params) ret name params;
 NV_DRIVER_FUNCS(NV_DECLARE_)
@@ -221,6 +225,176 @@ static int is_cubin(const unsigned char *p)
 	       p[19] == 0;
 }
 
+static int is_fatbin(const unsigned char *p)
+{
+	return p[0] == 0x50 && p[1] == 0xed && p[2] == 0x55 && p[3] == 0xba;
+}
+
+static uint64_t rd64(const unsigned char *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/*
+ * The bytes an ELF image spans, from its headers: the driver is given no
+ * size. The section headers come last in what ptxas and nvcc write; the
+ * sections and program headers are counted too.
+ */
+static size_t elf_extent(const unsigned char *p)
+{
+	uint64_t shoff = rd64(p + 40), phoff = rd64(p + 32), end;
+	uint32_t shnum = p[60] | p[61] << 8, phnum = p[56] | p[57] << 8;
+
+	end = shoff + (uint64_t)shnum * 64;
+	if (phoff + (uint64_t)phnum * 56 > end)
+		end = phoff + (uint64_t)phnum * 56;
+	for (uint32_t i = 0; i < shnum; i++) {
+		const unsigned char *h = p + shoff + (uint64_t)i * 64;
+
+		if ((h[4] | h[5] << 8 | h[6] << 16 | (uint32_t)h[7] << 24) != 8 /* SHT_NOBITS */ &&
+		    rd64(h + 24) + rd64(h + 32) > end)
+			end = rd64(h + 24) + rd64(h + 32);
+	}
+	return (size_t)end;
+}
+
+/* What a failed load writes into the JIT error log. */
+static CUresult refuse(const struct jit_logs *l, void **values, CUresult r, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	log_put(l->error, l->error_size, l->error_size_index, values, msg);
+	return r;
+}
+
+/* PTX text of size bytes: its entries, as the driver's JIT would take it. */
+static CUresult from_ptx(const char *text, size_t size, const struct jit_logs *l, void **values,
+			 aql_ptx_module **out)
+{
+	aql_ptx_module *ptx = NULL;
+	char *jlog = NULL;
+	uint32_t v;
+
+	if (aql_ptx_parse(text, size, &ptx) != AQL_OK)
+		return refuse(l, values, CUDA_ERROR_INVALID_PTX, "aql cuda emulation: %s",
+			      aql_error_message());
+	/* PTX newer than the driver's ISA: 9.0 for CUDA 13.0, 7.8 for 11.8
+	 * (ref §3.7). */
+	v = ptx->version[0] * 10 + ptx->version[1];
+	if (v > (emu.mode == EMU_OLD ? 78u : 90u)) {
+		aql_ptx_free(ptx);
+		return refuse(l, values, CUDA_ERROR_UNSUPPORTED_PTX_VERSION,
+			      "aql cuda emulation: PTX ISA %u.%u is newer than this driver's",
+			      v / 10, v % 10);
+	}
+	if (jit_check(text, size, &jlog) != 0) {
+		refuse(l, values, CUDA_ERROR_INVALID_PTX, "%s", jlog ? jlog : "nvJitLink failed");
+		free(jlog);
+		aql_ptx_free(ptx);
+		return CUDA_ERROR_INVALID_PTX;
+	}
+	*out = ptx;
+	return CUDA_SUCCESS;
+}
+
+/*
+ * Whether code built for sm runs on the device: the same major version and
+ * a minor version no newer than the device's (CUDA C Programming Guide,
+ * "Binary Compatibility"; LLVM offload's CUDA plugin checks the same).
+ */
+static int runs_here(uint32_t sm)
+{
+	return sm / 10 == EMU_SM / 10 && sm % 10 <= EMU_SM % 10;
+}
+
+/* A cubin of size bytes: its entries, if it was built for this device. */
+static CUresult from_cubin(const unsigned char *image, size_t size, const struct jit_logs *l,
+			   void **values, aql_ptx_module **out)
+{
+	uint32_t sm = 0;
+
+	if (aql_cubin_read(image, size, &sm, out, NULL) != AQL_OK)
+		return refuse(l, values, CUDA_ERROR_INVALID_IMAGE, "aql cuda emulation: %s",
+			      aql_error_message());
+	/* A cubin for another architecture: "no kernel image is available
+	 * that is suitable for the device" (cuda.h, CUresult), which
+	 * cuModuleLoadDataEx returns. */
+	if (!runs_here(sm)) {
+		aql_ptx_free(*out);
+		*out = NULL;
+		return refuse(l, values, CUDA_ERROR_NO_BINARY_FOR_GPU,
+			      "aql cuda emulation: a cubin for sm_%u does not run on this sm_%u device",
+			      sm, EMU_SM);
+	}
+	return CUDA_SUCCESS;
+}
+
+/*
+ * A fatbin: its best cubin for the device (the newest that runs here),
+ * else its newest PTX no newer than the device, JIT-compiled; else
+ * CUDA_ERROR_NO_BINARY_FOR_GPU (cuModuleLoadFatBinary's reference).
+ */
+static CUresult from_fatbin(const unsigned char *image, const struct jit_logs *l, void **values,
+			    aql_ptx_module **out)
+{
+	struct aql_fatbin_entry *es = malloc(AQL_FATBIN_MAX_ENTRIES * sizeof(*es));
+	const struct aql_fatbin_entry *best = NULL;
+	size_t size = 16 + rd64(image + 8), used, n;
+	const uint8_t *bytes;
+	uint8_t *owned = NULL;
+	uint32_t count;
+	CUresult r;
+
+	if (!es)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (aql_fatbin_entries(image, size, es, AQL_FATBIN_MAX_ENTRIES, &count, &used) != AQL_OK) {
+		free(es);
+		return refuse(l, values, CUDA_ERROR_INVALID_IMAGE, "aql cuda emulation: %s",
+			      aql_error_message());
+	}
+	for (uint32_t i = 0; i < count; i++)
+		if (es[i].kind == AQL_FATBIN_CUBIN && runs_here(es[i].sm) &&
+		    (!best || es[i].sm > best->sm))
+			best = &es[i];
+	for (uint32_t i = 0; !best && i < count; i++)
+		if (es[i].kind == AQL_FATBIN_PTX && es[i].sm <= EMU_SM)
+			best = &es[i];
+	for (uint32_t i = 0; best && best->kind == AQL_FATBIN_PTX && i < count; i++)
+		if (es[i].kind == AQL_FATBIN_PTX && es[i].sm <= EMU_SM && es[i].sm > best->sm)
+			best = &es[i];
+	if (!best) {
+		free(es);
+		return refuse(l, values, CUDA_ERROR_NO_BINARY_FOR_GPU,
+			      "aql cuda emulation: the fatbin holds no cubin or PTX for this sm_%u device",
+			      EMU_SM);
+	}
+	if (best->compression == AQL_FATBIN_LZ4) {
+		free(es);
+		return refuse(l, values, CUDA_ERROR_INVALID_IMAGE,
+			      "aql cuda emulation: LZ4-compressed fatbin entries are not emulated");
+	}
+	if (aql_fatbin_payload(best, &bytes, &n, &owned) != AQL_OK) {
+		free(es);
+		return refuse(l, values, CUDA_ERROR_INVALID_IMAGE, "aql cuda emulation: %s",
+			      aql_error_message());
+	}
+	if (best->kind == AQL_FATBIN_CUBIN)
+		r = from_cubin(bytes, n, l, values, out);
+	else
+		r = from_ptx((const char *)bytes, strnlen((const char *)bytes, n), l, values, out);
+	free(owned);
+	free(es);
+	return r;
+}
+
 CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int n, int *options,
 			    void **values)
 {
@@ -229,8 +403,6 @@ CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int n,
 	struct jit_logs logs;
 	aql_ptx_module *ptx = NULL;
 	char msg[512];
-	char *jlog = NULL;
-	size_t size;
 	CUresult r = emu_ctx(&c);
 
 	if (r != CUDA_SUCCESS)
@@ -240,34 +412,14 @@ CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int n,
 	r = jit_options(n, options, values, &logs);
 	if (r != CUDA_SUCCESS)
 		return r;
-	if (is_cubin(image)) {
-		log_put(logs.error, logs.error_size, logs.error_size_index, values,
-			"aql cuda emulation: cubin images have no host build; load the PTX");
-		return CUDA_ERROR_INVALID_IMAGE;
-	}
-	size = strlen(image);
-	if (aql_ptx_parse(image, size, &ptx) != AQL_OK) {
-		snprintf(msg, sizeof(msg), "aql cuda emulation: %s", aql_error_message());
-		log_put(logs.error, logs.error_size, logs.error_size_index, values, msg);
-		return CUDA_ERROR_INVALID_PTX;
-	}
-	/* PTX newer than the driver's ISA: 9.0 for CUDA 13.0, 7.8 for 11.8
-	 * (ref §3.7). */
-	uint32_t v = ptx->version[0] * 10 + ptx->version[1];
-	if (v > (emu.mode == EMU_OLD ? 78u : 90u)) {
-		snprintf(msg, sizeof(msg), "aql cuda emulation: PTX ISA %u.%u is newer than this driver's",
-			 ptx->version[0], ptx->version[1]);
-		log_put(logs.error, logs.error_size, logs.error_size_index, values, msg);
-		aql_ptx_free(ptx);
-		return CUDA_ERROR_UNSUPPORTED_PTX_VERSION;
-	}
-	if (jit_check(image, size, &jlog) != 0) {
-		log_put(logs.error, logs.error_size, logs.error_size_index, values,
-			jlog ? jlog : "nvJitLink failed");
-		free(jlog);
-		aql_ptx_free(ptx);
-		return CUDA_ERROR_INVALID_PTX;
-	}
+	if (is_fatbin(image))
+		r = from_fatbin(image, &logs, values, &ptx);
+	else if (is_cubin(image))
+		r = from_cubin(image, elf_extent(image), &logs, values, &ptx);
+	else
+		r = from_ptx(image, strlen(image), &logs, values, &ptx);
+	if (r != CUDA_SUCCESS)
+		return r;
 	m = calloc(1, sizeof(*m));
 	if (!m || !(m->fns = calloc(ptx->entry_count ? ptx->entry_count : 1, sizeof(*m->fns)))) {
 		free(m);
