@@ -3,9 +3,12 @@
  * The CUDA agent (nv/agent.c, nv/driver.c) against the emulated driver
  * (tests/cuda_emu/), and the reasons why there is no CUDA agent.
  *
- *   test_cuda_agent [--devices N] [--no-memops] [--ptx saxpy.ptx]
+ *   test_cuda_agent [--devices N] [--no-memops] [--ptx saxpy.ptx] [--nv DIR]
  *	the agent: count, open, info, a fresh thread, memory, copies, host
  *	registration, modules (saxpy's PTX when given; bad PTX always);
+ *	with DIR (tests/co/nv), saxpy's cubins and fatbins loaded with
+ *	aql_code_object_load and run with AQL_LAUNCH, those built for
+ *	another SM refused;
  *	with AQL_HIL=1 (tests/hil/run, the real driver) N is the number of
  *	devices the driver reports;
  *   test_cuda_agent --expect REASON
@@ -375,6 +378,96 @@ static void test_modules(aql_agent *agent, const char *ptx_path)
 	free(ptx);
 }
 
+/* ---- cubins and fatbins ---- */
+
+/* Whether code for sm runs on a device of sm dev: same major, minor no newer. */
+static int runs_on(uint32_t sm, uint32_t dev)
+{
+	return sm / 10 == dev / 10 && sm % 10 <= dev % 10;
+}
+
+/* saxpy from co on agent through a typed launch: y = a * x + y. */
+static void run_saxpy(aql_agent *agent, aql_code_object *co, const char *what)
+{
+	enum { N = 1000 };
+	aql_queue_config config = { .size = 64, .type = AQL_QUEUE_MULTI,
+				    .full_timeout_ns = TH_TIMEOUT_NS };
+	aql_launch_config cfg = { .grid = { N } };
+	const aql_kernel *k = NULL;
+	aql_completion done;
+	aql_queue *q = NULL;
+	aql_buf *x = NULL, *y = NULL;
+	aql_status st;
+	uint32_t bad = 0;
+
+	CHECK_OK(aql_code_object_kernel(co, "saxpy", &k));
+	CHECK_OK(aql_queue_create(agent, &config, &q));
+	CHECK_OK(aql_buf_create(AQL_TYPE(float), N, AQL_IN, NULL, &x));
+	CHECK_OK(aql_buf_create(AQL_TYPE(float), N, AQL_INOUT, NULL, &y));
+	if (!k || !q || !x || !y)
+		th_stop("saxpy: no kernel, queue or buffers");
+	for (uint32_t i = 0; i < N; i++) {
+		aql_buf_data(x, float)[i] = (float)i;
+		aql_buf_data(y, float)[i] = 1.0f;
+	}
+	/* The description's types are checked: a double is not the float a. */
+	st = AQL_LAUNCH(q, k, &cfg, &done, AQL_ARG(2.0), AQL_ARG(x), AQL_ARG(y), AQL_ARG((uint32_t)N));
+	CHECK(st == AQL_ERR_INVALID_ARG && th_error_has("'a'"), "%s: a double for float a: %s: %s",
+	      what, aql_status_str(st), aql_error_message());
+	CHECK_OK(AQL_LAUNCH(q, k, &cfg, &done, AQL_ARG(2.0f), AQL_ARG(x), AQL_ARG(y),
+			    AQL_ARG((uint32_t)N)));
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
+	for (uint32_t i = 0; i < N; i++)
+		bad += aql_buf_data(y, float)[i] != 2.0f * (float)i + 1.0f;
+	CHECK(bad == 0, "%s: %u of %u results wrong", what, bad, N);
+	CHECK_OK(aql_buf_destroy(x));
+	CHECK_OK(aql_buf_destroy(y));
+	CHECK_OK(aql_queue_destroy(q));
+}
+
+static void test_binaries(aql_agent *agent, const char *dir)
+{
+	static const struct { const char *file; uint32_t sm; } files[] = {
+		{ "saxpy.sm_80.cubin", 80 }, { "saxpy.sm_90.cubin", 90 },
+		{ "saxpy.sm_100.cubin", 100 }, { "saxpy.fatbin", 0 },
+		{ "saxpy.zstd.fatbin", 0 }, { "saxpy.ptx.fatbin", 0 },
+	};
+	aql_agent_info info;
+	uint32_t dev;
+
+	aql_agent_get_info(agent, &info);
+	dev = (uint32_t)atoi(info.isa + 3);
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		char path[4096];
+		aql_code_object *co = NULL;
+		aql_status st;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i].file);
+		st = aql_code_object_load_file(agent, path, NULL, &co);
+		/* Each fatbin holds PTX for sm_75, which any device here runs. */
+		if (!files[i].sm || runs_on(files[i].sm, dev)) {
+			CHECK(st == AQL_OK, "%s on %s: %s: %s", files[i].file, info.isa,
+			      aql_status_str(st), aql_error_message());
+			if (co) {
+				CHECK(aql_code_object_get_info(co)->kind == AQL_CODE_OBJECT_CUBIN,
+				      "%s: kind %d", files[i].file, aql_code_object_get_info(co)->kind);
+				run_saxpy(agent, co, files[i].file);
+			}
+		} else {
+			char want[128];
+
+			snprintf(want, sizeof(want), "the device is %s, the image is a cubin for sm_%u",
+				 info.isa, files[i].sm);
+			CHECK(st == AQL_ERR_INVALID_CODE_OBJECT && !co &&
+			      th_error_has("CUDA_ERROR_NO_BINARY_FOR_GPU") && th_error_has(want),
+			      "%s on %s: %s: %s", files[i].file, info.isa, aql_status_str(st),
+			      aql_error_message());
+			printf("%s: %s\n", files[i].file, aql_error_message());
+		}
+		aql_code_object_destroy(co);
+	}
+}
+
 /* ---- no agent ---- */
 
 struct reason {
@@ -482,7 +575,7 @@ int main(int argc, char **argv)
 {
 	uint32_t devices = 1;
 	int memops = 1;
-	const char *ptx = NULL;
+	const char *ptx = NULL, *nv = NULL;
 	aql_agent *agent;
 
 	for (int i = 1; i < argc; i++) {
@@ -496,8 +589,10 @@ int main(int argc, char **argv)
 			memops = 0;
 		else if (!strcmp(argv[i], "--ptx") && i + 1 < argc)
 			ptx = argv[++i];
+		else if (!strcmp(argv[i], "--nv") && i + 1 < argc)
+			nv = argv[++i];
 		else {
-			fprintf(stderr, "usage: %s [--devices N] [--no-memops] [--ptx FILE] | --expect REASON | --isolated TARGET REASON\n",
+			fprintf(stderr, "usage: %s [--devices N] [--no-memops] [--ptx FILE] [--nv DIR] | --expect REASON | --isolated TARGET REASON\n",
 				argv[0]);
 			return 1;
 		}
@@ -516,6 +611,8 @@ int main(int argc, char **argv)
 	test_registration(agent);
 	test_pool_agents(agent);
 	test_modules(agent, ptx);
+	if (nv)
+		test_binaries(agent, nv);
 	CHECK_OK(aql_agent_destroy(agent));
 	return th_finish();
 }
