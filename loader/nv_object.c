@@ -13,12 +13,18 @@
  *     "<kernel>_param_N"), a .ptr parameter into global or generic memory
  *     as a global buffer of unknown element type with read_write access,
  *     anything else by value with its PTX type's C name.
- *   cubins (ELF, e_machine EM_CUDA) and fatbins (magic 0xBA55ED50) are
- *     recognised, so that their error says what they are, and refused with
- *     AQL_ERR_UNSUPPORTED: their parameter layout (.nv.info sections) is
- *     not read; load the PTX instead.
+ *   cubins (ELF, e_machine EM_CUDA): read as PTX entries would list them
+ *     (loader/cubin.c): the parameters' offsets and sizes the cubin
+ *     records, and the __aql_md_<kernel> object ptxas keeps from the PTX,
+ *     decoded as in PTX, so a cubin from aql-kcc's PTX is described as the
+ *     PTX is. A cubin records no types, names or alignment: without a
+ *     description (nvcc's), arguments are by value, named
+ *     "<kernel>_param_<i>", without a type name.
+ *   fatbins (magic 0xBA55ED50): described from one entry (loader/fatbin.c):
+ *     the first cubin aql reads, else the first PTX; kind CUBIN. The
+ *     driver picks the entry it runs.
  *
- * Static LDS is not in the text; the agent asks the driver at load.
+ * Static LDS is not in the image here; the agent asks the driver at load.
  */
 #include <stdio.h>
 #include <stdlib.h>
