@@ -469,7 +469,7 @@ aql_status aql_cubin_read(const uint8_t *image, size_t size, uint32_t *sm,
 				goto out;
 			}
 			if (!info_of[shndx] || (st = section(&c, info_of[shndx], &t)) != AQL_OK ||
-			    !name_is(t.name, ".nv.info.", name, len)) {
+			    t.type == SHT_NOBITS || !name_is(t.name, ".nv.info.", name, len)) {
 				if (st == AQL_OK)
 					st = aql_fail(AQL_ERR_INVALID_CODE_OBJECT,
 						      "cubin: kernel '%.64s' has no .nv.info.%.64s section",

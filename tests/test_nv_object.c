@@ -494,7 +494,6 @@ static void abi7_32(uint8_t *b, size_t *n) { (void)n; b[EI_ABIVERSION] = 7; put3
 static void no_info(uint8_t *b, size_t *n)
 {
 	(void)n;
-	memcpy(b + get64(b + 40) + get16(b + 62) * 64, "", 0);
 	put32(section_header(b, ".nv.info.saxpy") + 44, 0);
 }
 static void desc_out(uint8_t *b, size_t *n)
@@ -506,6 +505,13 @@ static void desc_out(uint8_t *b, size_t *n)
 	for (uint64_t i = 0; i < get64(sh + 32) / 24; i++)
 		if (syms[i * 24 + 4] == (STB_GLOBAL << 4 | STT_OBJECT))
 			put64(syms + i * 24 + 16, 0x10000);
+}
+static void info_nobits(uint8_t *b, size_t *n)
+{
+	uint8_t *sh = section_header(b, ".nv.info.saxpy");
+
+	put32(sh + 4, SHT_NOBITS);
+	put64(sh + 24, *n + 4096);
 }
 static void trunc_cubin(uint8_t *b, size_t *n) { (void)b; *n = get64(b + 40) + 64; }
 
@@ -530,6 +536,7 @@ static void test_bad_cubins(const char *dir)
 		{ abi9, AQL_ERR_UNSUPPORTED, "CUDA ELF ABI version 9" },
 		{ abi7_32, AQL_ERR_UNSUPPORTED, "32-bit addressing" },
 		{ no_info, AQL_ERR_INVALID_CODE_OBJECT, "belongs to section 0" },
+		{ info_nobits, AQL_ERR_INVALID_CODE_OBJECT, "kernel 'saxpy' has no .nv.info.saxpy section" },
 		{ desc_out, AQL_ERR_INVALID_CODE_OBJECT, "description __aql_md_saxpy: 65536 bytes at 0 are not within" },
 	};
 	size_t n;

@@ -347,7 +347,7 @@ static CUresult from_fatbin(const unsigned char *image, const struct jit_logs *l
 {
 	struct aql_fatbin_entry *es = malloc(AQL_FATBIN_MAX_ENTRIES * sizeof(*es));
 	const struct aql_fatbin_entry *best = NULL;
-	size_t size = 16 + rd64(image + 8), used, n;
+	size_t size = (image[6] | image[7] << 8) + rd64(image + 8), used, n;
 	const uint8_t *bytes;
 	uint8_t *owned = NULL;
 	uint32_t count;

@@ -283,6 +283,12 @@ def cmd_pack(out, build):
                     copied.add(real)
                 elif os.path.isdir(real):
                     os.makedirs(dst, exist_ok=True)
+                    # A source folder a test names holds its fixtures
+                    # (tests/co/nv): its files go along.
+                    if name == 'src' and real != top:
+                        for f in os.listdir(real):
+                            if os.path.isfile(os.path.join(real, f)):
+                                take(os.path.join(real, f))
                 return os.path.join(PACK_TOKEN, rel)
         return path
 
