@@ -9,8 +9,9 @@
  * fault of AQL_CUDA_EMU_FAIL_AFTER, the modes, and device memory the
  * host cannot touch.
  *
- * Arguments: the emulated libcuda.so.1, then saxpy's host build and, if
- * built, its PTX. The library is opened by path and its entry points
+ * Arguments: [--nv DIR] the emulated libcuda.so.1, then saxpy's host
+ * build and, if built, its PTX; DIR (tests/co/nv) holds saxpy's cubins and
+ * fatbins, which load as the driver loads them or are refused. The library is opened by path and its entry points
  * resolved through cuGetProcAddress_v2, as libaql does. Settings the
  * emulation reads once per process run in forked children.
  */
@@ -33,7 +34,7 @@ static struct {
 #undef NV_MEMBER_
 } cu;
 static aqlemu_stats_fn stats_fn;
-static const char *lib_path, *host_path, *ptx_path;
+static const char *lib_path, *host_path, *ptx_path, *nv_dir;
 
 #define CU_EQ(call, want)                                                      \
 	do {                                                                   \
@@ -221,13 +222,13 @@ static char *read_text(const char *path)
 	return text;
 }
 
-static void saxpy_setup(struct saxpy *k, uint32_t n)
+/* saxpy from image (PTX, a cubin or a fatbin), on n elements. */
+static void saxpy_setup_image(struct saxpy *k, uint32_t n, const void *image)
 {
-	char *ptx = read_text(ptx_path);
 	float *h = malloc(n * sizeof(float));
 
 	setenv("AQL_CUDA_EMU_KERNELS", host_path, 1);
-	CU_OK(cu.cuModuleLoadDataEx(&k->mod, ptx, 0, NULL, NULL));
+	CU_OK(cu.cuModuleLoadDataEx(&k->mod, image, 0, NULL, NULL));
 	CU_OK(cu.cuModuleGetFunction(&k->fn, k->mod, "saxpy"));
 	CU_OK(cu.cuMemAlloc(&k->x, n * sizeof(float)));
 	CU_OK(cu.cuMemAlloc(&k->y, n * sizeof(float)));
@@ -239,6 +240,13 @@ static void saxpy_setup(struct saxpy *k, uint32_t n)
 	CU_OK(cu.cuMemcpyHtoD(k->y, h, n * sizeof(float)));
 	k->n = n;
 	free(h);
+}
+
+static void saxpy_setup(struct saxpy *k, uint32_t n)
+{
+	char *ptx = read_text(ptx_path);
+
+	saxpy_setup_image(k, n, ptx);
 	free(ptx);
 }
 
@@ -948,6 +956,101 @@ static void kernels(void)
 	saxpy_teardown(&k);
 }
 
+/* ---- Cubins and fatbins ------------------------------------------------- */
+
+static uint8_t *read_nv(const char *name, size_t *n)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/%s", nv_dir, name);
+	return th_read_file(path, n);
+}
+
+/* Load name; expect want, and text in the JIT log when it fails. */
+static void load_nv(const char *name, const uint8_t *image, CUresult want, const char *text)
+{
+	char log[1024] = "";
+	int opts[] = { CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES };
+	void *vals[] = { log, (void *)(uintptr_t)sizeof(log) };
+	CUmodule m = NULL;
+	CUresult r = cu.cuModuleLoadDataEx(&m, image, 2, opts, vals);
+
+	CHECK(r == want && (!text || strstr(log, text)), "%s: CUresult %d (want %d), log \"%s\"",
+	      name, r, want, log);
+	if (r == CUDA_SUCCESS)
+		CU_OK(cu.cuModuleUnload(m));
+}
+
+static void binaries(void)
+{
+	static const char *const names[] = { "saxpy.sm_80.cubin", "saxpy.sm_90.cubin",
+					     "saxpy.sm_100.cubin", "saxpy.fatbin",
+					     "saxpy.zstd.fatbin", "saxpy.ptx.fatbin",
+					     "saxpy.lz4.fatbin", "plain.sm_90.cubin" };
+	uint8_t *img[8];
+	size_t size[8];
+	struct saxpy k;
+	uint64_t links;
+
+	for (int i = 0; i < 8; i++)
+		img[i] = read_nv(names[i], &size[i]);
+	setenv("AQL_CUDA_EMU_KERNELS", host_path, 1);
+	/* A cubin runs on its own SM only: sm_90 here. */
+	load_nv(names[0], img[0], CUDA_ERROR_NO_BINARY_FOR_GPU, "a cubin for sm_80");
+	load_nv(names[2], img[2], CUDA_ERROR_NO_BINARY_FOR_GPU, "a cubin for sm_100");
+	/* Fatbins: the sm_90 cubin, or the PTX beside an sm_100 one. */
+	links = stats().ptx_jit_links;
+	load_nv(names[1], img[1], CUDA_SUCCESS, NULL);
+	load_nv(names[3], img[3], CUDA_SUCCESS, NULL);
+	load_nv(names[4], img[4], CUDA_SUCCESS, NULL);
+	CHECK(stats().ptx_jit_links == links, "a fatbin with an sm_90 cubin was JIT-compiled");
+	load_nv(names[5], img[5], CUDA_SUCCESS, NULL);
+	if (toolkit_present())
+		CHECK(stats().ptx_jit_links == links + 1, "the PTX of saxpy.ptx.fatbin was not taken");
+	load_nv(names[6], img[6], CUDA_ERROR_INVALID_IMAGE, "LZ4");
+	/* nvcc's scale has no host build here. */
+	load_nv(names[7], img[7], CUDA_ERROR_INVALID_IMAGE, "AQL_CUDA_EMU_KERNELS");
+	/* saxpy.ptx.fatbin cut to its first entry, the sm_100 cubin: its
+	 * header's size of the entries made that entry's header and payload. */
+	{
+		uint64_t first = 0;
+
+		for (int b = 7; b >= 0; b--)
+			first = first << 8 | img[5][16 + 8 + b];
+		first += (uint32_t)(img[5][16 + 4] | img[5][16 + 5] << 8);
+		for (int b = 0; b < 8; b++)
+			img[5][8 + b] = (uint8_t)(first >> 8 * b);
+	}
+	load_nv("saxpy.ptx.fatbin, cut", img[5], CUDA_ERROR_NO_BINARY_FOR_GPU,
+		"no cubin or PTX for this sm_90 device");
+
+	/* The sm_90 cubin runs, its parameter block checked against the
+	 * cubin's recorded size. */
+	saxpy_setup_image(&k, 1000, img[1]);
+	{
+		CUstream s;
+		float a = 2.0f;
+		struct { float a; uint32_t pad; CUdeviceptr x, y; uint32_t n; } pb = {
+			1.0f, 0, k.x, k.y, k.n };
+		size_t bytes = 28;
+		void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, &pb, CU_LAUNCH_PARAM_BUFFER_SIZE,
+				  &bytes, CU_LAUNCH_PARAM_END };
+
+		CU_OK(cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+		CU_OK(saxpy_launch(&k, a, s));
+		CU_OK(cu.cuLaunchKernel(k.fn, 16, 1, 1, 64, 1, 1, 0, s, NULL, extra));
+		CU_OK(cu.cuStreamSynchronize(s));
+		CHECK(saxpy_check(&k, 3.0f), "saxpy from the sm_90 cubin");
+		bytes = 24;
+		CU_EQ(cu.cuLaunchKernel(k.fn, 16, 1, 1, 64, 1, 1, 0, s, NULL, extra),
+		      CUDA_ERROR_INVALID_VALUE);
+		CU_OK(cu.cuStreamDestroy(s));
+	}
+	saxpy_teardown(&k);
+	for (int i = 0; i < 8; i++)
+		free(img[i]);
+}
+
 /* The last release destroys the context at once: work that would wait
  * forever is dropped, and the context must be retained again. */
 static void context_destroy(CUcontext ctx)
@@ -996,8 +1099,14 @@ int main(int argc, char **argv)
 	static const char *const fault[] = { "AQL_CUDA_EMU_FAIL_AFTER=1", NULL };
 	CUcontext ctx;
 
+	if (argc > 2 && strcmp(argv[1], "--nv") == 0) {
+		nv_dir = argv[2];
+		argc -= 2;
+		argv += 2;
+	}
 	if (argc < 3) {
-		fprintf(stderr, "usage: %s libcuda.so.1 saxpy.host.so [saxpy.ptx]\n", argv[0]);
+		fprintf(stderr, "usage: %s [--nv DIR] libcuda.so.1 saxpy.host.so [saxpy.ptx]\n",
+			argv[0]);
 		return 2;
 	}
 	lib_path = argv[1];
@@ -1028,6 +1137,8 @@ int main(int argc, char **argv)
 		kernels();
 	else
 		printf("no PTX built here: kernel launches not checked\n");
+	if (nv_dir)
+		binaries();
 	context_destroy(ctx);
 	CU_EQ(cu.cuDevicePrimaryCtxRelease(0), CUDA_ERROR_INVALID_CONTEXT);
 	return th_finish();
