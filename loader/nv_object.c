@@ -600,6 +600,7 @@ static aql_status describe_cubin(struct aql_code_object *co, const uint8_t *imag
  */
 static aql_status describe_fatbin(struct aql_code_object *co)
 {
+	static const uint16_t order[] = { AQL_FATBIN_CUBIN, AQL_FATBIN_PTX };
 	struct aql_fatbin_entry *es = malloc(AQL_FATBIN_MAX_ENTRIES * sizeof(*es));
 	uint32_t count = 0, pick = UINT32_MAX;
 	const uint8_t *bytes;
@@ -611,14 +612,10 @@ static aql_status describe_fatbin(struct aql_code_object *co)
 		return aql_fail(AQL_ERR_NOMEM, "fatbin entries");
 	st = aql_fatbin_entries(co->image, co->image_size, es, AQL_FATBIN_MAX_ENTRIES, &count,
 				&used);
-	for (uint32_t kind = AQL_FATBIN_CUBIN; st == AQL_OK && pick == UINT32_MAX;
-	     kind = AQL_FATBIN_PTX) {
+	for (int o = 0; o < 2 && pick == UINT32_MAX; o++)
 		for (uint32_t i = 0; i < count && pick == UINT32_MAX; i++)
-			if (es[i].kind == kind && es[i].compression != AQL_FATBIN_LZ4)
+			if (es[i].kind == order[o] && es[i].compression != AQL_FATBIN_LZ4)
 				pick = i;
-		if (kind == AQL_FATBIN_PTX)
-			break;
-	}
 	if (st == AQL_OK && pick == UINT32_MAX) {
 		char held[256];
 
