@@ -459,8 +459,13 @@ aql_status aql_cubin_read(const uint8_t *image, size_t size, uint32_t *sm,
 		if (type == STT_FUNC && (sym[5] & STO_CUDA_ENTRY)) {
 			struct kern *k = &ks[nk];
 
-			if (len == 0 || len > AQL_LOADER_MAX_NAME || shndx == 0 ||
-			    shndx >= c.shnum || (st = section(&c, shndx, &t)) != AQL_OK ||
+			if (len == 0 || len > AQL_LOADER_MAX_NAME) {
+				st = aql_fail(AQL_ERR_INVALID_CODE_OBJECT,
+					      "cubin: kernel symbol %u has a name of %zu bytes (1 to %u)",
+					      i, len, AQL_LOADER_MAX_NAME);
+				goto out;
+			}
+			if (shndx == 0 || shndx >= c.shnum || (st = section(&c, shndx, &t)) != AQL_OK ||
 			    !name_is(t.name, ".text.", name, len)) {
 				if (st == AQL_OK)
 					st = aql_fail(AQL_ERR_INVALID_CODE_OBJECT,

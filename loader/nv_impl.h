@@ -39,7 +39,7 @@ struct aql_nv_descs {
 /*
  * Append a description of the kernel named [kernel, kernel + len) whose
  * size bytes are copied from bytes (NULL: left for the caller to fill);
- * *out points to it. Errors: AQL_ERR_NOMEM.
+ * *out points to it. Errors: AQL_ERR_NOMEM. Not thread safe on one ds.
  */
 aql_status aql_nv_descs_add(struct aql_nv_descs *ds, const char *kernel, size_t len,
 			    uint32_t line, const uint8_t *bytes, uint32_t size,
@@ -110,7 +110,7 @@ aql_status aql_fatbin_entries(const uint8_t *image, size_t size,
  * compressed with zstd, decompressed into a malloc'd *owned buffer.
  * Errors: AQL_ERR_UNSUPPORTED for LZ4 (saying how to build without
  * compression), AQL_ERR_INVALID_CODE_OBJECT for a corrupt stream or one
- * whose size disagrees with the header, AQL_ERR_NOMEM.
+ * whose size disagrees with the header, AQL_ERR_NOMEM. Thread safe.
  */
 aql_status aql_fatbin_payload(const struct aql_fatbin_entry *e, const uint8_t **bytes,
 			      size_t *size, uint8_t **owned);
@@ -119,7 +119,7 @@ aql_status aql_fatbin_payload(const struct aql_fatbin_entry *e, const uint8_t **
  * Write what an NVIDIA binary holds into buf (always terminated): "a cubin
  * for sm_80", or "a fatbin of cubin sm_80, PTX sm_75 (zstd)". Never fails;
  * an unreadable image is said to be one. It may overwrite
- * aql_error_message(): call it before aql_fail().
+ * aql_error_message(): call it before aql_fail(). Thread safe.
  */
 void aql_nv_object_summary(const uint8_t *image, size_t size, char *buf, size_t n);
 
