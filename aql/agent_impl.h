@@ -94,11 +94,13 @@ struct aql_agent_ops {
 				  struct aql_module_load *load);
 	void (*module_unload)(aql_agent *agent, void *base);
 	/*
-	 * Packets aql_timeline_emit() has just published on the queue: start
-	 * them now on the calling thread (CUDA: the driver calls), with no
-	 * hand-off to the queue's processor. NULL: the doorbell is enough.
+	 * Packets aql_timeline_emit() has just published on the queue, the
+	 * last with id last: start them now on the calling thread (CUDA: the
+	 * driver calls), with no hand-off to the queue's processor. The core
+	 * does not ring the doorbell for them: the agent rings it (with last)
+	 * when its processor must wake. NULL: the core rings the doorbell.
 	 */
-	void (*queue_flush)(aql_agent *agent, struct aql_queue_impl *queue);
+	void (*queue_flush)(aql_agent *agent, struct aql_queue_impl *queue, uint64_t last);
 	/*
 	 * Packets the agent took from the queue's ring but has not finished
 	 * (a GPU agent retires ring slots once the driver has them): like

@@ -198,10 +198,13 @@ aql_status aql_timeline_emit(struct aql_timeline *t, aql_queue *queue, aql_packe
 		return st;
 	for (uint32_t i = 0; i < n; i++)
 		aql_packet_store(aql_queue_slot(queue, first + i), &packets[i]);
-	/* The doorbell also wakes an agent's completion watcher (CUDA). */
-	aql_queue_ring_doorbell(queue, first + n - 1);
+	/* An agent that starts the packets on this thread rings its own
+	 * doorbell, only when its processor must wake: a ring it does not
+	 * need costs a futex wake and a thread contending for the queue. */
 	if (q->agent->ops->queue_flush)
-		q->agent->ops->queue_flush(q->agent, q);
+		q->agent->ops->queue_flush(q->agent, q, first + n - 1);
+	else
+		aql_queue_ring_doorbell(queue, first + n - 1);
 	t->packets += n;
 	if (done)
 		*done = aql_timeline_completion(t, queue, t->packets);

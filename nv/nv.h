@@ -131,7 +131,7 @@ aql_status nv_signal_reach(struct nv_agent *a, aql_signal *signal);
 /* nv/queue.c: the queue half of struct aql_agent_ops. */
 aql_status nv_queue_attach(aql_agent *agent, struct aql_queue_impl *queue);
 void nv_queue_detach(aql_agent *agent, struct aql_queue_impl *queue);
-void nv_queue_flush(aql_agent *agent, struct aql_queue_impl *queue);
+void nv_queue_flush(aql_agent *agent, struct aql_queue_impl *queue, uint64_t last);
 void nv_queue_request(aql_agent *agent, struct aql_queue_impl *queue);
 int nv_queue_find_pending(aql_agent *agent, struct aql_queue_impl *queue,
 			  int (*match)(const aql_packet *packet, void *user), void *user,

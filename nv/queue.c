@@ -146,6 +146,12 @@ struct nvq {
 	uint64_t done;			/* ids below it finished: stream seen idle */
 	uint64_t enqueued;		/* atomic: ids below it are wholly on the stream */
 
+	/* Whether a typed launch must ring the doorbell (nv_queue_flush):
+	 * next as of the last translation, and when the processor's sleep
+	 * ends (0: awake; UINT64_MAX: not before the doorbell). Atomic. */
+	uint64_t translated;
+	uint64_t sleep_until;
+
 	/* Host functions not yet returned: counted (atomic), and listed under
 	 * calls_lock, so that those a failed stream never runs stay reachable. */
 	uint32_t calls;
@@ -1047,16 +1053,45 @@ static void translate_ready(struct nvq *s)
 		__atomic_store_n(&s->enqueued, s->next, __ATOMIC_RELEASE);
 	else
 		__atomic_store_n(&s->enqueued, s->owed_from, __ATOMIC_RELEASE);
+	/* Seq_cst: one side of the handshake with the processor's sleep. */
+	if (s->next != first)
+		__atomic_store_n(&s->translated, s->next, __ATOMIC_SEQ_CST);
 }
 
-void nv_queue_flush(aql_agent *agent, struct aql_queue_impl *q)
+/* When the owed stores must be on the stream. Under lock, with some owed. */
+static uint64_t owed_due(const struct nvq *s)
+{
+	uint64_t due = s->owed_last_ns + OWED_IDLE_NS;
+
+	return s->owed_first_ns + OWED_MAX_NS < due ? s->owed_first_ns + OWED_MAX_NS : due;
+}
+
+/*
+ * The doorbell wakes the processor, which then takes the lock beside the
+ * next launch: rung only when the processor would sleep too long. It must
+ * watch new packets in flight (it sleeps for good only with none), put
+ * owed stores on the stream by their bound, and wind down a failed queue.
+ */
+void nv_queue_flush(aql_agent *agent, struct aql_queue_impl *q, uint64_t last)
 {
 	struct nvq *s = q->agent_state;
+	uint64_t first, need;
 
 	(void)agent;
 	pthread_mutex_lock(&s->lock);
+	first = s->next;
 	translate_ready(s);
+	need = s->next != first ? UINT64_MAX - 1 : UINT64_MAX;
+	if (s->nwrites && owed_due(s) < need)
+		need = owed_due(s);
+	if (s->failed)
+		need = 0;
 	pthread_mutex_unlock(&s->lock);
+	/* translated was stored seq_cst before this load, and the processor
+	 * stores sleep_until before it loads translated: either it sees the
+	 * new packets or this sees its sleep. */
+	if (__atomic_load_n(&s->sleep_until, __ATOMIC_SEQ_CST) > need)
+		aql_queue_ring_doorbell(&s->q->pub, last);
 }
 
 void nv_queue_request(aql_agent *agent, struct aql_queue_impl *q)
@@ -1085,9 +1120,7 @@ static uint64_t flush_due(struct nvq *s)
 	if (!s->nwrites)
 		return 0;
 	now = aql_now_ns();
-	due = s->owed_last_ns + OWED_IDLE_NS;
-	if (s->owed_first_ns + OWED_MAX_NS < due)
-		due = s->owed_first_ns + OWED_MAX_NS;
+	due = owed_due(s);
 	if (now < due)
 		return due;
 	flush_writes(s);
@@ -1208,9 +1241,16 @@ static void *processor_main(void *arg)
 		}
 		if (due && due < deadline)
 			deadline = due;
-		conds[0] = (struct aql_wait_cond){ queue->doorbell, -1, rung, AQL_COND_NE };
-		conds[1] = (struct aql_wait_cond){ &s->stop, -1, 1, AQL_COND_EQ };
-		aql_wait_conds(2, conds, deadline, spin, NULL, NULL);
+		/* Typed launches ring only a processor that sleeps too long:
+		 * say how long, then look for packets translated since this
+		 * pass (the other half of nv_queue_flush's handshake). */
+		__atomic_store_n(&s->sleep_until, deadline, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&s->translated, __ATOMIC_SEQ_CST) == next) {
+			conds[0] = (struct aql_wait_cond){ queue->doorbell, -1, rung, AQL_COND_NE };
+			conds[1] = (struct aql_wait_cond){ &s->stop, -1, 1, AQL_COND_EQ };
+			aql_wait_conds(2, conds, deadline, spin, NULL, NULL);
+		}
+		__atomic_store_n(&s->sleep_until, 0, __ATOMIC_RELAXED);
 	}
 	return NULL;
 }
@@ -1268,7 +1308,7 @@ aql_status nv_queue_attach(aql_agent *agent, struct aql_queue_impl *q)
 			   .next = q->pub.amd->read_dispatch_id };
 	s->stop.kind = AQL_SIGNAL_KIND_USER;
 	s->cancel.kind = AQL_SIGNAL_KIND_USER;
-	s->done = s->enqueued = s->next;
+	s->done = s->enqueued = s->translated = s->next;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->list_lock, NULL);
 	pthread_mutex_init(&s->calls_lock, NULL);

@@ -375,16 +375,22 @@ static void test_cross_agent(void)
 
 struct waiter {
 	aql_signal *signal;
+	int64_t below;			/* waits for a value below it */
 	aql_status st;
 	int64_t value;
+	int woken;			/* returned before its timeout */
 };
 
+/* The device's stores wake no one: a waiter asleep in the kernel returns
+ * before its timeout only if the processor woke it. */
 static void *wait_blocked(void *arg)
 {
 	struct waiter *w = arg;
+	uint64_t deadline = aql_deadline(TH_TIMEOUT_NS);
 
-	w->st = aql_signal_wait(w->signal, AQL_COND_LT, 1, TH_TIMEOUT_NS, AQL_WAIT_BLOCKED,
+	w->st = aql_signal_wait(w->signal, AQL_COND_LT, w->below, TH_TIMEOUT_NS, AQL_WAIT_BLOCKED,
 				&w->value);
+	w->woken = aql_now_ns() < deadline;
 	return NULL;
 }
 
@@ -393,7 +399,7 @@ static void test_blocked_waiters(void)
 {
 	aql_queue *q = gpu_queue(64);
 	aql_signal *gate = th_signal(1), *done = th_signal(1);
-	struct waiter w[2] = { { done, AQL_ERR_TIMEOUT, 1 }, { done, AQL_ERR_TIMEOUT, 1 } };
+	struct waiter w[2] = { { done, 1, AQL_ERR_TIMEOUT, 1, 0 }, { done, 1, AQL_ERR_TIMEOUT, 1, 0 } };
 	pthread_t t[2];
 	aql_packet p = barrier_and(gate, done);
 
@@ -405,11 +411,46 @@ static void test_blocked_waiters(void)
 	for (int i = 0; i < 2; i++) {
 		pthread_join(t[i], NULL);
 		CHECK_DONE(w[i].st);
+		CHECK(w[i].woken, "waiter %d was woken, not found done at its own timeout", i);
 		CHECK(w[i].value == 0, "waiter %d saw %lld", i, (long long)w[i].value);
 	}
 	CHECK_OK(aql_queue_destroy(q));
 	CHECK_OK(aql_signal_destroy(gate));
 	CHECK_OK(aql_signal_destroy(done));
+}
+
+/*
+ * A typed launch rings the doorbell only when the processor must wake:
+ * here it sleeps for good (nothing in flight), and only it can put the
+ * owed store on the stream and wake a waiter asleep in the kernel.
+ */
+static void test_idle_wake(void)
+{
+	aql_queue *q = gpu_queue(64);
+	aql_signal *gate = th_signal(1);
+	aql_completion c, dep = { gate, 1, NULL };
+	uint64_t *dev = NULL, value = 11;
+	struct waiter w;
+	pthread_t t;
+
+	CHECK_OK(aql_agent_mem_alloc(gpu, sizeof(value), (void **)&dev));
+	CHECK_OK(aql_queue_copy(q, dev, &value, sizeof(value), NULL, 0, &c));
+	CHECK_DONE(aql_completion_wait(c, TH_TIMEOUT_NS));
+	/* Past the processor's spin: asleep until the doorbell. */
+	th_sleep_ms(50);
+	CHECK_OK(aql_queue_copy(q, dev, &value, sizeof(value), &dep, 1, &c));
+	w = (struct waiter){ c.signal, c.below, AQL_ERR_TIMEOUT, c.below, 0 };
+	pthread_create(&t, NULL, wait_blocked, &w);
+	th_sleep_ms(30);
+	aql_signal_store(gate, 0, AQL_RELEASE);
+	pthread_join(t, NULL);
+	CHECK_DONE(w.st);
+	CHECK(w.woken, "the waiter was woken, not found done at its own timeout");
+	CHECK(w.value < c.below, "the copy behind the gate completed: value %lld, below %lld",
+	      (long long)w.value, (long long)c.below);
+	CHECK_OK(aql_queue_destroy(q));
+	aql_agent_mem_free(gpu, dev);
+	CHECK_OK(aql_signal_destroy(gate));
 }
 
 /* Copies from and to pageable memory go through staging, asynchronously;
@@ -663,7 +704,7 @@ static void test_fault(void)
 	}
 	p = barrier_and(gate, done[5]);
 	th_submit(q, &p);
-	w = (struct waiter){ done[5], AQL_ERR_TIMEOUT, 1 };
+	w = (struct waiter){ done[5], 1, AQL_ERR_TIMEOUT, 1, 0 };
 	pthread_create(&t, NULL, wait_blocked, &w);
 	for (int i = 0; i < 5; i++) {
 		int64_t v = th_wait_done(done[i]);
@@ -672,6 +713,7 @@ static void test_fault(void)
 	}
 	pthread_join(t, NULL);
 	CHECK_DONE(w.st);
+	CHECK(w.woken, "the blocked waiter was woken, not found done at its own timeout");
 	CHECK(w.value < 0, "the blocked waiter saw %lld", (long long)w.value);
 	CHECK(aql_queue_error(q, &message) == AQL_ERR_DEVICE, "queue error %s",
 	      aql_status_str(aql_queue_error(q, NULL)));
@@ -716,7 +758,7 @@ static void test_device_fault(void)
 	/* Held by a gate never opened: certainly in flight at the fault. */
 	p = barrier_and(gate, done[3]);
 	th_submit(q, &p);
-	w = (struct waiter){ done[3], AQL_ERR_TIMEOUT, 1 };
+	w = (struct waiter){ done[3], 1, AQL_ERR_TIMEOUT, 1, 0 };
 	pthread_create(&t, NULL, wait_blocked, &w);
 	for (int i = 1; i < 3; i++) {
 		int64_t v = th_wait_done(done[i]);
@@ -725,6 +767,7 @@ static void test_device_fault(void)
 	}
 	pthread_join(t, NULL);
 	CHECK_DONE(w.st);
+	CHECK(w.woken, "the blocked waiter was woken, not found done at its own timeout");
 	CHECK(w.value < 0, "the blocked waiter saw %lld", (long long)w.value);
 	CHECK(aql_signal_load(done[0], AQL_ACQUIRE) == 0, "the launch before it keeps 0: %lld",
 	      (long long)aql_signal_load(done[0], AQL_ACQUIRE));
@@ -802,6 +845,7 @@ int main(int argc, char **argv)
 		test_waits();
 		test_cross_agent();
 		test_blocked_waiters();
+		test_idle_wake();
 		test_pageable_copy();
 		test_destroy_in_flight();
 		test_owed_stores();
