@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Everything the AMD agent (aql/kfd/) does to the system goes through one
+ * table: opening /dev/kfd and render nodes, ioctls, mmaps and reading the
+ * KFD topology in sysfs. The real table is libc's (sys_linux.c). Tests put
+ * a strict emulation of amdkfd in its place (tests/kfd_emu/): a separate
+ * shared library named by the environment variable AQL_KFD_SYS, which
+ * exports `const struct aql_kfd_sys aql_kfd_sys_v1`. The table is chosen
+ * once per process, so it is the one place that says what the agent asks
+ * of the kernel.
+ *
+ * Every function returns 0 (or an fd, or a byte count) on success and
+ * -errno on failure, never sets errno. All are thread safe.
+ */
+#ifndef AQL_KFD_SYS_H
+#define AQL_KFD_SYS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <aql/status.h>
+
+/* Bumped when the table changes; a table of another version is refused. */
+#define AQL_KFD_SYS_ABI 1u
+
+/* The KFD topology's root in sysfs (kfd_topology.c). */
+#define AQL_KFD_TOPOLOGY "/sys/devices/virtual/kfd/kfd/topology"
+
+struct aql_kfd_sys {
+	uint32_t abi;			/* AQL_KFD_SYS_ABI */
+	const char *name;		/* "linux", or the emulation's own name */
+	/* open(2) with O_CLOEXEC added: /dev/kfd, /dev/dri/renderD<minor>. */
+	int (*open)(const char *path, int flags);
+	int (*close)(int fd);
+	/* ioctl(2) on an fd from open: KFD's and DRM's. */
+	int (*ioctl)(int fd, unsigned long request, void *arg);
+	/* mmap(2), the result or (void *)(intptr_t)-errno; munmap(2). */
+	void *(*mmap)(void *addr, size_t length, int prot, int flags, int fd, uint64_t offset);
+	int (*munmap)(void *addr, size_t length);
+	/*
+	 * Read the file at path (a sysfs file under AQL_KFD_TOPOLOGY) into
+	 * buf, at most size - 1 bytes, NUL-terminated: the bytes read, or
+	 * -ENOENT where it does not exist, or another -errno.
+	 */
+	long (*read_file)(const char *path, char *buf, size_t size);
+	/*
+	 * Call each(name, user) for every entry of the folder at path but "."
+	 * and "..", in no set order; stop early when each returns non-zero
+	 * and return that value. 0 when done, -errno (-ENOENT: no folder).
+	 */
+	int (*list_dir)(const char *path, int (*each)(const char *name, void *user), void *user);
+};
+
+/*
+ * The table for this process: libc's unless AQL_KFD_SYS names an
+ * emulation, read once (secure_getenv: never in a setuid program).
+ * Errors: AQL_ERR_NOT_FOUND when the named library does not load or has
+ * no aql_kfd_sys_v1, AQL_ERR_UNSUPPORTED for another ABI version; the
+ * message names the library. Thread safe.
+ */
+aql_status aql_kfd_sys_get(const struct aql_kfd_sys **out);
+
+#endif
