@@ -8,9 +8,11 @@
 
 extern const struct aql_agent_driver aql_host_agent_driver;
 extern const struct aql_agent_driver aql_nv_agent_driver;
+extern const struct aql_agent_driver aql_kfd_agent_driver;
 
 const struct aql_agent_driver *const aql_agent_drivers[] = {
 	&aql_host_agent_driver,
 	&aql_nv_agent_driver,
+	&aql_kfd_agent_driver,
 	NULL,
 };

@@ -1,0 +1,410 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The AMD agent's driver entry: /dev/kfd and its version, the topology's
+ * GPU nodes as agents, and per GPU the render node, ACQUIRE_VM,
+ * RUNTIME_ENABLE and the process apertures. An agent opened here
+ * describes itself; memory, signals and queues come in later steps of
+ * issue 13, and until then their calls fail with AQL_ERR_UNSUPPORTED.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aql/agent_impl.h"
+#include "aql/kfd/kfd.h"
+#include "aql/kfd/kfd_abi.h"
+#include "util/error.h"
+
+/* HSA's limits, which ROCr reports for every GPU agent. */
+#define MAX_WORKGROUP 1024u
+#define MAX_QUEUE_PACKETS 131072u
+/* COMPUTE_TMPRING_SIZE.WAVESIZE: 13 bits of 1 KiB per wave (gfx9). */
+#define MAX_WAVE_SCRATCH ((1u << 13) - 1) * 1024u
+
+static pthread_once_t process_once = PTHREAD_ONCE_INIT;
+static struct kfd_process process = { .fd = -1 };
+static aql_status process_status;
+static char process_reason[512];
+
+/*
+ * Per GPU node, for the process's lifetime: amdkfd binds the node's VM to
+ * the first render-node file given to ACQUIRE_VM and keeps that file;
+ * another file is refused with -EBUSY (kfd_chardev.c kfd_ioctl_acquire_vm).
+ * Every agent opened on the node shares this.
+ */
+struct kfd_gpu {
+	int render_fd;
+	int acquired;
+	struct kfd_process_device_apertures apertures;
+};
+
+static pthread_mutex_t gpu_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct kfd_gpu *gpus;		/* one per topology node */
+static int runtime_enabled;		/* once per process, under gpu_lock */
+
+struct kfd_agent {
+	aql_agent base;
+	aql_agent_info info;
+};
+
+static aql_status open_kfd(const struct aql_kfd_sys *sys)
+{
+	struct kfd_ioctl_get_version_args v = { 0 };
+	int fd = sys->open("/dev/kfd", O_RDWR), r;
+
+	if (fd == -ENOENT || fd == -ENODEV || fd == -ENXIO)
+		return aql_fail(AQL_ERR_NOT_FOUND,
+				"no /dev/kfd: the amdgpu kernel driver is not loaded, or it found "
+				"no AMD GPU (check lsmod | grep amdgpu and dmesg)");
+	if (fd == -EACCES || fd == -EPERM)
+		return aql_fail(AQL_ERR_SYSTEM,
+				"permission denied on /dev/kfd: add the user to the group that "
+				"owns it (render, or video on older distributions: sudo usermod "
+				"-aG render,video $USER) and log in again");
+	if (fd < 0)
+		return aql_fail_errno(AQL_ERR_SYSTEM, -fd, "opening /dev/kfd");
+	r = sys->ioctl(fd, AMDKFD_IOC_GET_VERSION, &v);
+	if (r < 0) {
+		sys->close(fd);
+		return aql_fail_errno(AQL_ERR_DEVICE, -r, "/dev/kfd: AMDKFD_IOC_GET_VERSION");
+	}
+	if (v.major_version != AQL_KFD_MIN_MAJOR || v.minor_version < AQL_KFD_MIN_MINOR) {
+		sys->close(fd);
+		return aql_fail(AQL_ERR_UNSUPPORTED,
+				"KFD %u.%u is %s than the 1.%u (Linux 6.1) .. 1.x aql knows: %s",
+				v.major_version, v.minor_version,
+				v.major_version > AQL_KFD_MIN_MAJOR ? "newer" : "older",
+				AQL_KFD_MIN_MINOR,
+				v.major_version > AQL_KFD_MIN_MAJOR ?
+				"this aql predates the kernel's interface" :
+				"update the kernel (or amdgpu-dkms)");
+	}
+	process.fd = fd;
+	process.major = v.major_version;
+	process.minor = v.minor_version;
+	return AQL_OK;
+}
+
+static aql_status load(void)
+{
+	const struct kfd_node *first = NULL;
+	aql_status st;
+
+	if ((st = aql_kfd_sys_get(&process.sys)) != AQL_OK || (st = open_kfd(process.sys)) != AQL_OK)
+		return st;
+	st = kfd_topology_scan(process.sys, AQL_KFD_TOPOLOGY, &process.topo);
+	if (st == AQL_OK && !(gpus = calloc(process.topo.count, sizeof(*gpus))))
+		st = aql_fail(AQL_ERR_NOMEM, "no memory for %u GPU nodes", process.topo.count);
+	if (st != AQL_OK) {
+		kfd_topology_free(&process.topo);
+		process.sys->close(process.fd);
+		process.fd = -1;
+		return st;
+	}
+	for (uint32_t i = 0; i < process.topo.count; i++) {
+		gpus[i].render_fd = -1;
+		if (process.topo.nodes[i].usable == AQL_OK)
+			process.usable++;
+		else if (!first)
+			first = &process.topo.nodes[i];
+	}
+	/* The process and topology stay: aql-info lists the nodes aql
+	 * cannot run, with their reasons. */
+	if (!process.usable)
+		return aql_fail(first->usable, "%s%s", first->reason,
+				process.topo.count > 1 ? " (and so are the other GPU nodes)" : "");
+	return AQL_OK;
+}
+
+static void load_once(void)
+{
+	process_status = load();
+	if (process_status != AQL_OK)
+		snprintf(process_reason, sizeof(process_reason), "%s", aql_error_message());
+}
+
+aql_status kfd_process_get(const struct kfd_process **out)
+{
+	pthread_once(&process_once, load_once);
+	if (process.fd < 0)
+		return aql_fail(process_status, "no AMD agent: %s", process_reason);
+	*out = &process;
+	return AQL_OK;
+}
+
+const struct kfd_node *kfd_agent_node(const struct kfd_process *p, uint32_t index)
+{
+	for (uint32_t i = 0; i < p->topo.count; i++)
+		if (p->topo.nodes[i].usable == AQL_OK && index-- == 0)
+			return &p->topo.nodes[i];
+	return NULL;
+}
+
+static aql_status count(uint32_t *out)
+{
+	const struct kfd_process *p;
+	aql_status st = kfd_process_get(&p);
+
+	if (st != AQL_OK)
+		return st;
+	if (!p->usable)
+		return aql_fail(process_status, "no AMD agent: %s", process_reason);
+	*out = p->usable;
+	return AQL_OK;
+}
+
+/* KFD 1.13 and later: once per process, before the first queue. */
+static aql_status runtime_enable(void)
+{
+	struct kfd_ioctl_runtime_enable_args a = {
+		.mode_mask = KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK,
+	};
+	int r;
+
+	if (runtime_enabled || process.minor < 13)
+		return AQL_OK;
+	/* A debugger attached to the process holds the call until it acks. */
+	do
+		r = process.sys->ioctl(process.fd, AMDKFD_IOC_RUNTIME_ENABLE, &a);
+	while (r == -EINTR);
+	/* kfd_chardev.c runtime_enable: -EBUSY is a runtime enabled before
+	 * (by another runtime in this process): the state aql wants. */
+	if (r == -EEXIST)
+		return aql_fail(AQL_ERR_BUSY,
+				"AMDKFD_IOC_RUNTIME_ENABLE: another runtime in this process has "
+				"already created KFD queues (EEXIST); aql must own the GPU runtime "
+				"of the process");
+	if (r < 0 && r != -EBUSY)
+		return aql_fail_errno(AQL_ERR_DEVICE, -r, "/dev/kfd: AMDKFD_IOC_RUNTIME_ENABLE");
+	runtime_enabled = 1;
+	return AQL_OK;
+}
+
+static aql_status find_apertures(const struct kfd_node *n, struct kfd_gpu *g)
+{
+	struct kfd_ioctl_get_process_apertures_new_args a = { 0 };
+	struct kfd_process_device_apertures *list;
+	aql_status st;
+	int r;
+
+	/* num_of_nodes 0 asks how many GPUs the process has. */
+	r = process.sys->ioctl(process.fd, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &a);
+	if (r < 0)
+		return aql_fail_errno(AQL_ERR_DEVICE, -r,
+				      "%s: AMDKFD_IOC_GET_PROCESS_APERTURES_NEW", n->gfx);
+	list = calloc(a.num_of_nodes ? a.num_of_nodes : 1, sizeof(*list));
+	if (!list)
+		return aql_fail(AQL_ERR_NOMEM, "%s: no memory for %u apertures", n->gfx,
+				a.num_of_nodes);
+	a.kfd_process_device_apertures_ptr = (uintptr_t)list;
+	r = process.sys->ioctl(process.fd, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &a);
+	st = r < 0 ? aql_fail_errno(AQL_ERR_DEVICE, -r,
+				    "%s: AMDKFD_IOC_GET_PROCESS_APERTURES_NEW", n->gfx) :
+		     aql_fail(AQL_ERR_DEVICE,
+			      "%s: KFD lists no apertures for gpu_id %u among %u GPUs",
+			      n->gfx, n->gpu_id, a.num_of_nodes);
+	for (uint32_t i = 0; r >= 0 && i < a.num_of_nodes; i++) {
+		if (list[i].gpu_id == n->gpu_id) {
+			g->apertures = list[i];
+			st = AQL_OK;
+			break;
+		}
+	}
+	free(list);
+	return st;
+}
+
+static aql_status acquire_vm(const struct kfd_node *n, struct kfd_gpu *g)
+{
+	struct kfd_ioctl_acquire_vm_args a = { .gpu_id = n->gpu_id };
+	char path[64];
+	int r;
+
+	snprintf(path, sizeof(path), "/dev/dri/renderD%u", n->drm_render_minor);
+	if (g->render_fd < 0) {
+		r = process.sys->open(path, O_RDWR);
+		if (r == -EACCES || r == -EPERM)
+			return aql_fail(AQL_ERR_SYSTEM,
+					"%s: permission denied on %s: add the user to the render "
+					"group (sudo usermod -aG render $USER) and log in again",
+					n->gfx, path);
+		if (r < 0)
+			return aql_fail_errno(r == -ENOENT ? AQL_ERR_NOT_FOUND : AQL_ERR_SYSTEM, -r,
+					      "%s: opening its render node %s", n->gfx, path);
+		g->render_fd = r;
+	}
+	a.drm_fd = (uint32_t)g->render_fd;
+	r = process.sys->ioctl(process.fd, AMDKFD_IOC_ACQUIRE_VM, &a);
+	/* kfd_chardev.c kfd_ioctl_acquire_vm: -EBUSY when the VM was acquired
+	 * through another file, -EINVAL for a file or gpu_id it rejects. */
+	if (r == -EBUSY)
+		return aql_fail(AQL_ERR_BUSY,
+				"%s: AMDKFD_IOC_ACQUIRE_VM: another runtime in this process (ROCr?) "
+				"already holds the GPU's VM through its own %s file (EBUSY)",
+				n->gfx, path);
+	if (r == -EINVAL)
+		return aql_fail(AQL_ERR_DEVICE,
+				"%s: AMDKFD_IOC_ACQUIRE_VM refused %s for gpu_id %u (EINVAL): the "
+				"render node is not this GPU's", n->gfx, path, n->gpu_id);
+	if (r < 0)
+		return aql_fail_errno(AQL_ERR_DEVICE, -r, "%s: AMDKFD_IOC_ACQUIRE_VM on %s",
+				      n->gfx, path);
+	g->acquired = 1;
+	return AQL_OK;
+}
+
+/* Bring the node's GPU up for this process; done once, kept until exit. */
+static aql_status gpu_open(const struct kfd_node *n)
+{
+	struct kfd_gpu *g = &gpus[n - process.topo.nodes];
+	aql_status st = AQL_OK;
+
+	pthread_mutex_lock(&gpu_lock);
+	if (!g->acquired && (st = acquire_vm(n, g)) == AQL_OK &&
+	    (st = runtime_enable()) == AQL_OK)
+		st = find_apertures(n, g);
+	if (st != AQL_OK)
+		g->acquired = 0;
+	pthread_mutex_unlock(&gpu_lock);
+	return st;
+}
+
+static void fill_info(const struct kfd_node *n, uint32_t index, aql_agent_info *in)
+{
+	*in = (aql_agent_info){
+		.kind = AQL_AGENT_AMD,
+		.compute_units = n->cus,
+		.max_workgroup_size = MAX_WORKGROUP,
+		.max_workgroup_dim = { MAX_WORKGROUP, MAX_WORKGROUP, MAX_WORKGROUP },
+		.max_group_segment_size = n->lds_size_in_kb * 1024,
+		.default_group_segment_size = n->lds_size_in_kb * 1024,
+		.max_private_segment_size = MAX_WAVE_SCRATCH / n->wave_front_size,
+		.max_queue_size = MAX_QUEUE_PACKETS,
+		.queue_features = 1,	/* kernel dispatch */
+		.numa_node = n->cpu_node,
+		/* The command processor writes completion signals. Waking a
+		 * sleeping host needs KFD events, which come with signals. */
+		.signal_path = AQL_SIGNAL_PATH_DEVICE,
+		.wakes_host = 0,
+		.wavefront_size = n->wave_front_size,
+		.max_grid_dim = { UINT32_MAX, UINT32_MAX, UINT32_MAX },
+		.memory_size = n->vram_size,
+		.device_index = index,
+		.driver_version = process.major * 1000 + process.minor * 10,
+	};
+	snprintf(in->name, sizeof(in->name), "%s", n->gfx);
+	snprintf(in->isa, sizeof(in->isa), "%s", n->target_id);
+}
+
+static struct kfd_agent *agent_of(aql_agent *agent)
+{
+	return (struct kfd_agent *)agent;
+}
+
+static void get_info(aql_agent *agent, aql_agent_info *info)
+{
+	*info = agent_of(agent)->info;
+}
+
+/* The GPU's render node and VM stay with the process (struct kfd_gpu). */
+static void destroy(aql_agent *agent)
+{
+	free(agent_of(agent));
+}
+
+static aql_status not_yet(aql_agent *agent, const char *what)
+{
+	const aql_agent_info *in = &agent_of(agent)->info;
+
+	return aql_fail(AQL_ERR_UNSUPPORTED,
+			"AMD agent %u (%s): %s is not built yet (issue 13: this step "
+			"discovers and describes AMD GPUs only)", in->device_index, in->name, what);
+}
+
+static aql_status queue_attach(aql_agent *agent, struct aql_queue_impl *queue)
+{
+	(void)queue;
+	return not_yet(agent, "running queues");
+}
+
+static aql_status code_alloc(aql_agent *agent, enum aql_code_object_kind kind, size_t size,
+			     void **out)
+{
+	(void)kind, (void)size, (void)out;
+	return not_yet(agent, "loading code objects");
+}
+
+static aql_status mem_alloc(aql_agent *agent, size_t size, void **out)
+{
+	(void)size, (void)out;
+	return not_yet(agent, "agent memory");
+}
+
+static aql_status copy(aql_agent *agent, void *dst, const void *src, size_t size)
+{
+	(void)dst, (void)src, (void)size;
+	return not_yet(agent, "copying");
+}
+
+static aql_status mem_register(aql_agent *agent, void *ptr, size_t size)
+{
+	(void)ptr, (void)size;
+	return not_yet(agent, "registering host memory");
+}
+
+/*
+ * What the core calls only after a success of the above (queue_detach,
+ * code_protect, code_free, mem_free, mem_unregister, encode_copy) stays
+ * NULL: nothing can reach it yet.
+ */
+static const struct aql_agent_ops kfd_agent_ops = {
+	.get_info = get_info,
+	.destroy = destroy,
+	.queue_attach = queue_attach,
+	.code_alloc = code_alloc,
+	.mem_alloc = mem_alloc,
+	.copy = copy,
+	.mem_register = mem_register,
+};
+
+static aql_status open_agent(uint32_t index, aql_agent **out)
+{
+	const struct kfd_process *p;
+	const struct kfd_node *n;
+	struct kfd_agent *a;
+	aql_status st;
+
+	if ((st = count(&(uint32_t){ 0 })) != AQL_OK || (st = kfd_process_get(&p)) != AQL_OK)
+		return st;
+	n = kfd_agent_node(p, index);
+	if (!n)
+		return aql_fail(AQL_ERR_INVALID_ARG, "amd agent %u does not exist: there are %u",
+				index, p->usable);
+	if ((st = gpu_open(n)) != AQL_OK)
+		return st;
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return aql_fail(AQL_ERR_NOMEM, "no memory for AMD agent %u", index);
+	a->base.ops = &kfd_agent_ops;
+	fill_info(n, index, &a->info);
+	*out = &a->base;
+	return AQL_OK;
+}
+
+/* The CPU agent stays the default: a GPU is only used when asked for. */
+static aql_status open_default(aql_agent **out)
+{
+	(void)out;
+	return aql_fail(AQL_ERR_NOT_FOUND, "an AMD agent is never the default agent");
+}
+
+const struct aql_agent_driver aql_kfd_agent_driver = {
+	.name = "amd",
+	.kind = AQL_AGENT_AMD,
+	.open_default = open_default,
+	.count = count,
+	.open = open_agent,
+};

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internal to aql/kfd/, the AMD agent: the KFD topology as read from sysfs
+ * (topology.c) and the process-wide KFD state (device.c). aql-info reads
+ * the topology through kfd_process_get() for what aql_agent_info does not
+ * hold (chip ID, PCI address, caches, firmware).
+ */
+#ifndef AQL_KFD_H
+#define AQL_KFD_H
+
+#include <stdint.h>
+#include <aql/agent.h>
+#include <aql/target.h>
+#include "aql/kfd/sys.h"
+
+/* Cache levels kept per node: L1, L2, L3 (MI300's Infinity Cache). */
+#define KFD_CACHE_LEVELS 3
+
+/*
+ * One GPU node of the topology: the keys of nodes/N/properties by name
+ * (0 where a kernel does not print one), the sums of its mem_banks, and
+ * what is derived from them.
+ */
+struct kfd_node {
+	uint32_t node_id;		/* N in nodes/N: KFD's node number */
+	uint32_t gpu_id;		/* nodes/N/gpu_id: every GPU ioctl names it */
+	char name[64];			/* nodes/N/name ("" if absent) */
+
+	uint32_t simd_count, simd_per_cu, array_count, simd_arrays_per_engine;
+	uint32_t cu_per_simd_array, max_waves_per_simd, lds_size_in_kb, wave_front_size;
+	uint32_t max_slots_scratch_cu, gfx_target_version, vendor_id, device_id;
+	uint32_t location_id, domain, drm_render_minor, num_xcc, max_engine_clk_fcompute;
+	uint32_t fw_version, sdma_fw_version, capability, num_sdma_engines, num_cp_queues;
+	uint64_t local_mem_size, cwsr_size, ctl_stack_size;
+
+	uint64_t vram_size;		/* mem_banks of heap type FB_PUBLIC/FB_PRIVATE */
+	uint32_t vram_public;		/* 1: a bank is FB_PUBLIC (a large BAR) */
+	uint32_t mem_clk_max;		/* MHz, the largest of the banks */
+	uint32_t cache_kb[KFD_CACHE_LEVELS];	/* first cache of each level, KiB */
+	uint32_t io_links;
+	int32_t cpu_node;		/* the CPU node an io_link leads to, -1 none */
+
+	/* Derived: CUs = simd_count / simd_per_cu, SEs = array_count /
+	 * simd_arrays_per_engine, waves/CU = max_waves_per_simd * simd_per_cu,
+	 * XCCs = num_xcc (absent before Linux 6.4: 1). */
+	uint32_t cus, ses, waves_per_cu, xccs;
+	char gfx[16];			/* "gfx90a", from gfx_target_version */
+	aql_target_id target;		/* gfx with sramecc from capability; xnack any */
+	char target_id[32];		/* its canonical form, "gfx90a:sramecc+" */
+
+	/* AQL_OK when aql can run it; otherwise why not (the node is still
+	 * listed by aql-info). */
+	aql_status usable;
+	char reason[256];
+};
+
+/* The GPU nodes of a topology, in node order. */
+struct kfd_topology {
+	uint32_t generation;		/* generation_id the scan saw */
+	uint32_t count;
+	struct kfd_node *nodes;
+};
+
+/*
+ * Scan the topology at root through sys: every GPU node, usable or not.
+ * The scan is repeated when generation_id changes under it. Errors:
+ * AQL_ERR_NOT_FOUND (no topology, or no GPU node in it), AQL_ERR_NOMEM,
+ * AQL_ERR_SYSTEM (a read failed), AQL_ERR_DEVICE (a node without gpu_id
+ * or properties, a topology that keeps changing); each named. Release
+ * with kfd_topology_free(). Thread safe (no shared state).
+ */
+aql_status kfd_topology_scan(const struct aql_kfd_sys *sys, const char *root,
+			     struct kfd_topology *out);
+void kfd_topology_free(struct kfd_topology *topo);
+
+/*
+ * The process's KFD: /dev/kfd, opened once and kept open until exit, since
+ * amdkfd keys its process by the mm (kfd_process.c): a second open would
+ * return the same process, and closing would not end it.
+ */
+struct kfd_process {
+	const struct aql_kfd_sys *sys;
+	int fd;				/* /dev/kfd */
+	uint32_t major, minor;		/* AMDKFD_IOC_GET_VERSION */
+	struct kfd_topology topo;
+	uint32_t usable;		/* usable nodes: the agents */
+};
+
+/*
+ * The process's KFD, found on first call: the system table, /dev/kfd,
+ * the version policy (major 1, minor >= 11) and the topology. Errors, each
+ * with aql_error_message() saying why there is no AMD agent:
+ * AQL_ERR_NOT_FOUND (no /dev/kfd, no GPU node, an emulation that does not
+ * load, permission denied on /dev/kfd), AQL_ERR_UNSUPPORTED (KFD too old
+ * or new, an emulation of another ABI), AQL_ERR_SYSTEM, AQL_ERR_DEVICE.
+ * On success *out lists every GPU node, usable or not, and lives until
+ * exit. Thread safe; the answer is found once per process.
+ */
+aql_status kfd_process_get(const struct kfd_process **out);
+
+/* The node of AMD agent index (the index-th usable node), NULL if none. */
+const struct kfd_node *kfd_agent_node(const struct kfd_process *p, uint32_t index);
+
+#endif
