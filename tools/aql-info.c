@@ -5,6 +5,10 @@
  * document (--json). For each kind of agent that cannot be offered it
  * prints why (aql_error_message()), so that "no GPU" is never silent.
  *
+ * AMD agents also show what the KFD topology says of them (chip, PCI
+ * address, shader engines, caches, firmware), read through the AMD
+ * agent's internal aql/kfd/kfd.h, which libaql.a keeps visible.
+ *
  * Exit status: 0 when at least one agent was listed, 1 when none was,
  * 2 on a usage error.
  */
@@ -15,6 +19,7 @@
 #include <string.h>
 
 #include <aql/aql.h>
+#include "aql/kfd/kfd.h"
 
 enum format { FMT_FULL, FMT_LIST, FMT_JSON };
 
@@ -30,11 +35,13 @@ static const char *status_name(aql_status st, char *buf, size_t len)
 	return buf;
 }
 
-static const char *signal_path_name(uint8_t path)
+static const char *signal_path_name(const aql_agent_info *in)
 {
-	switch (path) {
+	switch (in->signal_path) {
 	case AQL_SIGNAL_PATH_HOST: return "host";
-	case AQL_SIGNAL_PATH_DEVICE: return "device (stream memory operations)";
+	case AQL_SIGNAL_PATH_DEVICE:
+		return in->kind == AQL_AGENT_AMD ? "device (command processor)" :
+						   "device (stream memory operations)";
 	case AQL_SIGNAL_PATH_HOST_CALLBACK: return "host callback (cuLaunchHostFunc)";
 	default: return "unknown";
 	}
@@ -79,12 +86,94 @@ static void json_string(const char *s)
 	putchar('"');
 }
 
+/* The topology node behind an AMD agent, or NULL. */
+static const struct kfd_node *amd_node(const aql_agent_info *in, const struct kfd_process **p)
+{
+	if (in->kind != AQL_AGENT_AMD || kfd_process_get(p) != AQL_OK)
+		return NULL;
+	return kfd_agent_node(*p, in->device_index);
+}
+
+/* " (emulated by kfd-emu ...)" when the KFD is not the kernel's. */
+static const char *emulated(const aql_agent_info *in, char *buf, size_t len)
+{
+	const struct kfd_process *p;
+
+	buf[0] = '\0';
+	if (amd_node(in, &p) && strcmp(p->sys->name, "linux"))
+		snprintf(buf, len, " (emulated by %s)", p->sys->name);
+	return buf;
+}
+
+/* rocminfo's view of an AMD GPU, as far as the topology tells it. */
+static void print_amd(const aql_agent_info *in)
+{
+	const struct kfd_process *p;
+	const struct kfd_node *n = amd_node(in, &p);
+	static const char *levels[KFD_CACHE_LEVELS] = { "L1 cache:", "L2 cache:", "L3 cache:" };
+
+	if (!n)
+		return;
+	printf("  %-28s %s\n", "KFD node name:", n->name[0] ? n->name : "(not reported)");
+	printf("  %-28s 0x%04" PRIx32 "\n", "Vendor:", n->vendor_id);
+	printf("  %-28s 0x%04" PRIx32 "\n", "Chip ID:", n->device_id);
+	printf("  %-28s %04" PRIx32 ":%02" PRIx32 ":%02" PRIx32 ".%" PRIx32 "\n", "PCI address:",
+	       n->domain, n->location_id >> 8 & 0xff, n->location_id >> 3 & 0x1f,
+	       n->location_id & 7);
+	printf("  %-28s %" PRIu32 " (gpu_id %" PRIu32 ", /dev/dri/renderD%" PRIu32 ")\n",
+	       "KFD node:", n->node_id, n->gpu_id, n->drm_render_minor);
+	printf("  %-28s %" PRIu32 "\n", "SIMDs per CU:", n->simd_per_cu);
+	printf("  %-28s %" PRIu32 "\n", "Shader engines:", n->ses);
+	printf("  %-28s %" PRIu32 "\n", "Shader arrays per engine:", n->simd_arrays_per_engine);
+	printf("  %-28s %" PRIu32 "\n", "XCCs:", n->xccs);
+	printf("  %-28s %" PRIu32 "\n", "Max waves per CU:", n->waves_per_cu);
+	printf("  %-28s %" PRIu32 " MHz\n", "Max clock:", n->max_engine_clk_fcompute);
+	for (int i = 0; i < KFD_CACHE_LEVELS; i++)
+		if (n->cache_kb[i])
+			printf("  %-28s %" PRIu32 " KiB\n", levels[i], n->cache_kb[i]);
+	printf("  %-28s %s\n", "Host-visible VRAM:",
+	       n->vram_public ? "all (large BAR)" : "part (small BAR)");
+	printf("  %-28s %" PRIu32 "\n", "Firmware, MEC:", n->fw_version);
+	printf("  %-28s %" PRIu32 "\n", "Firmware, SDMA:", n->sdma_fw_version);
+	printf("  %-28s %s\n", "KFD system table:", p->sys->name);
+}
+
+static void print_amd_json(const aql_agent_info *in)
+{
+	const struct kfd_process *p;
+	const struct kfd_node *n = amd_node(in, &p);
+
+	if (!n)
+		return;
+	printf(",\"amd\":{\"node_name\":");
+	json_string(n->name);
+	printf(",\"vendor_id\":%" PRIu32 ",\"chip_id\":%" PRIu32
+	       ",\"pci_address\":\"%04" PRIx32 ":%02" PRIx32 ":%02" PRIx32 ".%" PRIx32 "\""
+	       ",\"node\":%" PRIu32 ",\"gpu_id\":%" PRIu32 ",\"render_minor\":%" PRIu32
+	       ",\"simds_per_cu\":%" PRIu32 ",\"shader_engines\":%" PRIu32
+	       ",\"shader_arrays_per_engine\":%" PRIu32 ",\"xccs\":%" PRIu32
+	       ",\"max_waves_per_cu\":%" PRIu32 ",\"max_clock_mhz\":%" PRIu32
+	       ",\"cache_kb\":[%" PRIu32 ",%" PRIu32 ",%" PRIu32 "],\"large_bar\":%s"
+	       ",\"mec_fw\":%" PRIu32 ",\"sdma_fw\":%" PRIu32 ",\"emulated_by\":",
+	       n->vendor_id, n->device_id, n->domain, n->location_id >> 8 & 0xff,
+	       n->location_id >> 3 & 0x1f, n->location_id & 7, n->node_id, n->gpu_id,
+	       n->drm_render_minor, n->simd_per_cu, n->ses, n->simd_arrays_per_engine, n->xccs,
+	       n->waves_per_cu, n->max_engine_clk_fcompute, n->cache_kb[0], n->cache_kb[1],
+	       n->cache_kb[2], n->vram_public ? "true" : "false", n->fw_version,
+	       n->sdma_fw_version);
+	if (strcmp(p->sys->name, "linux"))
+		json_string(p->sys->name);
+	else
+		printf("null");
+	putchar('}');
+}
+
 static void print_full(uint32_t ordinal, const aql_agent_info *in)
 {
 	char b[64];
 
 	printf("Agent %" PRIu32 "\n", ordinal);
-	printf("  %-28s %s\n", "Name:", in->name);
+	printf("  %-28s %s%s\n", "Name:", in->name, emulated(in, b, sizeof(b)));
 	printf("  %-28s %s %" PRIu32 "\n", "Kind:", aql_agent_kind_name(in->kind),
 	       in->device_index);
 	printf("  %-28s %s\n", "ISA:", in->isa[0] ? in->isa : "(not reported)");
@@ -107,7 +196,7 @@ static void print_full(uint32_t ordinal, const aql_agent_info *in)
 	printf("  %-28s%s%s\n", "Queue features:",
 	       in->queue_features & 1 ? " kernel-dispatch" : "",
 	       in->queue_features & 2 ? " agent-dispatch" : "");
-	printf("  %-28s %s\n", "Signal path:", signal_path_name(in->signal_path));
+	printf("  %-28s %s\n", "Signal path:", signal_path_name(in));
 	printf("  %-28s %s\n", "Kernels wake the host:", in->wakes_host ? "yes" : "no (host waits poll)");
 	if (in->numa_node < 0)
 		printf("  %-28s all\n", "NUMA node:");
@@ -115,16 +204,19 @@ static void print_full(uint32_t ordinal, const aql_agent_info *in)
 		printf("  %-28s %" PRId32 "\n", "NUMA node:", in->numa_node);
 	printf("  %-28s %s\n", "Driver version:", driver_version(in->driver_version, b,
 								   sizeof(b)));
+	print_amd(in);
 }
 
 /* One line, as nvidia-smi -L: "GPU 0: NVIDIA H100 80GB HBM3 (sm_90)". */
 static void print_line(const aql_agent_info *in)
 {
+	char b[64];
+
 	printf("%s %" PRIu32 ": %s", in->kind == AQL_AGENT_CPU ? "CPU" : "GPU",
 	       in->device_index, in->name);
 	if (in->isa[0])
 		printf(" (%s)", in->isa);
-	putchar('\n');
+	printf("%s\n", emulated(in, b, sizeof(b)));
 }
 
 static void print_json_agent(const aql_agent_info *in)
@@ -150,11 +242,13 @@ static void print_json_agent(const aql_agent_info *in)
 	       in->default_group_segment_size, in->max_group_segment_size,
 	       in->max_private_segment_size, in->memory_size,
 	       in->unified_memory ? "true" : "false", in->max_queue_size, in->queue_features,
-	       in->numa_node, signal_path_name(in->signal_path), in->wakes_host ? "true" : "false");
+	       in->numa_node, signal_path_name(in), in->wakes_host ? "true" : "false");
 	if (in->driver_version)
-		printf("\"%s\"}", driver_version(in->driver_version, b, sizeof(b)));
+		printf("\"%s\"", driver_version(in->driver_version, b, sizeof(b)));
 	else
-		printf("null}");
+		printf("null");
+	print_amd_json(in);
+	putchar('}');
 }
 
 struct unavailable {
@@ -162,6 +256,25 @@ struct unavailable {
 	aql_status status;
 	char reason[512];
 };
+
+/* GPU nodes the AMD agent cannot run, each with its reason. */
+static uint32_t unusable_amd(struct unavailable *u, uint32_t room)
+{
+	const struct kfd_process *p;
+	uint32_t n = 0;
+
+	if (kfd_process_get(&p) != AQL_OK || !p->usable)
+		return 0;	/* aql_agent_count() said why */
+	for (uint32_t i = 0; i < p->topo.count && n < room; i++) {
+		if (p->topo.nodes[i].usable == AQL_OK)
+			continue;
+		u[n].kind = AQL_AGENT_AMD;
+		u[n].status = p->topo.nodes[i].usable;
+		snprintf(u[n].reason, sizeof(u[n].reason), "%s", p->topo.nodes[i].reason);
+		n++;
+	}
+	return n;
+}
 
 static void usage(FILE *f)
 {
@@ -263,6 +376,8 @@ int main(int argc, char **argv)
 			}
 			listed++;
 		}
+		if (k == AQL_AGENT_AMD)
+			nmissing += unusable_amd(&missing[nmissing], MAX_UNAVAILABLE - nmissing);
 	}
 
 	if (fmt == FMT_JSON) {

@@ -88,6 +88,31 @@ static aql_status open_kfd(const struct aql_kfd_sys *sys)
 	return AQL_OK;
 }
 
+/*
+ * The process's XNACK mode completes the target ID (kfd_chardev.c
+ * kfd_ioctl_set_xnack_mode: a negative value only asks). -EPERM is a
+ * kernel without SVM, where XNACK is off; another failure leaves the mode
+ * unknown, which the target ID says by naming no xnack.
+ */
+static void query_xnack(void)
+{
+	struct kfd_ioctl_set_xnack_mode_args a = { .xnack_enabled = -1 };
+	int r = process.sys->ioctl(process.fd, AMDKFD_IOC_SET_XNACK_MODE, &a);
+	enum aql_feature_state mode = r == -EPERM ? AQL_FEATURE_OFF :
+				      r < 0 ? AQL_FEATURE_ANY :
+				      a.xnack_enabled ? AQL_FEATURE_ON : AQL_FEATURE_OFF;
+
+	process.xnack = mode;
+	for (uint32_t i = 0; i < process.topo.count; i++) {
+		struct kfd_node *n = &process.topo.nodes[i];
+
+		if (n->target.processor[0] && n->target.xnack != AQL_FEATURE_UNSUPPORTED) {
+			n->target.xnack = mode;
+			aql_target_format(&n->target, n->target_id, sizeof(n->target_id));
+		}
+	}
+}
+
 static aql_status load(void)
 {
 	const struct kfd_node *first = NULL;
@@ -104,6 +129,7 @@ static aql_status load(void)
 		process.fd = -1;
 		return st;
 	}
+	query_xnack();
 	for (uint32_t i = 0; i < process.topo.count; i++) {
 		gpus[i].render_fd = -1;
 		if (process.topo.nodes[i].usable == AQL_OK)
@@ -166,17 +192,20 @@ static aql_status runtime_enable(void)
 
 	if (runtime_enabled || process.minor < 13)
 		return AQL_OK;
-	/* A debugger attached to the process holds the call until it acks. */
-	do
-		r = process.sys->ioctl(process.fd, AMDKFD_IOC_RUNTIME_ENABLE, &a);
-	while (r == -EINTR);
+	r = process.sys->ioctl(process.fd, AMDKFD_IOC_RUNTIME_ENABLE, &a);
 	/* kfd_chardev.c runtime_enable: -EBUSY is a runtime enabled before
-	 * (by another runtime in this process): the state aql wants. */
+	 * (by another runtime in this process), the state aql wants; -EEXIST
+	 * is queues made before it; -EINTR a signal while an attached
+	 * debugger held the call (the next open asks again). */
 	if (r == -EEXIST)
 		return aql_fail(AQL_ERR_BUSY,
 				"AMDKFD_IOC_RUNTIME_ENABLE: another runtime in this process has "
 				"already created KFD queues (EEXIST); aql must own the GPU runtime "
 				"of the process");
+	if (r == -EINTR)
+		return aql_fail(AQL_ERR_DEVICE,
+				"AMDKFD_IOC_RUNTIME_ENABLE was interrupted (EINTR): a debugger "
+				"attached to this process did not answer it");
 	if (r < 0 && r != -EBUSY)
 		return aql_fail_errno(AQL_ERR_DEVICE, -r, "/dev/kfd: AMDKFD_IOC_RUNTIME_ENABLE");
 	runtime_enabled = 1;
@@ -250,8 +279,8 @@ static aql_status acquire_vm(const struct kfd_node *n, struct kfd_gpu *g)
 				"%s: AMDKFD_IOC_ACQUIRE_VM refused %s for gpu_id %u (EINVAL): the "
 				"render node is not this GPU's", n->gfx, path, n->gpu_id);
 	if (r < 0)
-		return aql_fail_errno(AQL_ERR_DEVICE, -r, "%s: AMDKFD_IOC_ACQUIRE_VM on %s",
-				      n->gfx, path);
+		return aql_fail_errno(r == -ENOMEM ? AQL_ERR_NOMEM : AQL_ERR_DEVICE, -r,
+				      "%s: AMDKFD_IOC_ACQUIRE_VM on %s", n->gfx, path);
 	g->acquired = 1;
 	return AQL_OK;
 }

@@ -45,8 +45,10 @@ struct kfd_node {
 	 * XCCs = num_xcc (absent before Linux 6.4: 1). */
 	uint32_t cus, ses, waves_per_cu, xccs;
 	char gfx[16];			/* "gfx90a", from gfx_target_version */
-	aql_target_id target;		/* gfx with sramecc from capability; xnack any */
-	char target_id[32];		/* its canonical form, "gfx90a:sramecc+" */
+	/* gfx with sramecc from capability and the process's xnack mode
+	 * (device.c; any where unknown) */
+	aql_target_id target;
+	char target_id[32];		/* its canonical form, "gfx90a:sramecc+:xnack-" */
 
 	/* AQL_OK when aql can run it; otherwise why not (the node is still
 	 * listed by aql-info). */
@@ -82,6 +84,7 @@ struct kfd_process {
 	const struct aql_kfd_sys *sys;
 	int fd;				/* /dev/kfd */
 	uint32_t major, minor;		/* AMDKFD_IOC_GET_VERSION */
+	enum aql_feature_state xnack;	/* AMDKFD_IOC_SET_XNACK_MODE's answer */
 	struct kfd_topology topo;
 	uint32_t usable;		/* usable nodes: the agents */
 };
