@@ -101,11 +101,13 @@ static void read_gpus(const char *s)
 			return;
 		}
 		if (config.major == 1 && config.minor < emu_model_min_minor(m)) {
-			config_fail("AQL_KFD_EMU_GPUS: %s is newer than the KFD version set", name);
+			snprintf(config.error, sizeof(config.error),
+				 "AQL_KFD_EMU_GPUS: %s needs KFD 1.%u or newer, not %u.%u", name,
+				 emu_model_min_minor(m), config.major, config.minor);
 			return;
 		}
 		if (config.ngpus == EMU_MAX_GPUS) {
-			config_fail("AQL_KFD_EMU_GPUS: more than 8 GPUs in \"%s\"", s);
+			config_fail("AQL_KFD_EMU_GPUS: more than %s GPUs", "8");
 			return;
 		}
 		g = &config.gpus[config.ngpus];
