@@ -507,6 +507,19 @@ static void case_version(void)
 	}
 }
 
+/* Another major version: reported as set, for the agent to refuse. */
+static void case_major(void)
+{
+	int kfd = kfd_open();
+	struct kfd_ioctl_get_version_args v = { 0 };
+
+	EQ(sys->ioctl(kfd, AMDKFD_IOC_GET_VERSION, &v), 0);
+	EQ(v.major_version, 2);
+	EQ(v.minor_version, 0);
+	EQ(entries(TOPO "/nodes"), 3);
+	sys->close(kfd);
+}
+
 static void case_nogpu(void)
 {
 	int kfd = kfd_open();
@@ -600,6 +613,7 @@ static const struct {
 	{ "1.16", case_version, { "AQL_KFD_EMU_VERSION=1.16" } },
 	{ "1.18", case_version, { "AQL_KFD_EMU_VERSION=1.18" } },
 	{ "1.5", case_version, { "AQL_KFD_EMU_VERSION=1.5" } },
+	{ "2.0", case_major, { "AQL_KFD_EMU_VERSION=2.0" } },
 	{ "nogpu", case_nogpu, { "AQL_KFD_EMU_GPUS=" } },
 	{ "gfx942", case_gfx942, { "AQL_KFD_EMU_GPUS=gfx942,gfx942" } },
 	{ "no_kfd", case_no_kfd, { "AQL_KFD_EMU_FAIL=open_kfd" } },

@@ -490,10 +490,24 @@ int kfdemu_stats(struct kfdemu_stats *out)
 /* "kfd-emu 1.18 gfx90a,gfx942": what aql-info shows as the table's name. */
 static char name[64] = "kfd-emu";
 
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&emu.lock);
+}
+
+static void fork_done(void)
+{
+	pthread_mutex_unlock(&emu.lock);
+}
+
 __attribute__((constructor)) static void describe(void)
 {
 	const struct emu_config *c = emu_config();
 	size_t len = strlen(name);
+
+	/* A child forked while another thread is in an ioctl gets a lock
+	 * that is free, and its own process at its first open. */
+	pthread_atfork(fork_prepare, fork_done, fork_done);
 
 	len += (size_t)snprintf(name + len, sizeof(name) - len, " %u.%u", c->major, c->minor);
 	for (uint32_t i = 0; i < c->ngpus && len < sizeof(name); i++)
