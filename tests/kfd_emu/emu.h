@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The KFD emulation's parts (tests/kfd_emu/): settings, files and the
+ * ioctl dispatcher (sys.c), the topology models and their sysfs files
+ * (topology.c), and the process state behind the ioctls (process.c).
+ * Internal to the library.
+ */
+#ifndef AQL_TESTS_KFD_EMU_EMU_H
+#define AQL_TESTS_KFD_EMU_EMU_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#include "aql/kfd/kfd_abi.h"
+#include "kfdemu.h"
+
+/* At most this many GPU nodes: AQL_KFD_EMU_GPUS names them. */
+#define EMU_MAX_GPUS 8
+
+struct emu_model;
+
+struct emu_gpu {
+	const struct emu_model *model;
+	uint32_t node;			/* KFD node id (0 is the CPU) */
+	uint32_t gpu_id;
+	uint32_t render_minor;		/* /dev/dri/renderD<render_minor> */
+	uint32_t simd_id_base;		/* the node's first SIMD id (kfd_crat.c) */
+};
+
+/* Settings, read once from the environment (sys.c). */
+struct emu_config {
+	char error[160];		/* the setting that could not be read; "" when fine */
+	uint32_t major, minor;		/* AQL_KFD_EMU_VERSION */
+	uint32_t command_end;		/* AMDKFD_COMMAND_END of that version */
+	uint32_t ngpus;
+	struct emu_gpu gpus[EMU_MAX_GPUS];
+	int xnack;			/* AQL_KFD_EMU_XNACK: the process's first mode */
+	/* AQL_KFD_EMU_FAIL: the -errno each fault point returns, 0 if none. */
+	int fail_open_kfd;
+	int fail_open_render;
+	int fail_acquire_vm;
+	int fail_runtime_enable;
+};
+
+/* The settings; never NULL. Thread safe. */
+const struct emu_config *emu_config(void);
+
+/* Whether the emulated KFD is version 1.minor or newer. */
+int emu_at_least(uint32_t minor);
+
+/* The GPU with this gpu_id, or NULL. */
+const struct emu_gpu *emu_gpu_by_id(uint32_t gpu_id);
+
+/* Copies between the caller's memory and the kernel's copy of the args:
+ * 0, or -EFAULT where the caller's range is not mapped (kfd_ioctl). */
+int emu_copy_from_user(void *dst, const void *src, size_t n);
+int emu_copy_to_user(void *dst, const void *src, size_t n);
+
+/* topology.c */
+const struct emu_model *emu_model_find(const char *name);
+/* The oldest KFD minor version (1.x) whose kernel has the model. */
+uint32_t emu_model_min_minor(const struct emu_model *model);
+uint32_t emu_model_gpu_id(const struct emu_model *model);
+uint32_t emu_model_simds(const struct emu_model *model);
+const char *emu_model_name(const struct emu_model *model);
+long emu_read_file(const char *path, char *buf, size_t size);
+int emu_list_dir(const char *path, int (*each)(const char *name, void *user), void *user);
+
+/* process.c; all but emu_ioctl_lookup are called with sys.c's lock held. */
+typedef int (*emu_ioctl_fn)(void *args);
+/*
+ * The kernel's own command for ioctl number nr (amdkfd_ioctls[]) and its
+ * handler, or 0 when the emulation does not model that ioctl yet.
+ */
+unsigned int emu_ioctl_lookup(unsigned int nr, emu_ioctl_fn *fn);
+/* A new process opened /dev/kfd: the first open after exec or fork. */
+void emu_process_reset(void);
+void emu_process_stats(struct kfdemu_stats *out);
+
+/* sys.c, with its lock held: the render node file fd names, for
+ * ACQUIRE_VM. 0 and *gpu, *file_id set; -EBADF where fd is not open;
+ * -EINVAL where it is open but not an emulated render node. */
+int emu_render_file(int fd, const struct emu_gpu **gpu, uint64_t *file_id);
+
+#endif

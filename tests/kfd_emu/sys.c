@@ -1,0 +1,528 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The KFD emulation's system table (aql/kfd/sys.h): the settings, the
+ * emulated files (/dev/kfd, the render nodes), and amdkfd's ioctl
+ * dispatcher (kfd_chardev.c kfd_ioctl) in front of process.c's handlers.
+ * Emulated files are memfds, so their fds are real and never collide with
+ * the process's others.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "aql/kfd/sys.h"
+#include "emu.h"
+
+#define MAX_FILES 64
+
+enum file_kind { FILE_KFD = 1, FILE_RENDER };
+
+struct file {
+	int fd;
+	enum file_kind kind;
+	pid_t opener;			/* kfd_process belongs to the opener's mm */
+	uint64_t id;			/* one per open: the kernel's struct file */
+	const struct emu_gpu *gpu;	/* FILE_RENDER */
+};
+
+static struct {
+	pthread_mutex_t lock;
+	struct file files[MAX_FILES];
+	uint64_t next_id;
+	pid_t process;			/* the pid whose kfd_process the state is */
+	struct kfdemu_stats stats;
+} emu = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static struct emu_config config;
+static pthread_once_t config_once = PTHREAD_ONCE_INIT;
+
+static const struct {
+	const char *name;
+	int err;
+} errnos[] = {
+	{ "EINVAL", EINVAL }, { "ENOMEM", ENOMEM }, { "EBUSY", EBUSY }, { "EIO", EIO },
+	{ "ENODEV", ENODEV }, { "EACCES", EACCES }, { "ENOENT", ENOENT }, { "EPERM", EPERM },
+	{ "EINTR", EINTR }, { "EEXIST", EEXIST }, { "EAGAIN", EAGAIN },
+};
+
+static void config_fail(const char *fmt, const char *what)
+{
+	if (!config.error[0])
+		snprintf(config.error, sizeof(config.error), fmt, what);
+}
+
+/* AQL_KFD_EMU_VERSION: "1.N". Versions older than 1.11 are modelled as
+ * far as GET_VERSION and the topology: with 1.11's ioctl range. */
+static void read_version(const char *s)
+{
+	unsigned major, minor;
+	char end;
+
+	config.major = 1;
+	config.minor = 18;
+	if (!s)
+		return;
+	if (sscanf(s, "%u.%u%c", &major, &minor, &end) != 2 || minor > 18) {
+		config_fail("AQL_KFD_EMU_VERSION=%s: not 1.0 to 1.18", s);
+		return;
+	}
+	config.major = major;
+	config.minor = minor;
+}
+
+static void read_gpus(const char *s)
+{
+	char name[32];
+	uint32_t simd_id = 0x80001000;	/* kfd_crat.c gpu_processor_id_low */
+
+	if (!s)
+		s = config.minor >= 13 || config.major != 1 ? "gfx90a,gfx942" : "gfx90a";
+	while (*s) {
+		size_t n = strcspn(s, ",");
+		const struct emu_model *m;
+		struct emu_gpu *g;
+
+		if (n == 0 || n >= sizeof(name)) {
+			config_fail("AQL_KFD_EMU_GPUS: an empty or over-long name in \"%s\"", s);
+			return;
+		}
+		memcpy(name, s, n);
+		name[n] = '\0';
+		s += n + (s[n] == ',');
+		m = emu_model_find(name);
+		if (!m) {
+			config_fail("AQL_KFD_EMU_GPUS: no model \"%s\" (gfx90a, gfx942)", name);
+			return;
+		}
+		if (config.major == 1 && config.minor < emu_model_min_minor(m)) {
+			snprintf(config.error, sizeof(config.error),
+				 "AQL_KFD_EMU_GPUS: %s needs KFD 1.%u or newer, not %u.%u", name,
+				 emu_model_min_minor(m), config.major, config.minor);
+			return;
+		}
+		if (config.ngpus == EMU_MAX_GPUS) {
+			config_fail("AQL_KFD_EMU_GPUS: more than %s GPUs", "8");
+			return;
+		}
+		g = &config.gpus[config.ngpus];
+		g->model = m;
+		g->node = config.ngpus + 1;
+		/* the kernel's gpu_id is a hash, unique per device */
+		g->gpu_id = emu_model_gpu_id(m) + config.ngpus;
+		g->render_minor = 128 + config.ngpus;
+		g->simd_id_base = simd_id;
+		simd_id += emu_model_simds(m);
+		config.ngpus++;
+	}
+}
+
+static int fault(const char *s, size_t n, const char *what, int *slot, int dflt)
+{
+	size_t w = strlen(what);
+
+	if (n < w || strncmp(s, what, w) || (n > w && s[w] != '='))
+		return 0;
+	*slot = -dflt;
+	if (n == w)
+		return 1;
+	for (size_t i = 0; i < sizeof(errnos) / sizeof(errnos[0]); i++)
+		if (strlen(errnos[i].name) == n - w - 1 && !strncmp(s + w + 1, errnos[i].name, n - w - 1)) {
+			*slot = -errnos[i].err;
+			return 1;
+		}
+	config_fail("AQL_KFD_EMU_FAIL: no errno named in \"%s\"", s);
+	return 1;
+}
+
+/* AQL_KFD_EMU_FAIL: comma-separated fault points, each POINT or POINT=ERRNO. */
+static void read_faults(const char *s)
+{
+	if (!s)
+		return;
+	while (*s) {
+		size_t n = strcspn(s, ",");
+
+		if (!fault(s, n, "open_kfd", &config.fail_open_kfd, ENOENT) &&
+		    !fault(s, n, "open_render", &config.fail_open_render, EACCES) &&
+		    !fault(s, n, "acquire_vm", &config.fail_acquire_vm, ENOMEM) &&
+		    !fault(s, n, "runtime_enable", &config.fail_runtime_enable, EINTR)) {
+			config_fail("AQL_KFD_EMU_FAIL: no fault point in \"%s\" (open_kfd, "
+				    "open_render, acquire_vm, runtime_enable)", s);
+			return;
+		}
+		s += n + (s[n] == ',');
+	}
+}
+
+static void read_config(void)
+{
+	const char *x = getenv("AQL_KFD_EMU_XNACK");
+
+	read_version(getenv("AQL_KFD_EMU_VERSION"));
+	/*
+	 * AMDKFD_COMMAND_END: 0x24 in 1.11 (the last ioctl 0x23,
+	 * AVAILABLE_MEMORY), 0x25 in 1.12 (EXPORT_DMABUF), 0x27 from 1.13
+	 * (RUNTIME_ENABLE 0x25, DBG_TRAP 0x26) through 1.18.
+	 */
+	config.command_end = config.minor >= 13 ? 0x27 : config.minor == 12 ? 0x25 : 0x24;
+	read_gpus(getenv("AQL_KFD_EMU_GPUS"));
+	read_faults(getenv("AQL_KFD_EMU_FAIL"));
+	if (x && strcmp(x, "0") && strcmp(x, "1"))
+		config_fail("AQL_KFD_EMU_XNACK=%s: not 0 or 1", x);
+	config.xnack = x && !strcmp(x, "1");
+	if (config.error[0]) {
+		config.ngpus = 0;
+		fprintf(stderr, "kfd-emu: %s\n", config.error);
+	}
+}
+
+const struct emu_config *emu_config(void)
+{
+	pthread_once(&config_once, read_config);
+	return &config;
+}
+
+int emu_at_least(uint32_t minor)
+{
+	const struct emu_config *c = emu_config();
+
+	return c->major > 1 || (c->major == 1 && c->minor >= minor);
+}
+
+const struct emu_gpu *emu_gpu_by_id(uint32_t gpu_id)
+{
+	const struct emu_config *c = emu_config();
+
+	for (uint32_t i = 0; i < c->ngpus; i++)
+		if (c->gpus[i].gpu_id == gpu_id)
+			return &c->gpus[i];
+	return NULL;
+}
+
+/*
+ * copy_from_user/copy_to_user: through process_vm_readv/writev on this
+ * process, which fail with EFAULT on an unmapped range as the kernel's
+ * copies do. Where a sandbox forbids them, a range in the first page is
+ * still -EFAULT and the rest is copied directly.
+ */
+static int user_copy(void *dst, const void *src, size_t n, int to_user)
+{
+	struct iovec local = { to_user ? (void *)src : dst, n };
+	struct iovec remote = { to_user ? dst : (void *)src, n };
+	uintptr_t user = (uintptr_t)remote.iov_base;
+	ssize_t r;
+
+	if (n == 0)
+		return 0;
+	if (user < 4096 || user + n < user)
+		return -EFAULT;
+	r = to_user ? process_vm_writev(getpid(), &local, 1, &remote, 1, 0)
+		    : process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+	if (r == (ssize_t)n)
+		return 0;
+	if (r < 0 && (errno == ENOSYS || errno == EPERM)) {
+		memcpy(dst, src, n);
+		return 0;
+	}
+	return -EFAULT;
+}
+
+int emu_copy_from_user(void *dst, const void *src, size_t n)
+{
+	return user_copy(dst, src, n, 0);
+}
+
+int emu_copy_to_user(void *dst, const void *src, size_t n)
+{
+	return user_copy(dst, src, n, 1);
+}
+
+static struct file *file_of(int fd)
+{
+	for (int i = 0; i < MAX_FILES; i++)
+		if (emu.files[i].kind && emu.files[i].fd == fd)
+			return &emu.files[i];
+	return NULL;
+}
+
+int emu_render_file(int fd, const struct emu_gpu **gpu, uint64_t *file_id)
+{
+	struct file *f = file_of(fd);
+
+	if (!f)
+		return fcntl(fd, F_GETFD) < 0 ? -EBADF : -EINVAL;
+	if (f->kind != FILE_RENDER)
+		return -EINVAL;
+	*gpu = f->gpu;
+	*file_id = f->id;
+	return 0;
+}
+
+static const struct emu_gpu *render_node(const char *path)
+{
+	const struct emu_config *c = emu_config();
+	const char *prefix = "/dev/dri/renderD";
+	char *end;
+	unsigned long minor;
+
+	if (strncmp(path, prefix, strlen(prefix)))
+		return NULL;
+	path += strlen(prefix);
+	if (*path < '1' || *path > '9')
+		return NULL;
+	minor = strtoul(path, &end, 10);
+	if (*end)
+		return NULL;
+	for (uint32_t i = 0; i < c->ngpus; i++)
+		if (c->gpus[i].render_minor == minor)
+			return &c->gpus[i];
+	return NULL;
+}
+
+static int emu_open(const char *path, int flags)
+{
+	const struct emu_config *c = emu_config();
+	const struct emu_gpu *gpu = NULL;
+	enum file_kind kind;
+	struct file *f = NULL;
+	int fd, fail;
+
+	(void)flags;
+	if (!path)
+		return -EFAULT;
+	if (c->error[0])
+		return -EINVAL;
+	if (!strcmp(path, "/dev/kfd")) {
+		kind = FILE_KFD;
+		fail = c->fail_open_kfd;
+	} else if ((gpu = render_node(path))) {
+		kind = FILE_RENDER;
+		fail = c->fail_open_render;
+	} else {
+		return -ENOENT;
+	}
+	if (fail)
+		return fail;
+	fd = memfd_create(kind == FILE_KFD ? "kfd-emu:kfd" : "kfd-emu:render", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	pthread_mutex_lock(&emu.lock);
+	for (int i = 0; i < MAX_FILES && !f; i++)
+		if (!emu.files[i].kind)
+			f = &emu.files[i];
+	if (!f) {
+		pthread_mutex_unlock(&emu.lock);
+		close(fd);
+		return -EMFILE;
+	}
+	/* kfd_open → kfd_create_process: one process per mm, made by the
+	 * first open; a forked child's first open makes its own. */
+	if (kind == FILE_KFD && emu.process != getpid()) {
+		emu.process = getpid();
+		emu_process_reset();
+	}
+	*f = (struct file){ .fd = fd, .kind = kind, .opener = getpid(), .id = ++emu.next_id,
+			    .gpu = gpu };
+	if (kind == FILE_KFD)
+		emu.stats.kfd_opens++;
+	else
+		emu.stats.render_opens++;
+	pthread_mutex_unlock(&emu.lock);
+	return fd;
+}
+
+static int emu_close(int fd)
+{
+	struct file *f;
+
+	pthread_mutex_lock(&emu.lock);
+	f = file_of(fd);
+	if (f)
+		f->kind = 0;
+	pthread_mutex_unlock(&emu.lock);
+	if (!f)
+		return -EBADF;
+	return close(fd) ? -errno : 0;
+}
+
+static void warn_unemulated(unsigned int nr)
+{
+	static uint64_t warned;
+
+	if (nr < 64 && !(warned & 1ull << nr)) {
+		warned |= 1ull << nr;
+		fprintf(stderr, "kfd-emu: ioctl 0x%02x is not emulated yet: -ENOSYS\n", nr);
+	}
+}
+
+/* kfd_chardev.c kfd_ioctl, with the lock held. */
+static int kfd_ioctl(struct file *f, unsigned long request, void *arg)
+{
+	unsigned int cmd = (unsigned int)request, nr = _IOC_NR(cmd), kcmd;
+	unsigned int usize, asize;
+	unsigned char stack[128], *kdata = stack;
+	emu_ioctl_fn fn;
+	int r;
+
+	/* Outside [AMDKFD_COMMAND_START, AMDKFD_COMMAND_END): -ENOTTY. The
+	 * type byte is not checked; the number alone picks the ioctl. */
+	if (nr < 1 || nr >= emu_config()->command_end)
+		return -ENOTTY;
+	/* Only the process that opened /dev/kfd may use the fd: -EBADF. */
+	if (f->opener != getpid() || emu.process != getpid())
+		return -EBADF;
+	kcmd = emu_ioctl_lookup(nr, &fn);
+	if (!kcmd) {
+		emu.stats.ioctls_unemulated++;
+		warn_unemulated(nr);
+		return -ENOSYS;
+	}
+	/*
+	 * The caller's _IOC_SIZE is copied in and out; the kernel's struct,
+	 * when larger, is zero-filled past it. Direction bits are the
+	 * kernel's, never the caller's.
+	 */
+	usize = asize = _IOC_SIZE(cmd);
+	if (_IOC_SIZE(kcmd) > asize)
+		asize = _IOC_SIZE(kcmd);
+	if (asize > sizeof(stack)) {
+		kdata = malloc(asize);
+		if (!kdata)
+			return -ENOMEM;
+	}
+	memset(kdata, 0, asize);
+	if (_IOC_DIR(kcmd) & _IOC_WRITE) {
+		r = emu_copy_from_user(kdata, arg, usize);
+		if (r)
+			goto out;
+	}
+	r = fn(kdata);
+	if ((_IOC_DIR(kcmd) & _IOC_READ) && emu_copy_to_user(arg, kdata, usize))
+		r = -EFAULT;
+out:
+	if (kdata != stack)
+		free(kdata);
+	return r;
+}
+
+static int emu_ioctl(int fd, unsigned long request, void *arg)
+{
+	struct file *f;
+	unsigned int nr = _IOC_NR((unsigned int)request);
+	int r;
+
+	pthread_mutex_lock(&emu.lock);
+	f = file_of(fd);
+	if (!f) {
+		pthread_mutex_unlock(&emu.lock);
+		/* not an emulated file: the fd's own driver would answer */
+		return fcntl(fd, F_GETFD) < 0 ? -EBADF : -ENOTTY;
+	}
+	if (f->kind == FILE_RENDER) {
+		pthread_mutex_unlock(&emu.lock);
+		fprintf(stderr, "kfd-emu: DRM ioctls are not emulated yet: -ENOSYS\n");
+		return -ENOSYS;
+	}
+	r = kfd_ioctl(f, request, arg);
+	if (nr < KFDEMU_IOCTL_NRS)
+		emu.stats.ioctls[nr]++;
+	if (r < 0)
+		emu.stats.ioctls_failed++;
+	pthread_mutex_unlock(&emu.lock);
+	return r;
+}
+
+/*
+ * Anonymous mappings and files that are not emulated go to libc; mmaps of
+ * /dev/kfd (doorbells, events) and of render nodes (buffer objects) are
+ * not emulated yet.
+ */
+static void *emu_mmap(void *addr, size_t length, int prot, int flags, int fd, uint64_t offset)
+{
+	void *p;
+	int ours;
+
+	pthread_mutex_lock(&emu.lock);
+	ours = fd >= 0 && file_of(fd);
+	pthread_mutex_unlock(&emu.lock);
+	if (ours) {
+		fprintf(stderr, "kfd-emu: mmap of /dev/kfd or a render node is not emulated yet\n");
+		return (void *)(intptr_t)-ENOSYS;
+	}
+	p = mmap(addr, length, prot, flags, fd, (off_t)offset);
+	return p == MAP_FAILED ? (void *)(intptr_t)-errno : p;
+}
+
+static int emu_munmap(void *addr, size_t length)
+{
+	return munmap(addr, length) ? -errno : 0;
+}
+
+int kfdemu_stats(struct kfdemu_stats *out)
+{
+	const struct emu_config *c = emu_config();
+
+	if (!out)
+		return -1;
+	pthread_mutex_lock(&emu.lock);
+	*out = emu.stats;
+	out->open_files = 0;
+	for (int i = 0; i < MAX_FILES; i++)
+		out->open_files += emu.files[i].kind != 0;
+	out->gpus = c->ngpus;
+	out->version_major = c->major;
+	out->version_minor = c->minor;
+	snprintf(out->config_error, sizeof(out->config_error), "%s", c->error);
+	if (emu.process == getpid())
+		emu_process_stats(out);
+	else
+		out->xnack = c->xnack;
+	pthread_mutex_unlock(&emu.lock);
+	return 0;
+}
+
+/* "kfd-emu 1.18 gfx90a,gfx942": what aql-info shows as the table's name. */
+static char name[64] = "kfd-emu";
+
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&emu.lock);
+}
+
+static void fork_done(void)
+{
+	pthread_mutex_unlock(&emu.lock);
+}
+
+__attribute__((constructor)) static void describe(void)
+{
+	const struct emu_config *c = emu_config();
+	size_t len = strlen(name);
+
+	/* A child forked while another thread is in an ioctl gets a lock
+	 * that is free, and its own process at its first open. */
+	pthread_atfork(fork_prepare, fork_done, fork_done);
+
+	len += (size_t)snprintf(name + len, sizeof(name) - len, " %u.%u", c->major, c->minor);
+	for (uint32_t i = 0; i < c->ngpus && len < sizeof(name); i++)
+		len += (size_t)snprintf(name + len, sizeof(name) - len, "%c%s", i ? ',' : ' ',
+					emu_model_name(c->gpus[i].model));
+}
+
+const struct aql_kfd_sys aql_kfd_sys_v1 = {
+	.abi = AQL_KFD_SYS_ABI,
+	.name = name,
+	.open = emu_open,
+	.close = emu_close,
+	.ioctl = emu_ioctl,
+	.mmap = emu_mmap,
+	.munmap = emu_munmap,
+	.read_file = emu_read_file,
+	.list_dir = emu_list_dir,
+};

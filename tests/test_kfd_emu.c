@@ -1,0 +1,662 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The KFD emulation (tests/kfd_emu/) keeps amdkfd's rules, so that the AMD
+ * agent's tests can trust it: the topology of both models and how the
+ * version changes it, the emulated files, the ioctl dispatcher (range,
+ * sizes, direction, the opener's process), ACQUIRE_VM, RUNTIME_ENABLE,
+ * the apertures, XNACK, SET_SCRATCH_BACKING_VA before and after the VM,
+ * the settings and the fault points.
+ *
+ * Argument: the emulation library. It is opened by path and its table
+ * used directly, as aql/kfd does. The emulation reads its settings once
+ * per load, so each case runs in a forked child that sets them first.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "helpers.h"
+#include "aql/kfd/kfd_abi.h"
+#include "aql/kfd/sys.h"
+#include "kfd_emu/kfdemu.h"
+
+#define TOPO AQL_KFD_TOPOLOGY
+#define GIB (1ull << 30)
+
+static const char *lib_path;
+static const struct aql_kfd_sys *sys;
+static kfdemu_stats_fn stats_fn;
+
+#define EQ(expr, want)                                                         \
+	do {                                                                   \
+		long long v_ = (long long)(expr), w_ = (long long)(want);      \
+		CHECK(v_ == w_, "%s is %lld, expected %lld", #expr, v_, w_);   \
+	} while (0)
+
+static void load(void)
+{
+	void *h = dlopen(lib_path, RTLD_NOW | RTLD_LOCAL);
+
+	if (!h)
+		th_stop(dlerror());
+	sys = dlsym(h, "aql_kfd_sys_v1");
+	*(void **)&stats_fn = dlsym(h, "kfdemu_stats");
+	if (!sys || !stats_fn)
+		th_stop("aql_kfd_sys_v1 or kfdemu_stats missing");
+	CHECK(sys->abi == AQL_KFD_SYS_ABI, "abi %u", sys->abi);
+}
+
+static struct kfdemu_stats stats(void)
+{
+	struct kfdemu_stats s;
+
+	CHECK(stats_fn(&s) == 0, "kfdemu_stats");
+	return s;
+}
+
+/* The value of key in the file at path (printf-formed), or -1 if absent. */
+static long long key(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static long long key(const char *key, const char *fmt, ...)
+{
+	char path[256], buf[4096], *p;
+	size_t n = strlen(key);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(path, sizeof(path), fmt, ap);
+	va_end(ap);
+	if (sys->read_file(path, buf, sizeof(buf)) < 0)
+		return -2;
+	for (p = buf; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, key, n) && p[n] == ' ')
+			return strtoll(p + n + 1, NULL, 10);
+	return -1;
+}
+
+static long long number_file(const char *path)
+{
+	char buf[64];
+
+	if (sys->read_file(path, buf, sizeof(buf)) < 0)
+		return -2;
+	return strtoll(buf, NULL, 10);
+}
+
+static int count_each(const char *name, void *user)
+{
+	(void)name;
+	++*(int *)user;
+	return 0;
+}
+
+static int entries(const char *path)
+{
+	int n = 0, r = sys->list_dir(path, count_each, &n);
+
+	return r ? r : n;
+}
+
+static int kfd_open(void)
+{
+	int fd = sys->open("/dev/kfd", O_RDWR);
+
+	CHECK(fd >= 0, "open /dev/kfd: %d", fd);
+	return fd;
+}
+
+static uint32_t gpu_id(unsigned node)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), TOPO "/nodes/%u/gpu_id", node);
+	return (uint32_t)number_file(path);
+}
+
+static int acquire(int kfd, int drm_fd, uint32_t id)
+{
+	struct kfd_ioctl_acquire_vm_args a = { .drm_fd = (uint32_t)drm_fd, .gpu_id = id };
+
+	return sys->ioctl(kfd, AMDKFD_IOC_ACQUIRE_VM, &a);
+}
+
+static int runtime(int kfd, uint32_t mode)
+{
+	struct kfd_ioctl_runtime_enable_args a = { .mode_mask = mode };
+
+	return sys->ioctl(kfd, AMDKFD_IOC_RUNTIME_ENABLE, &a);
+}
+
+static int scratch(int kfd, uint32_t id)
+{
+	struct kfd_ioctl_set_scratch_backing_va_args a = { .va_addr = 1ull << 40, .gpu_id = id };
+
+	return sys->ioctl(kfd, AMDKFD_IOC_SET_SCRATCH_BACKING_VA, &a);
+}
+
+static int apertures(int kfd, struct kfd_process_device_apertures *pa, uint32_t *n)
+{
+	struct kfd_ioctl_get_process_apertures_new_args a = {
+		.kfd_process_device_apertures_ptr = (uintptr_t)pa, .num_of_nodes = *n };
+	int r = sys->ioctl(kfd, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &a);
+
+	*n = a.num_of_nodes;
+	return r;
+}
+
+/*
+ * Whether the emulation can see an unmapped caller range: it copies
+ * through process_vm_readv/writev, which a sandbox may forbid.
+ */
+static int user_copy_checked(void)
+{
+	char a = 1, b = 0;
+	struct iovec l = { &b, 1 }, r = { &a, 1 };
+
+	return process_vm_readv(getpid(), &l, 1, &r, 1, 0) == 1 && b == 1;
+}
+
+/* One GPU node against its model's values (plan §4; kfd_queue.c sizes). */
+static void check_node(unsigned node, const char *model, unsigned render_minor, uint32_t minor)
+{
+	int gfx942 = !strcmp(model, "gfx942");
+	char path[128];
+	long long cap;
+
+	snprintf(path, sizeof(path), TOPO "/nodes/%u/properties", node);
+	EQ(key("gfx_target_version", "%s", path), gfx942 ? 90402 : 90010);
+	EQ(key("simd_count", "%s", path), gfx942 ? 1216 : 440);
+	EQ(key("simd_per_cu", "%s", path), 4);
+	EQ(key("array_count", "%s", path), gfx942 ? 32 : 8);
+	EQ(key("simd_arrays_per_engine", "%s", path), 1);
+	EQ(key("max_waves_per_simd", "%s", path), 8);
+	EQ(key("wave_front_size", "%s", path), 64);
+	EQ(key("lds_size_in_kb", "%s", path), 64);
+	EQ(key("max_slots_scratch_cu", "%s", path), 32);
+	EQ(key("vendor_id", "%s", path), 0x1002);
+	EQ(key("device_id", "%s", path), gfx942 ? 0x74a1 : 0x740c);
+	EQ(key("drm_render_minor", "%s", path), render_minor);
+	EQ(key("max_engine_clk_fcompute", "%s", path), gfx942 ? 2100 : 1700);
+	EQ(key("local_mem_size", "%s", path), 0);
+	EQ(key("cpu_cores_count", "%s", path), 0);
+	cap = key("capability", "%s", path);
+	EQ((cap & HSA_CAP_DOORBELL_TYPE_TOTALBITS_MASK) >> HSA_CAP_DOORBELL_TYPE_TOTALBITS_SHIFT,
+	   HSA_CAP_DOORBELL_TYPE_2_0);
+	CHECK(cap & HSA_CAP_SRAM_EDCSUPPORTED, "no sramecc bit in 0x%llx", cap);
+	CHECK(!(cap & HSA_CAP_AQL_QUEUE_DOUBLE_MAP), "double map on gfx9");
+	CHECK(!!(cap & 0x8000) == (minor >= 13), "trap debug bit 0x%llx at 1.%u", cap, minor);
+	EQ(key("num_xcc", "%s", path), minor >= 13 ? (gfx942 ? 8 : 1) : -1);
+	EQ(key("debug_prop", "%s", path) >= 0, minor >= 13);
+	EQ(key("cwsr_size", "%s", path), minor >= 18 ? (gfx942 ? 23203840 : 67170304) : -1);
+	EQ(key("ctl_stack_size", "%s", path), minor >= 18 ? (gfx942 ? 12288 : 36864) : -1);
+	/* the last key of node_show, after the GPU-only ones */
+	EQ(key("max_engine_clk_ccompute", "%s", path) > 0, 1);
+
+	EQ(key("heap_type", TOPO "/nodes/%u/mem_banks/0/properties", node), HSA_MEM_HEAP_TYPE_FB_PUBLIC);
+	EQ(key("size_in_bytes", TOPO "/nodes/%u/mem_banks/0/properties", node),
+	   gfx942 ? 192 * GIB : 64 * GIB);
+	EQ(key("width", TOPO "/nodes/%u/mem_banks/0/properties", node), gfx942 ? 8192 : 4096);
+	snprintf(path, sizeof(path), TOPO "/nodes/%u/caches", node);
+	EQ(entries(path), key("caches_count", TOPO "/nodes/%u/properties", node));
+	EQ(entries(path), gfx942 ? 3 : 2);
+	EQ(key("level", TOPO "/nodes/%u/caches/0/properties", node), 1);
+	EQ(key("size", TOPO "/nodes/%u/caches/0/properties", node), gfx942 ? 32 : 16);
+	EQ(key("processor_id_low", TOPO "/nodes/%u/caches/0/properties", node),
+	   key("simd_id_base", TOPO "/nodes/%u/properties", node));
+	snprintf(path, sizeof(path), TOPO "/nodes/%u/io_links", node);
+	EQ(entries(path), 1);
+	EQ(key("type", TOPO "/nodes/%u/io_links/0/properties", node), HSA_IOLINK_TYPE_PCIEXPRESS);
+	EQ(key("node_from", TOPO "/nodes/%u/io_links/0/properties", node), node);
+	EQ(key("node_to", TOPO "/nodes/%u/io_links/0/properties", node), 0);
+	snprintf(path, sizeof(path), TOPO "/nodes/%u/name", node);
+	{
+		char name[64];
+
+		CHECK(sys->read_file(path, name, sizeof(name)) > 0, "%s", path);
+		CHECK(!strcmp(name, gfx942 ? "ip discovery\n" : "aldebaran\n"), "name %s", name);
+	}
+}
+
+/* The CPU node 0 with ngpus links, and the GPU nodes after it. */
+static void check_topology(const char **models, unsigned ngpus, uint32_t minor)
+{
+	char buf[64];
+
+	EQ(entries(TOPO), 3);
+	EQ(entries(TOPO "/nodes"), ngpus + 1);
+	EQ(number_file(TOPO "/generation_id") >= 0, 1);
+	EQ(key("platform_oem", TOPO "/system_properties"), 0);
+	EQ(gpu_id(0), 0);
+	EQ(key("simd_count", TOPO "/nodes/0/properties"), 0);
+	EQ(key("gfx_target_version", TOPO "/nodes/0/properties"), 0);
+	EQ(key("cpu_cores_count", TOPO "/nodes/0/properties") > 0, 1);
+	EQ(key("io_links_count", TOPO "/nodes/0/properties"), ngpus);
+	EQ(entries(TOPO "/nodes/0/io_links"), ngpus);
+	EQ(key("heap_type", TOPO "/nodes/0/mem_banks/0/properties"), HSA_MEM_HEAP_TYPE_SYSTEM);
+	EQ(key("cwsr_size", TOPO "/nodes/0/properties"), -1);
+	for (unsigned i = 0; i < ngpus; i++) {
+		EQ(key("node_to", TOPO "/nodes/0/io_links/%u/properties", i), i + 1);
+		check_node(i + 1, models[i], 128 + i, minor);
+		CHECK(gpu_id(i + 1) != 0, "node %u has gpu_id 0", i + 1);
+		for (unsigned j = 0; j < i; j++)
+			CHECK(gpu_id(i + 1) != gpu_id(j + 1), "gpu_id %u twice", gpu_id(j + 1));
+	}
+	/* no more nodes, and only the topology's paths */
+	snprintf(buf, sizeof(buf), TOPO "/nodes/%u/gpu_id", ngpus + 1);
+	EQ(sys->read_file(buf, buf, sizeof(buf)), -ENOENT);
+}
+
+static int stop_at_name(const char *name, void *user)
+{
+	return !strcmp(name, (const char *)user) ? 7 : 0;
+}
+
+static void check_files(void)
+{
+	char buf[16];
+	int p[2];
+
+	EQ(sys->read_file(TOPO "/nodes/9/gpu_id", buf, sizeof(buf)), -ENOENT);
+	EQ(sys->read_file(TOPO "/nodes/01/gpu_id", buf, sizeof(buf)), -ENOENT);
+	EQ(sys->read_file(TOPO "/nodes/1/caches/7/properties", buf, sizeof(buf)), -ENOENT);
+	EQ(sys->read_file(TOPO "/nodes/1/nothing", buf, sizeof(buf)), -ENOENT);
+	EQ(sys->read_file("/proc/self/status", buf, sizeof(buf)), -ENOENT);
+	EQ(sys->read_file(TOPO "/nodes", buf, sizeof(buf)), -EISDIR);
+	EQ(sys->list_dir(TOPO "/generation_id", count_each, &(int){ 0 }), -ENOTDIR);
+	EQ(sys->list_dir(TOPO "/nodes/1/nothing", count_each, &(int){ 0 }), -ENOENT);
+	EQ(entries(TOPO "/nodes/1/p2p_links"), 0);
+	/* each's non-zero value stops the walk and is returned */
+	EQ(sys->list_dir(TOPO "/nodes/1", stop_at_name, "caches"), 7);
+	/* a short buffer: size - 1 bytes and a NUL */
+	EQ(sys->read_file(TOPO "/nodes/1/properties", buf, 5), 4);
+	CHECK(!strcmp(buf, "cpu_"), "truncated read gave \"%s\"", buf);
+
+	/* files: /dev/kfd, render nodes of the models, nothing else */
+	EQ(sys->open("/dev/dri/renderD130", O_RDWR), -ENOENT);
+	EQ(sys->open("/dev/dri/renderD0128", O_RDWR), -ENOENT);
+	EQ(sys->open("/dev/dri/card0", O_RDWR), -ENOENT);
+	EQ(sys->open("/dev/kfd0", O_RDWR), -ENOENT);
+	{
+		int a = kfd_open(), b = kfd_open(), r = sys->open("/dev/dri/renderD129", O_RDWR);
+
+		CHECK(a != b && r >= 0 && r != a && r != b, "fds %d %d %d", a, b, r);
+		EQ(stats().open_files, 3);
+		EQ(sys->close(b), 0);
+		EQ(sys->close(b), -EBADF);
+		EQ(sys->close(r), 0);
+		EQ(sys->close(a), 0);
+		EQ(stats().open_files, 0);
+	}
+	/* a file that is not emulated: its own driver answers */
+	CHECK(pipe(p) == 0, "pipe");
+	EQ(sys->ioctl(p[0], AMDKFD_IOC_GET_VERSION, buf), -ENOTTY);
+	EQ(sys->close(p[0]), -EBADF);
+	close(p[0]);
+	close(p[1]);
+	EQ(sys->ioctl(p[0], AMDKFD_IOC_GET_VERSION, buf), -EBADF);
+}
+
+/* kfd_ioctl: range, sizes and direction, the opener's process. */
+static void check_dispatch(uint32_t minor)
+{
+	int kfd = kfd_open(), render = sys->open("/dev/dri/renderD128", O_RDWR);
+	unsigned char buf[32];
+	struct kfd_ioctl_get_version_args v = { 0 };
+	struct kfdemu_stats before = stats(), after;
+	pid_t child;
+	int status;
+
+	EQ(sys->ioctl(kfd, AMDKFD_IOC_GET_VERSION, &v), 0);
+	EQ(v.major_version, 1);
+	EQ(v.minor_version, minor);
+	/* a 4-byte caller gets 4 bytes; a 16-byte one the kernel's 8 and zeros */
+	memset(buf, 0xee, sizeof(buf));
+	EQ(sys->ioctl(kfd, _IOC(_IOC_READ, 'K', 0x01, 4), buf), 0);
+	EQ(buf[0], 1);
+	EQ(buf[4], 0xee);
+	memset(buf, 0xee, sizeof(buf));
+	EQ(sys->ioctl(kfd, _IOC(_IOC_READ | _IOC_WRITE, 'K', 0x01, 16), buf), 0);
+	EQ(buf[4], minor);
+	EQ(buf[8] | buf[15], 0);
+	EQ(buf[16], 0xee);
+	/* the number alone picks the ioctl: no type check, the kernel's direction */
+	memset(buf, 0, sizeof(buf));
+	EQ(sys->ioctl(kfd, _IOW('X', 0x01, struct kfd_ioctl_get_version_args), buf), 0);
+	EQ(buf[0], 1);
+	/* outside [1, COMMAND_END) */
+	EQ(sys->ioctl(kfd, _IOR('K', 0x00, uint64_t), buf), -ENOTTY);
+	EQ(sys->ioctl(kfd, _IOR('K', minor >= 13 ? 0x27 : 0x24, uint64_t), buf), -ENOTTY);
+	EQ(sys->ioctl(kfd, _IOR('K', 0x80, uint64_t), buf), -ENOTTY);
+	/* in range, not modelled yet */
+	EQ(sys->ioctl(kfd, AMDKFD_IOC_CREATE_QUEUE, buf), -ENOSYS);
+	/* the args copy faults */
+	EQ(sys->ioctl(kfd, AMDKFD_IOC_GET_VERSION, NULL), -EFAULT);
+	EQ(sys->ioctl(kfd, AMDKFD_IOC_ACQUIRE_VM, (void *)16), -EFAULT);
+	/* DRM ioctls are not modelled yet */
+	EQ(sys->ioctl(render, _IOWR('d', 0x40, uint64_t), buf), -ENOSYS);
+	after = stats();
+	EQ(after.ioctls[1] - before.ioctls[1], 5);
+	EQ(after.ioctls_unemulated - before.ioctls_unemulated, 1);
+	EQ(after.ioctls_failed - before.ioctls_failed, 6);
+	EQ(after.version_minor, minor);
+
+	/* A forked child cannot use its parent's fd; its own open works. */
+	child = fork();
+	if (child == 0) {
+		struct kfd_ioctl_get_version_args cv = { 0 };
+		int own;
+
+		if (sys->ioctl(kfd, AMDKFD_IOC_GET_VERSION, &cv) != -EBADF)
+			_exit(1);
+		own = sys->open("/dev/kfd", O_RDWR);
+		if (own < 0 || sys->ioctl(own, AMDKFD_IOC_GET_VERSION, &cv) || cv.major_version != 1)
+			_exit(2);
+		if (sys->ioctl(kfd, AMDKFD_IOC_GET_VERSION, &cv) != -EBADF)
+			_exit(3);
+		_exit(0);
+	}
+	CHECK(child > 0 && waitpid(child, &status, 0) == child, "fork");
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status 0x%x", status);
+	EQ(sys->ioctl(kfd, AMDKFD_IOC_GET_VERSION, &v), 0);
+	sys->close(render);
+	sys->close(kfd);
+}
+
+/* ACQUIRE_VM and what needs the VM, RUNTIME_ENABLE, apertures, XNACK. */
+static void check_process(unsigned ngpus, uint32_t minor)
+{
+	int kfd = kfd_open();
+	int r128 = sys->open("/dev/dri/renderD128", O_RDWR);
+	int r129 = ngpus > 1 ? sys->open("/dev/dri/renderD129", O_RDWR) : -1;
+	int again = sys->open("/dev/dri/renderD128", O_RDWR);
+	uint32_t id1 = gpu_id(1), n;
+	struct kfd_process_device_apertures pa[3];
+	struct kfd_ioctl_set_xnack_mode_args x = { .xnack_enabled = -1 };
+	int p[2];
+
+	CHECK(r128 >= 0 && again >= 0, "render opens %d %d", r128, again);
+	/* before ACQUIRE_VM: kfd_bind_process_to_device → -ENODEV */
+	EQ(scratch(kfd, id1), -ENODEV);
+	EQ(scratch(kfd, 0xdead), -EINVAL);
+	EQ(stats().vm_acquired, 0);
+	EQ(acquire(kfd, r128, 0xdead), -EINVAL);
+	EQ(acquire(kfd, 999, id1), -EINVAL);
+	CHECK(pipe(p) == 0, "pipe");
+	EQ(acquire(kfd, p[0], id1), -EINVAL);
+	EQ(acquire(kfd, kfd, id1), -EINVAL);
+	if (r129 >= 0)
+		EQ(acquire(kfd, r129, id1), -EINVAL);
+	EQ(acquire(kfd, r128, id1), 0);
+	EQ(acquire(kfd, r128, id1), 0);
+	EQ(acquire(kfd, again, id1), -EBUSY);
+	EQ(acquire(kfd, p[0], id1), -EBUSY);
+	EQ(stats().vm_acquired, 1);
+	EQ(scratch(kfd, id1), 0);
+	if (r129 >= 0) {
+		EQ(scratch(kfd, gpu_id(2)), -ENODEV);
+		EQ(acquire(kfd, r129, gpu_id(2)), 0);
+		EQ(stats().vm_acquired, 3);
+	}
+	/* the VM stays when the render fd is closed: the kernel holds the file */
+	sys->close(r128);
+	EQ(scratch(kfd, id1), 0);
+	close(p[0]);
+	close(p[1]);
+
+	if (minor >= 13) {
+		EQ(runtime(kfd, KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK), 0);
+		EQ(stats().runtime_enabled, 1);
+		EQ(runtime(kfd, KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK), -EBUSY);
+		EQ(runtime(kfd, 0), 0);
+		EQ(stats().runtime_enabled, 0);
+		EQ(runtime(kfd, 0), 0);
+		EQ(runtime(kfd, KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK |
+			   KFD_RUNTIME_ENABLE_MODE_TTMP_SAVE_MASK), 0);
+		EQ(stats().runtime_enabled, 1);
+	} else {
+		EQ(runtime(kfd, KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK), -ENOTTY);
+	}
+
+	n = 0;
+	EQ(apertures(kfd, NULL, &n), 0);
+	EQ(n, ngpus);
+	memset(pa, 0xee, sizeof(pa));
+	n = ngpus;
+	EQ(apertures(kfd, pa, &n), 0);
+	EQ(n, ngpus);
+	for (unsigned i = 0; i < ngpus; i++) {
+		EQ(pa[i].gpu_id, gpu_id(i + 1));
+		EQ(pa[i].lds_base, 1ull << 48);
+		EQ(pa[i].lds_limit, (1ull << 48) | 0xffffffffull);
+		EQ(pa[i].scratch_base, 2ull << 48);
+		EQ(pa[i].scratch_limit, (2ull << 48) | 0xffffffffull);
+		EQ(pa[i].gpuvm_base, minor >= 15 ? 2ull << 20 : 16ull << 10);
+		EQ(pa[i].gpuvm_limit, (1ull << 47) - 1);
+		EQ(pa[i].pad, 0);
+	}
+	if (ngpus > 1) {
+		memset(pa, 0xee, sizeof(pa));
+		n = 1;
+		EQ(apertures(kfd, pa, &n), 0);
+		EQ(n, 1);
+		EQ(pa[0].gpu_id, id1);
+		EQ(pa[1].gpu_id, 0xeeeeeeeeu);
+	}
+	n = ngpus + 1;
+	EQ(apertures(kfd, pa, &n), -EINVAL);
+	n = ngpus;
+	if (ngpus)
+		EQ(apertures(kfd, NULL, &n), -EFAULT);
+	if (ngpus && user_copy_checked()) {
+		void *gone = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		CHECK(gone != MAP_FAILED && munmap(gone, 4096) == 0, "mmap");
+		n = ngpus;
+		EQ(apertures(kfd, gone, &n), -EFAULT);
+	}
+
+	EQ(sys->ioctl(kfd, AMDKFD_IOC_SET_XNACK_MODE, &x), 0);
+	EQ(x.xnack_enabled, 0);
+	x.xnack_enabled = 1;
+	EQ(sys->ioctl(kfd, AMDKFD_IOC_SET_XNACK_MODE, &x), 0);
+	x.xnack_enabled = -1;
+	EQ(sys->ioctl(kfd, AMDKFD_IOC_SET_XNACK_MODE, &x), 0);
+	EQ(x.xnack_enabled, 1);
+	EQ(stats().xnack, 1);
+	sys->close(again);
+	if (r129 >= 0)
+		sys->close(r129);
+	sys->close(kfd);
+}
+
+static void case_default(void)
+{
+	static const char *models[] = { "gfx90a", "gfx942" };
+
+	CHECK(!strcmp(sys->name, "kfd-emu 1.18 gfx90a,gfx942"), "name %s", sys->name);
+	EQ(stats().gpus, 2);
+	check_topology(models, 2, 18);
+	check_files();
+	check_dispatch(18);
+	check_process(2, 18);
+}
+
+/* AQL_KFD_EMU_VERSION set in the environment. */
+static void case_version(void)
+{
+	static const char *models[] = { "gfx90a", "gfx942" };
+	unsigned minor = (unsigned)atoi(strchr(getenv("AQL_KFD_EMU_VERSION"), '.') + 1);
+	unsigned ngpus = minor >= 13 ? 2 : 1;
+	int kfd;
+
+	check_topology(models, ngpus, minor);
+	check_dispatch(minor);
+	check_process(ngpus, minor);
+	if (minor < 13) {
+		kfd = kfd_open();
+		/* 1.11: AVAILABLE_MEMORY (0x23) is the last ioctl */
+		EQ(sys->ioctl(kfd, _IOWR('K', 0x23, uint64_t[2]), &(uint64_t[2]){ 0 }), -ENOSYS);
+		EQ(sys->ioctl(kfd, _IOWR('K', 0x24, uint64_t[2]), &(uint64_t[2]){ 0 }), -ENOTTY);
+		sys->close(kfd);
+	}
+}
+
+/* Another major version: reported as set, for the agent to refuse. */
+static void case_major(void)
+{
+	int kfd = kfd_open();
+	struct kfd_ioctl_get_version_args v = { 0 };
+
+	EQ(sys->ioctl(kfd, AMDKFD_IOC_GET_VERSION, &v), 0);
+	EQ(v.major_version, 2);
+	EQ(v.minor_version, 0);
+	EQ(entries(TOPO "/nodes"), 3);
+	sys->close(kfd);
+}
+
+static void case_nogpu(void)
+{
+	int kfd = kfd_open();
+	uint32_t n = 5;
+
+	check_topology(NULL, 0, 18);
+	EQ(sys->open("/dev/dri/renderD128", O_RDWR), -ENOENT);
+	EQ(apertures(kfd, NULL, &(uint32_t){ 0 }), 0);
+	EQ(apertures(kfd, NULL, &n), -EINVAL);
+	CHECK(!strcmp(sys->name, "kfd-emu 1.18"), "name %s", sys->name);
+	sys->close(kfd);
+}
+
+static void case_gfx942(void)
+{
+	static const char *models[] = { "gfx942", "gfx942" };
+
+	check_topology(models, 2, 18);
+	check_process(2, 18);
+}
+
+static void case_no_kfd(void)
+{
+	EQ(sys->open("/dev/kfd", O_RDWR), -ENOENT);
+	EQ(stats().kfd_opens, 0);
+	/* the topology is still there, as sysfs is without access to /dev/kfd */
+	EQ(entries(TOPO "/nodes"), 3);
+}
+
+static void case_kfd_eacces(void)
+{
+	EQ(sys->open("/dev/kfd", O_RDWR), -EACCES);
+	EQ(stats().open_files, 0);
+}
+
+static void case_render_eacces(void)
+{
+	int kfd = kfd_open();
+
+	EQ(sys->open("/dev/dri/renderD128", O_RDWR), -EACCES);
+	EQ(sys->open("/dev/dri/renderD129", O_RDWR), -EACCES);
+	sys->close(kfd);
+}
+
+static void case_faults(void)
+{
+	int kfd = kfd_open(), render = sys->open("/dev/dri/renderD128", O_RDWR);
+
+	EQ(acquire(kfd, render, gpu_id(1)), -ENOMEM);
+	EQ(stats().vm_acquired, 0);
+	EQ(scratch(kfd, gpu_id(1)), -ENODEV);
+	EQ(runtime(kfd, KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK), -EINTR);
+	EQ(stats().runtime_enabled, 0);
+	EQ(runtime(kfd, 0), 0);
+	sys->close(render);
+	sys->close(kfd);
+}
+
+static void case_xnack(void)
+{
+	int kfd = kfd_open();
+	struct kfd_ioctl_set_xnack_mode_args x = { .xnack_enabled = -1 };
+
+	EQ(sys->ioctl(kfd, AMDKFD_IOC_SET_XNACK_MODE, &x), 0);
+	EQ(x.xnack_enabled, 1);
+	sys->close(kfd);
+}
+
+/* A setting that cannot be read: every open and read is refused. */
+static void case_bad_setting(void)
+{
+	char buf[64];
+	struct kfdemu_stats s = stats();
+
+	CHECK(s.config_error[0], "no error for a bad setting");
+	EQ(s.gpus, 0);
+	EQ(sys->open("/dev/kfd", O_RDWR), -EINVAL);
+	EQ(sys->read_file(TOPO "/generation_id", buf, sizeof(buf)), -EINVAL);
+	EQ(sys->list_dir(TOPO, count_each, &(int){ 0 }), -EINVAL);
+}
+
+static const struct {
+	const char *name;
+	void (*run)(void);
+	const char *env[3];		/* NAME=VALUE settings */
+} cases[] = {
+	{ "default", case_default, { NULL } },
+	{ "1.11", case_version, { "AQL_KFD_EMU_VERSION=1.11" } },
+	{ "1.13", case_version, { "AQL_KFD_EMU_VERSION=1.13" } },
+	{ "1.14", case_version, { "AQL_KFD_EMU_VERSION=1.14" } },
+	{ "1.16", case_version, { "AQL_KFD_EMU_VERSION=1.16" } },
+	{ "1.18", case_version, { "AQL_KFD_EMU_VERSION=1.18" } },
+	{ "1.5", case_version, { "AQL_KFD_EMU_VERSION=1.5" } },
+	{ "2.0", case_major, { "AQL_KFD_EMU_VERSION=2.0" } },
+	{ "nogpu", case_nogpu, { "AQL_KFD_EMU_GPUS=" } },
+	{ "gfx942", case_gfx942, { "AQL_KFD_EMU_GPUS=gfx942,gfx942" } },
+	{ "no_kfd", case_no_kfd, { "AQL_KFD_EMU_FAIL=open_kfd" } },
+	{ "kfd_eacces", case_kfd_eacces, { "AQL_KFD_EMU_FAIL=open_kfd=EACCES" } },
+	{ "render_eacces", case_render_eacces, { "AQL_KFD_EMU_FAIL=open_render" } },
+	{ "faults", case_faults, { "AQL_KFD_EMU_FAIL=acquire_vm=ENOMEM,runtime_enable" } },
+	{ "xnack", case_xnack, { "AQL_KFD_EMU_XNACK=1" } },
+	{ "bad_model", case_bad_setting, { "AQL_KFD_EMU_GPUS=gfx90a,gfx1234" } },
+	{ "too_new_model", case_bad_setting,
+	  { "AQL_KFD_EMU_VERSION=1.11", "AQL_KFD_EMU_GPUS=gfx942" } },
+	{ "bad_version", case_bad_setting, { "AQL_KFD_EMU_VERSION=1.x" } },
+	{ "bad_fault", case_bad_setting, { "AQL_KFD_EMU_FAIL=acquire_vm=EWHAT" } },
+	{ "bad_point", case_bad_setting, { "AQL_KFD_EMU_FAIL=create_queue" } },
+	{ "bad_xnack", case_bad_setting, { "AQL_KFD_EMU_XNACK=yes" } },
+};
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s libaqlkfdemu.so\n", argv[0]);
+		return 2;
+	}
+	lib_path = argv[1];
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		pid_t child;
+		int status;
+
+		fflush(NULL);
+		child = fork();
+		if (child == 0) {
+			unsetenv("AQL_KFD_EMU_VERSION");
+			unsetenv("AQL_KFD_EMU_GPUS");
+			unsetenv("AQL_KFD_EMU_FAIL");
+			unsetenv("AQL_KFD_EMU_XNACK");
+			for (int e = 0; e < 3 && cases[i].env[e]; e++)
+				putenv((char *)cases[i].env[e]);
+			load();
+			cases[i].run();
+			exit(th_finish() ? 1 : 0);
+		}
+		CHECK(child > 0 && waitpid(child, &status, 0) == child, "fork for %s", cases[i].name);
+		CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "case %s: status 0x%x",
+		      cases[i].name, status);
+	}
+	return th_finish();
+}
