@@ -73,14 +73,14 @@ static aql_status open_kfd(const struct aql_kfd_sys *sys)
 	}
 	if (v.major_version != AQL_KFD_MIN_MAJOR || v.minor_version < AQL_KFD_MIN_MINOR) {
 		sys->close(fd);
+		if (v.major_version > AQL_KFD_MIN_MAJOR)
+			return aql_fail(AQL_ERR_UNSUPPORTED,
+					"KFD %u.%u is newer than the KFD 1.x aql knows: update aql",
+					v.major_version, v.minor_version);
 		return aql_fail(AQL_ERR_UNSUPPORTED,
-				"KFD %u.%u is %s than the 1.%u (Linux 6.1) .. 1.x aql knows: %s",
-				v.major_version, v.minor_version,
-				v.major_version > AQL_KFD_MIN_MAJOR ? "newer" : "older",
-				AQL_KFD_MIN_MINOR,
-				v.major_version > AQL_KFD_MIN_MAJOR ?
-				"this aql predates the kernel's interface" :
-				"update the kernel (or amdgpu-dkms)");
+				"KFD %u.%u is older than KFD 1.%u (Linux 6.1), the oldest aql runs "
+				"on: update the kernel (or amdgpu-dkms)",
+				v.major_version, v.minor_version, AQL_KFD_MIN_MINOR);
 	}
 	process.fd = fd;
 	process.major = v.major_version;
