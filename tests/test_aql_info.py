@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Test aql-info: the CPU agent is always listed; each way of having no
-CUDA agent gives its own reason; with the emulated driver (--emu-dir, the
-directory holding tests/cuda_emu's libcuda.so.1) the NVIDIA agent is
-listed with its architecture and the path its signals take.
+CUDA or AMD agent gives its own reason; with the emulated driver (--emu-dir,
+the directory holding tests/cuda_emu's libcuda.so.1) the NVIDIA agent is
+listed with its architecture and the path its signals take; with the KFD
+emulation (--kfd-emu, tests/kfd_emu's library) the AMD agents are listed
+with their target IDs and topology, marked as emulated.
 
 usage: test_aql_info.py --info AQL_INFO [--emu-dir DIR] [--cuda-stub LIB]
-                        [unittest args]
+                        [--kfd-emu LIB] [unittest args]
 
 --cuda-stub: the toolkit's stub libcuda.so, run as libcuda.so.1.
 """
@@ -23,16 +25,19 @@ import unittest
 INFO = None
 EMU_DIR = None
 CUDA_STUB = None
+KFD_EMU = None
 
 # Variables that would let a driver other than the one a test means in.
 CUDA_ENV = ('LD_LIBRARY_PATH', 'AQL_CUDA_EMU_MODE', 'AQL_CUDA_EMU_DEVICES',
             'AQL_CUDA_EMU_FAIL_AFTER', 'CUDA_VISIBLE_DEVICES')
+KFD_ENV = ('AQL_KFD_SYS', 'AQL_KFD_EMU_GPUS', 'AQL_KFD_EMU_VERSION', 'AQL_KFD_EMU_FAIL',
+           'AQL_KFD_EMU_XNACK')
 
 
 def run(*args, emu=False, **env):
     """aql-info args, with the emulated driver first on the path if emu;
     returns (exit status, stdout)."""
-    e = {k: v for k, v in os.environ.items() if k not in CUDA_ENV}
+    e = {k: v for k, v in os.environ.items() if k not in CUDA_ENV + KFD_ENV}
     if emu:
         e['LD_LIBRARY_PATH'] = EMU_DIR
     e.update(env)
@@ -100,6 +105,18 @@ class NoDriver(unittest.TestCase):
         rc, out = run('-L')
         self.assertEqual(rc, 0)
         self.assertTrue(out.startswith('CPU 0: '), out)
+
+    def test_amd_reason(self):
+        """The real KFD table: no /dev/kfd where the tests run."""
+        if os.path.exists('/dev/kfd'):
+            self.skipTest('this machine has /dev/kfd')
+        rc, doc = run_json()
+        self.assertEqual(rc, 0)
+        amd = unavailable(doc, 'amd')
+        self.assertEqual(len(amd), 1, doc)
+        self.assertEqual(amd[0]['status'], 'AQL_ERR_NOT_FOUND', amd)
+        self.assertIn('no /dev/kfd', amd[0]['reason'])
+        self.assertFalse([a for a in doc['agents'] if a['kind'] == 'amd'])
 
     def test_toolkit_stub(self):
         """The toolkit's stub named libcuda.so.1 is told apart from a driver."""
@@ -207,15 +224,105 @@ class Emulated(unittest.TestCase):
         self.assertNotEqual(why, stub)
 
 
+class KfdEmulated(unittest.TestCase):
+    """tests/kfd_emu's KFD and its settings."""
+
+    def setUp(self):
+        if not KFD_EMU:
+            self.skipTest('no --kfd-emu: the KFD emulation is not built')
+
+    def amd(self, doc):
+        return [a for a in doc['agents'] if a['kind'] == 'amd']
+
+    def test_agents_listed(self):
+        rc, doc = run_json(AQL_KFD_SYS=KFD_EMU, AQL_KFD_EMU_GPUS='gfx90a,gfx942')
+        self.assertEqual(rc, 0)
+        amd = self.amd(doc)
+        self.assertEqual([a['index'] for a in amd], [0, 1], doc)
+        self.assertEqual([a['name'] for a in amd], ['gfx90a', 'gfx942'])
+        self.assertEqual([a['isa'] for a in amd],
+                         ['gfx90a:sramecc+:xnack-', 'gfx942:sramecc+:xnack-'])
+        self.assertEqual([a['compute_units'] for a in amd], [110, 304])
+        self.assertEqual([a['amd']['xccs'] for a in amd], [1, 8])
+        self.assertEqual([a['amd']['chip_id'] for a in amd], [0x740c, 0x74a1])
+        for a in amd:
+            self.assertEqual(a['wavefront_size'], 64)
+            self.assertEqual(a['max_group_segment_size'], 65536)
+            self.assertEqual(a['signal_path'], 'device (command processor)')
+            self.assertEqual(a['driver_version'], '1.18')
+            self.assertFalse(a['unified_memory'])
+            self.assertTrue(a['amd']['emulated_by'].startswith('kfd-emu'), a)
+            self.assertRegex(a['amd']['pci_address'], r'^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$')
+        self.assertFalse(unavailable(doc, 'amd'), doc)
+        rc, out = run('-L', AQL_KFD_SYS=KFD_EMU, AQL_KFD_EMU_GPUS='gfx90a,gfx942')
+        self.assertRegex(out, r'(?m)^GPU 0: gfx90a \(gfx90a:sramecc\+:xnack-\) \(emulated by kfd-emu')
+        self.assertRegex(out, r'(?m)^GPU 1: gfx942 ')
+        rc, out = run(AQL_KFD_SYS=KFD_EMU, AQL_KFD_EMU_GPUS='gfx942')
+        self.assertIn('Chip ID:                     0x74a1', out)
+        self.assertIn('XCCs:                        8', out)
+        self.assertIn('(emulated by kfd-emu', out)
+
+    def test_xnack_and_version(self):
+        rc, doc = run_json(AQL_KFD_SYS=KFD_EMU, AQL_KFD_EMU_GPUS='gfx90a',
+                           AQL_KFD_EMU_XNACK='1', AQL_KFD_EMU_VERSION='1.11')
+        self.assertEqual(rc, 0)
+        amd = self.amd(doc)
+        self.assertEqual(len(amd), 1, doc)
+        self.assertEqual(amd[0]['isa'], 'gfx90a:sramecc+:xnack+')
+        self.assertEqual(amd[0]['driver_version'], '1.11')
+
+    def reason(self, **env):
+        rc, doc = run_json(**env)
+        self.assertEqual(rc, 0, 'the CPU agent must still be listed')
+        self.assertFalse(self.amd(doc), doc)
+        amd = unavailable(doc, 'amd')
+        self.assertEqual(len(amd), 1, doc)
+        return amd[0]['status'], amd[0]['reason']
+
+    def test_reasons_differ(self):
+        """Each way of having no AMD agent says which it is."""
+        found = {
+            'nokfd': self.reason(AQL_KFD_SYS=KFD_EMU, AQL_KFD_EMU_FAIL='open_kfd'),
+            'perm': self.reason(AQL_KFD_SYS=KFD_EMU, AQL_KFD_EMU_FAIL='open_kfd=EACCES'),
+            'old': self.reason(AQL_KFD_SYS=KFD_EMU, AQL_KFD_EMU_VERSION='1.10'),
+            'nogpu': self.reason(AQL_KFD_SYS=KFD_EMU, AQL_KFD_EMU_GPUS=''),
+            'nolib': self.reason(AQL_KFD_SYS='/nonexistent/libaqlkfdemu.so'),
+        }
+        self.assertEqual(found['nokfd'][0], 'AQL_ERR_NOT_FOUND', found)
+        self.assertIn('/dev/kfd', found['nokfd'][1])
+        self.assertEqual(found['perm'][0], 'AQL_ERR_SYSTEM', found)
+        self.assertIn('render', found['perm'][1])
+        self.assertEqual(found['old'][0], 'AQL_ERR_UNSUPPORTED', found)
+        self.assertIn('KFD 1.10', found['old'][1])
+        self.assertEqual(found['nogpu'][0], 'AQL_ERR_NOT_FOUND', found)
+        self.assertEqual(found['nolib'][0], 'AQL_ERR_NOT_FOUND', found)
+        self.assertIn('/nonexistent/libaqlkfdemu.so', found['nolib'][1])
+        reasons = [r for _, r in found.values()]
+        self.assertEqual(len(set(reasons)), len(reasons), found)
+
+    def test_open_failure_listed(self):
+        """A GPU that fails to open is reported; the CPU agent stays."""
+        rc, doc = run_json(AQL_KFD_SYS=KFD_EMU, AQL_KFD_EMU_GPUS='gfx90a',
+                           AQL_KFD_EMU_FAIL='open_render')
+        self.assertEqual(rc, 0)
+        self.assertFalse(self.amd(doc), doc)
+        amd = unavailable(doc, 'amd')
+        self.assertEqual(len(amd), 1, doc)
+        self.assertTrue(amd[0]['reason'].startswith('amd agent 0: '), amd)
+        self.assertIn('render group', amd[0]['reason'])
+
+
 def main():
-    global INFO, EMU_DIR, CUDA_STUB
+    global INFO, EMU_DIR, CUDA_STUB, KFD_EMU
     ap = argparse.ArgumentParser()
     ap.add_argument('--info', required=True)
     ap.add_argument('--emu-dir')
     ap.add_argument('--cuda-stub')
+    ap.add_argument('--kfd-emu')
     args, rest = ap.parse_known_args()
     INFO = os.path.abspath(args.info)
     CUDA_STUB = args.cuda_stub
+    KFD_EMU = os.path.abspath(args.kfd_emu) if args.kfd_emu else None
     EMU_DIR = os.path.abspath(args.emu_dir) if args.emu_dir else None
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
 
