@@ -19,7 +19,7 @@ typedef struct aql_agent aql_agent;
 enum aql_agent_kind {
 	AQL_AGENT_CPU = 0,	/* the CPU agent (aql/host/) */
 	AQL_AGENT_NVIDIA,	/* an NVIDIA GPU through the CUDA driver API (nv/) */
-	AQL_AGENT_AMD,		/* an AMD GPU through /dev/kfd (not built yet) */
+	AQL_AGENT_AMD,		/* an AMD GPU through /dev/kfd (aql/kfd/; no queues yet) */
 	AQL_AGENT_KIND_COUNT
 };
 
@@ -52,9 +52,11 @@ typedef struct aql_agent_info {
 	 * max_group_segment_size (CUDA: the opt-in maximum) on request. */
 	uint32_t default_group_segment_size;
 	uint64_t memory_size;		/* bytes of agent memory; 0: host memory */
-	char isa[32];			/* "sm_90", "gfx942", "x86_64" */
+	char isa[32];			/* "sm_90", "gfx942:sramecc+:xnack-", "x86_64" */
 	uint32_t device_index;		/* among agents of its kind (the CUDA ordinal) */
-	uint32_t driver_version;	/* CUDA: cuDriverGetVersion(); 0 if none */
+	/* CUDA: cuDriverGetVersion(); AMD: the KFD version as major * 1000 +
+	 * minor * 10 (1.16: 1160); 0 if none. */
+	uint32_t driver_version;
 } aql_agent_info;
 
 /*
@@ -62,9 +64,12 @@ typedef struct aql_agent_info {
  * happens: when there are none the call fails, and aql_error_message()
  * says why (for NVIDIA: no libcuda.so.1, the toolkit's stub library, a
  * driver older than aql needs, no device, or CUDA_VISIBLE_DEVICES hiding
- * every device). Errors: AQL_ERR_NOT_FOUND (no driver or no device),
- * AQL_ERR_UNSUPPORTED (a stub or too old driver; a kind libaql was built
- * without), AQL_ERR_DEVICE (the driver failed), AQL_ERR_INVALID_ARG.
+ * every device; for AMD: an emulation in AQL_KFD_SYS that does not load,
+ * no /dev/kfd, permission denied on it, a KFD older than 1.11, no GPU
+ * node, only GPUs aql cannot run). Errors: AQL_ERR_NOT_FOUND (no driver
+ * or no device), AQL_ERR_UNSUPPORTED (a stub or too old driver; a kind
+ * libaql was built without), AQL_ERR_SYSTEM (AMD: permission denied),
+ * AQL_ERR_DEVICE (the driver failed), AQL_ERR_INVALID_ARG.
  * Thread safe; the answer is found once per process.
  */
 aql_status aql_agent_count(enum aql_agent_kind kind, uint32_t *count);
@@ -74,9 +79,14 @@ aql_status aql_agent_count(enum aql_agent_kind kind, uint32_t *count);
  * released with aql_agent_destroy(). A CPU agent is created with the
  * defaults (aql_host_agent_create(NULL)); an NVIDIA agent is CUDA device
  * index as the driver numbers them after CUDA_VISIBLE_DEVICES, on its
- * primary context (retained here, released at destroy). Errors: those of
+ * primary context (retained here, released at destroy). An AMD agent is
+ * the index-th GPU node of the KFD topology that aql can run; its render
+ * node and VM (ACQUIRE_VM) stay with the process after destroy, since
+ * amdkfd binds the VM to that one file. Errors: those of
  * aql_agent_count(), AQL_ERR_INVALID_ARG (index out of range),
- * AQL_ERR_NOMEM. Thread safe.
+ * AQL_ERR_NOMEM; AMD: AQL_ERR_SYSTEM (the render node), AQL_ERR_BUSY
+ * (another runtime of the process holds the GPU), AQL_ERR_DEVICE (an
+ * ioctl failed), each named. Thread safe.
  */
 aql_status aql_agent_open(enum aql_agent_kind kind, uint32_t index, aql_agent **out);
 
