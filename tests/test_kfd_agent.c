@@ -222,6 +222,14 @@ static int agents(const char *list, uint32_t minor, int xnack)
 	CHECK(s.vm_acquired == (1u << n) - 1, "VMs acquired %#x", s.vm_acquired);
 	CHECK(s.runtime_enabled == (minor >= 13), "RUNTIME_ENABLE state %u on KFD 1.%u",
 	      s.runtime_enabled, minor);
+	/* Once per process, however many agents were opened. */
+	CHECK(s.ioctls[0x01] == 1 && s.ioctls[0x25] == (minor >= 13),
+	      "GET_VERSION %llu times, RUNTIME_ENABLE %llu times",
+	      (unsigned long long)s.ioctls[0x01], (unsigned long long)s.ioctls[0x25]);
+	CHECK(s.ioctls[0x15] == n && s.ioctls[0x14] == 2 * n && !s.ioctls_failed,
+	      "ACQUIRE_VM %llu, GET_PROCESS_APERTURES_NEW %llu, %llu failed",
+	      (unsigned long long)s.ioctls[0x15], (unsigned long long)s.ioctls[0x14],
+	      (unsigned long long)s.ioctls_failed);
 	check_cpu_unaffected();
 	return th_finish();
 }

@@ -102,7 +102,6 @@ static void query_xnack(void)
 				      r < 0 ? AQL_FEATURE_ANY :
 				      a.xnack_enabled ? AQL_FEATURE_ON : AQL_FEATURE_OFF;
 
-	process.xnack = mode;
 	for (uint32_t i = 0; i < process.topo.count; i++) {
 		struct kfd_node *n = &process.topo.nodes[i];
 
@@ -141,7 +140,7 @@ static aql_status load(void)
 	 * cannot run, with their reasons. */
 	if (!process.usable)
 		return aql_fail(first->usable, "%s%s", first->reason,
-				process.topo.count > 1 ? " (and so are the other GPU nodes)" : "");
+				process.topo.count > 1 ? "; no other GPU node is usable either" : "");
 	return AQL_OK;
 }
 

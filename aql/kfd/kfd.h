@@ -66,9 +66,9 @@ struct kfd_topology {
 /*
  * Scan the topology at root through sys: every GPU node, usable or not.
  * The scan is repeated when generation_id changes under it. Errors:
- * AQL_ERR_NOT_FOUND (no topology, or no GPU node in it), AQL_ERR_NOMEM,
- * AQL_ERR_SYSTEM (a read failed), AQL_ERR_DEVICE (a node without gpu_id
- * or properties, a topology that keeps changing); each named. Release
+ * AQL_ERR_NOT_FOUND (no topology, no GPU node in it, or a node's gpu_id
+ * or properties missing), AQL_ERR_NOMEM, AQL_ERR_SYSTEM (a read failed),
+ * AQL_ERR_DEVICE (a topology that keeps changing); each named. Release
  * with kfd_topology_free(). Thread safe (no shared state).
  */
 aql_status kfd_topology_scan(const struct aql_kfd_sys *sys, const char *root,
@@ -84,7 +84,6 @@ struct kfd_process {
 	const struct aql_kfd_sys *sys;
 	int fd;				/* /dev/kfd */
 	uint32_t major, minor;		/* AMDKFD_IOC_GET_VERSION */
-	enum aql_feature_state xnack;	/* AMDKFD_IOC_SET_XNACK_MODE's answer */
 	struct kfd_topology topo;
 	uint32_t usable;		/* usable nodes: the agents */
 };
