@@ -191,6 +191,7 @@ static void check_node(unsigned node, const char *model, unsigned render_minor, 
 	CHECK(cap & HSA_CAP_SRAM_EDCSUPPORTED, "no sramecc bit in 0x%llx", cap);
 	CHECK(!(cap & HSA_CAP_AQL_QUEUE_DOUBLE_MAP), "double map on gfx9");
 	CHECK(!!(cap & 0x8000) == (minor >= 13), "trap debug bit 0x%llx at 1.%u", cap, minor);
+	CHECK(cap & HSA_CAP_SVMAPI_SUPPORTED, "no SVM bit in 0x%llx", cap);
 	EQ(key("num_xcc", "%s", path), minor >= 13 ? (gfx942 ? 8 : 1) : -1);
 	EQ(key("debug_prop", "%s", path) >= 0, minor >= 13);
 	EQ(key("cwsr_size", "%s", path), minor >= 18 ? (gfx942 ? 23203840 : 67170304) : -1);
@@ -541,6 +542,46 @@ static void case_gfx942(void)
 	check_process(2, 18);
 }
 
+/* A GPU aql does not support, beside one it does: gfx8 values and apertures. */
+static void case_gfx803(void)
+{
+	static const char *models[] = { "gfx90a" };
+	const char *props = TOPO "/nodes/2/properties";
+	struct kfd_process_device_apertures pa[2];
+	uint32_t n = 2;
+	long long cap = key("capability", "%s", props);
+	int kfd, render;
+	char name[16];
+
+	EQ(entries(TOPO "/nodes"), 3);
+	check_node(1, models[0], 128, 18);
+	EQ(key("gfx_target_version", "%s", props), 80003);
+	EQ(key("drm_render_minor", "%s", props), 129);
+	EQ((cap & HSA_CAP_DOORBELL_TYPE_TOTALBITS_MASK) >> HSA_CAP_DOORBELL_TYPE_TOTALBITS_SHIFT,
+	   HSA_CAP_DOORBELL_TYPE_1_0);
+	EQ(cap & (HSA_CAP_SRAM_EDCSUPPORTED | HSA_CAP_SVMAPI_SUPPORTED | 0x8000), 0);
+	EQ(key("num_xcc", "%s", props), 1);
+	/* kfd_queue_ctx_save_restore_size: 64 CUs, 2048 waves, VGPR 0x40000 */
+	EQ(key("ctl_stack_size", "%s", props), 20480);
+	EQ(key("cwsr_size", "%s", props), 22302720);
+	CHECK(sys->read_file(TOPO "/nodes/2/name", name, sizeof(name)) > 0 &&
+	      !strcmp(name, "fiji\n"), "name %s", name);
+
+	kfd = kfd_open();
+	render = sys->open("/dev/dri/renderD129", O_RDWR);
+	EQ(acquire(kfd, render, gpu_id(2)), 0);
+	EQ(apertures(kfd, pa, &n), 0);
+	EQ(n, 2);
+	EQ(pa[0].lds_base, 1ull << 48);
+	EQ(pa[1].gpu_id, gpu_id(2));
+	EQ(pa[1].lds_base, 1ull << 61);
+	EQ(pa[1].scratch_base, (1ull << 61) + (1ull << 32));
+	EQ(pa[1].scratch_limit, (1ull << 61) + (1ull << 32) + 0xffffffffull);
+	EQ(pa[1].gpuvm_limit, (1ull << 40) - 1);
+	sys->close(render);
+	sys->close(kfd);
+}
+
 static void case_no_kfd(void)
 {
 	EQ(sys->open("/dev/kfd", O_RDWR), -ENOENT);
@@ -616,6 +657,7 @@ static const struct {
 	{ "2.0", case_major, { "AQL_KFD_EMU_VERSION=2.0" } },
 	{ "nogpu", case_nogpu, { "AQL_KFD_EMU_GPUS=" } },
 	{ "gfx942", case_gfx942, { "AQL_KFD_EMU_GPUS=gfx942,gfx942" } },
+	{ "gfx803", case_gfx803, { "AQL_KFD_EMU_GPUS=gfx90a,gfx803" } },
 	{ "no_kfd", case_no_kfd, { "AQL_KFD_EMU_FAIL=open_kfd" } },
 	{ "kfd_eacces", case_kfd_eacces, { "AQL_KFD_EMU_FAIL=open_kfd=EACCES" } },
 	{ "render_eacces", case_render_eacces, { "AQL_KFD_EMU_FAIL=open_render" } },
@@ -650,6 +692,7 @@ int main(int argc, char **argv)
 			unsetenv("AQL_KFD_EMU_XNACK");
 			for (int e = 0; e < 3 && cases[i].env[e]; e++)
 				putenv((char *)cases[i].env[e]);
+			th_passed = th_failed = 0;
 			load();
 			cases[i].run();
 			exit(th_finish() ? 1 : 0);

@@ -97,7 +97,7 @@ static void read_gpus(const char *s)
 		s += n + (s[n] == ',');
 		m = emu_model_find(name);
 		if (!m) {
-			config_fail("AQL_KFD_EMU_GPUS: no model \"%s\" (gfx90a, gfx942)", name);
+			config_fail("AQL_KFD_EMU_GPUS: no model \"%s\" (gfx90a, gfx942, gfx803)", name);
 			return;
 		}
 		if (config.major == 1 && config.minor < emu_model_min_minor(m)) {
