@@ -13,6 +13,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -476,6 +477,40 @@ static void check_process(unsigned ngpus, uint32_t minor)
 	sys->close(kfd);
 }
 
+/* Threads at once: ioctls, opens and closes, topology reads (thread safety
+ * is sys.h's contract; TSan runs this). */
+static void *hammer(void *arg)
+{
+	int kfd = *(int *)arg, bad = 0;
+	char buf[256];
+
+	for (int i = 0; i < 200; i++) {
+		struct kfd_ioctl_get_version_args v = { 0 };
+		int fd = sys->open("/dev/dri/renderD128", O_RDWR);
+
+		bad += sys->ioctl(kfd, AMDKFD_IOC_GET_VERSION, &v) != 0 || v.major_version != 1;
+		bad += sys->read_file(TOPO "/nodes/1/gpu_id", buf, sizeof(buf)) <= 0;
+		bad += fd < 0 || sys->close(fd) != 0;
+	}
+	return (void *)(intptr_t)bad;
+}
+
+static void check_threads(void)
+{
+	pthread_t t[4];
+	int kfd = kfd_open();
+	void *bad;
+
+	for (int i = 0; i < 4; i++)
+		CHECK(pthread_create(&t[i], NULL, hammer, &kfd) == 0, "pthread_create");
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], &bad);
+		EQ((intptr_t)bad, 0);
+	}
+	EQ(stats().open_files, 1);
+	sys->close(kfd);
+}
+
 static void case_default(void)
 {
 	static const char *models[] = { "gfx90a", "gfx942" };
@@ -486,6 +521,7 @@ static void case_default(void)
 	check_files();
 	check_dispatch(18);
 	check_process(2, 18);
+	check_threads();
 }
 
 /* AQL_KFD_EMU_VERSION set in the environment. */

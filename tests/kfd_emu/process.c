@@ -15,13 +15,12 @@
 /* kfd_priv.h struct kfd_process_device: one per GPU node. */
 struct pdd {
 	uint64_t drm_file;		/* the render file of ACQUIRE_VM; 0: none yet */
-	uint64_t scratch_va;		/* qpd.sh_hidden_private_base */
+	uint64_t scratch_va;		/* qpd.sh_hidden_private_base, for scratch later */
 };
 
 static struct {
 	struct pdd pdds[EMU_MAX_GPUS];
 	int runtime_enabled;		/* runtime_info.runtime_state == ENABLED */
-	uint64_t r_debug;
 	int xnack;
 } proc;
 
@@ -111,11 +110,10 @@ static int acquire_vm(void *data)
  */
 static int runtime_enable(void *data)
 {
-	struct kfd_ioctl_runtime_enable_args *args = data;
+	const struct kfd_ioctl_runtime_enable_args *args = data;
 
 	if (!(args->mode_mask & KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK)) {
 		proc.runtime_enabled = 0;
-		proc.r_debug = 0;
 		return 0;
 	}
 	/* runtime_enable: state not DISABLED → -EBUSY */
@@ -126,7 +124,6 @@ static int runtime_enable(void *data)
 	if (emu_config()->fail_runtime_enable)
 		return emu_config()->fail_runtime_enable;
 	proc.runtime_enabled = 1;
-	proc.r_debug = args->r_debug;
 	return 0;
 }
 
