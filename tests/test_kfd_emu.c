@@ -13,6 +13,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -191,6 +192,7 @@ static void check_node(unsigned node, const char *model, unsigned render_minor, 
 	CHECK(cap & HSA_CAP_SRAM_EDCSUPPORTED, "no sramecc bit in 0x%llx", cap);
 	CHECK(!(cap & HSA_CAP_AQL_QUEUE_DOUBLE_MAP), "double map on gfx9");
 	CHECK(!!(cap & 0x8000) == (minor >= 13), "trap debug bit 0x%llx at 1.%u", cap, minor);
+	CHECK(cap & HSA_CAP_SVMAPI_SUPPORTED, "no SVM bit in 0x%llx", cap);
 	EQ(key("num_xcc", "%s", path), minor >= 13 ? (gfx942 ? 8 : 1) : -1);
 	EQ(key("debug_prop", "%s", path) >= 0, minor >= 13);
 	EQ(key("cwsr_size", "%s", path), minor >= 18 ? (gfx942 ? 23203840 : 67170304) : -1);
@@ -475,6 +477,40 @@ static void check_process(unsigned ngpus, uint32_t minor)
 	sys->close(kfd);
 }
 
+/* Threads at once: ioctls, opens and closes, topology reads (thread safety
+ * is sys.h's contract; TSan runs this). */
+static void *hammer(void *arg)
+{
+	int kfd = *(int *)arg, bad = 0;
+	char buf[256];
+
+	for (int i = 0; i < 200; i++) {
+		struct kfd_ioctl_get_version_args v = { 0 };
+		int fd = sys->open("/dev/dri/renderD128", O_RDWR);
+
+		bad += sys->ioctl(kfd, AMDKFD_IOC_GET_VERSION, &v) != 0 || v.major_version != 1;
+		bad += sys->read_file(TOPO "/nodes/1/gpu_id", buf, sizeof(buf)) <= 0;
+		bad += fd < 0 || sys->close(fd) != 0;
+	}
+	return (void *)(intptr_t)bad;
+}
+
+static void check_threads(void)
+{
+	pthread_t t[4];
+	int kfd = kfd_open();
+	void *bad;
+
+	for (int i = 0; i < 4; i++)
+		CHECK(pthread_create(&t[i], NULL, hammer, &kfd) == 0, "pthread_create");
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], &bad);
+		EQ((intptr_t)bad, 0);
+	}
+	EQ(stats().open_files, 1);
+	sys->close(kfd);
+}
+
 static void case_default(void)
 {
 	static const char *models[] = { "gfx90a", "gfx942" };
@@ -485,6 +521,7 @@ static void case_default(void)
 	check_files();
 	check_dispatch(18);
 	check_process(2, 18);
+	check_threads();
 }
 
 /* AQL_KFD_EMU_VERSION set in the environment. */
@@ -539,6 +576,46 @@ static void case_gfx942(void)
 
 	check_topology(models, 2, 18);
 	check_process(2, 18);
+}
+
+/* A GPU aql does not support, beside one it does: gfx8 values and apertures. */
+static void case_gfx803(void)
+{
+	static const char *models[] = { "gfx90a" };
+	const char *props = TOPO "/nodes/2/properties";
+	struct kfd_process_device_apertures pa[2];
+	uint32_t n = 2;
+	long long cap = key("capability", "%s", props);
+	int kfd, render;
+	char name[16];
+
+	EQ(entries(TOPO "/nodes"), 3);
+	check_node(1, models[0], 128, 18);
+	EQ(key("gfx_target_version", "%s", props), 80003);
+	EQ(key("drm_render_minor", "%s", props), 129);
+	EQ((cap & HSA_CAP_DOORBELL_TYPE_TOTALBITS_MASK) >> HSA_CAP_DOORBELL_TYPE_TOTALBITS_SHIFT,
+	   HSA_CAP_DOORBELL_TYPE_1_0);
+	EQ(cap & (HSA_CAP_SRAM_EDCSUPPORTED | HSA_CAP_SVMAPI_SUPPORTED | 0x8000), 0);
+	EQ(key("num_xcc", "%s", props), 1);
+	/* kfd_queue_ctx_save_restore_size: 64 CUs, 2048 waves, VGPR 0x40000 */
+	EQ(key("ctl_stack_size", "%s", props), 20480);
+	EQ(key("cwsr_size", "%s", props), 22302720);
+	CHECK(sys->read_file(TOPO "/nodes/2/name", name, sizeof(name)) > 0 &&
+	      !strcmp(name, "fiji\n"), "name %s", name);
+
+	kfd = kfd_open();
+	render = sys->open("/dev/dri/renderD129", O_RDWR);
+	EQ(acquire(kfd, render, gpu_id(2)), 0);
+	EQ(apertures(kfd, pa, &n), 0);
+	EQ(n, 2);
+	EQ(pa[0].lds_base, 1ull << 48);
+	EQ(pa[1].gpu_id, gpu_id(2));
+	EQ(pa[1].lds_base, 1ull << 61);
+	EQ(pa[1].scratch_base, (1ull << 61) + (1ull << 32));
+	EQ(pa[1].scratch_limit, (1ull << 61) + (1ull << 32) + 0xffffffffull);
+	EQ(pa[1].gpuvm_limit, (1ull << 40) - 1);
+	sys->close(render);
+	sys->close(kfd);
 }
 
 static void case_no_kfd(void)
@@ -616,6 +693,7 @@ static const struct {
 	{ "2.0", case_major, { "AQL_KFD_EMU_VERSION=2.0" } },
 	{ "nogpu", case_nogpu, { "AQL_KFD_EMU_GPUS=" } },
 	{ "gfx942", case_gfx942, { "AQL_KFD_EMU_GPUS=gfx942,gfx942" } },
+	{ "gfx803", case_gfx803, { "AQL_KFD_EMU_GPUS=gfx90a,gfx803" } },
 	{ "no_kfd", case_no_kfd, { "AQL_KFD_EMU_FAIL=open_kfd" } },
 	{ "kfd_eacces", case_kfd_eacces, { "AQL_KFD_EMU_FAIL=open_kfd=EACCES" } },
 	{ "render_eacces", case_render_eacces, { "AQL_KFD_EMU_FAIL=open_render" } },
@@ -650,6 +728,7 @@ int main(int argc, char **argv)
 			unsetenv("AQL_KFD_EMU_XNACK");
 			for (int e = 0; e < 3 && cases[i].env[e]; e++)
 				putenv((char *)cases[i].env[e]);
+			th_passed = th_failed = 0;
 			load();
 			cases[i].run();
 			exit(th_finish() ? 1 : 0);

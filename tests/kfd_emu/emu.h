@@ -62,6 +62,7 @@ const struct emu_model *emu_model_find(const char *name);
 uint32_t emu_model_min_minor(const struct emu_model *model);
 uint32_t emu_model_gpu_id(const struct emu_model *model);
 uint32_t emu_model_simds(const struct emu_model *model);
+uint32_t emu_model_gfx_version(const struct emu_model *model);
 const char *emu_model_name(const struct emu_model *model);
 long emu_read_file(const char *path, char *buf, size_t size);
 int emu_list_dir(const char *path, int (*each)(const char *name, void *user), void *user);

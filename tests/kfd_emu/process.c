@@ -15,13 +15,12 @@
 /* kfd_priv.h struct kfd_process_device: one per GPU node. */
 struct pdd {
 	uint64_t drm_file;		/* the render file of ACQUIRE_VM; 0: none yet */
-	uint64_t scratch_va;		/* qpd.sh_hidden_private_base */
+	uint64_t scratch_va;		/* qpd.sh_hidden_private_base, for scratch later */
 };
 
 static struct {
 	struct pdd pdds[EMU_MAX_GPUS];
 	int runtime_enabled;		/* runtime_info.runtime_state == ENABLED */
-	uint64_t r_debug;
 	int xnack;
 } proc;
 
@@ -111,11 +110,10 @@ static int acquire_vm(void *data)
  */
 static int runtime_enable(void *data)
 {
-	struct kfd_ioctl_runtime_enable_args *args = data;
+	const struct kfd_ioctl_runtime_enable_args *args = data;
 
 	if (!(args->mode_mask & KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK)) {
 		proc.runtime_enabled = 0;
-		proc.r_debug = 0;
 		return 0;
 	}
 	/* runtime_enable: state not DISABLED → -EBUSY */
@@ -126,26 +124,35 @@ static int runtime_enable(void *data)
 	if (emu_config()->fail_runtime_enable)
 		return emu_config()->fail_runtime_enable;
 	proc.runtime_enabled = 1;
-	proc.r_debug = args->r_debug;
 	return 0;
 }
 
-/* kfd_flat_memory.c kfd_init_apertures_v9, for gfx9 dGPUs. */
+/*
+ * kfd_flat_memory.c kfd_init_apertures: kfd_init_apertures_v9 for gfx9
+ * dGPUs, kfd_init_apertures_vi for gfx8 ones.
+ */
 static void apertures(const struct emu_gpu *g, struct kfd_process_device_apertures *a)
 {
+	int gfx9 = emu_model_gfx_version(g->model) >= 90000;
+
 	memset(a, 0, sizeof(*a));
 	a->gpu_id = g->gpu_id;
-	a->lds_base = 1ull << 48;			/* MAKE_LDS_APP_BASE_V9 */
-	a->lds_limit = a->lds_base | 0xffffffffull;	/* MAKE_LDS_APP_LIMIT */
-	a->scratch_base = 2ull << 48;			/* MAKE_SCRATCH_APP_BASE_V9 */
+	/* MAKE_LDS_APP_BASE_V9, MAKE_SCRATCH_APP_BASE_V9; the _VI ones */
+	a->lds_base = gfx9 ? 1ull << 48 : 1ull << 61;
+	a->scratch_base = gfx9 ? 2ull << 48 : (1ull << 61) + 0x100000000ull;
+	/* MAKE_LDS_APP_LIMIT, MAKE_SCRATCH_APP_LIMIT */
+	a->lds_limit = a->lds_base | 0xffffffffull;
 	a->scratch_limit = a->scratch_base | 0xffffffffull;
 	/*
 	 * SVM_USER_BASE (16 KiB) until the TBA/TMA move of early 2024, then
 	 * AMDGPU_VA_RESERVED_BOTTOM (2 MiB); tied here to 1.15 (approx).
 	 */
 	a->gpuvm_base = emu_at_least(15) ? 2ull << 20 : 16ull << 10;
-	/* gpuvm_size: the VM below the hole, AMDGPU_GMC_HOLE_START (47 bits) */
-	a->gpuvm_limit = (1ull << 47) - 1;
+	/*
+	 * gpuvm_size: the VM below the hole (AMDGPU_GMC_HOLE_START), 47 bits
+	 * on gfx9; 40 bits on gfx8 (approx, amdgpu_vm_adjust_size).
+	 */
+	a->gpuvm_limit = (1ull << (gfx9 ? 47 : 40)) - 1;
 }
 
 /* kfd_chardev.c kfd_ioctl_get_process_apertures_new */

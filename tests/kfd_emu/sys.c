@@ -57,8 +57,11 @@ static void config_fail(const char *fmt, const char *what)
 		snprintf(config.error, sizeof(config.error), fmt, what);
 }
 
-/* AQL_KFD_EMU_VERSION: "1.N". Versions older than 1.11 are modelled as
- * far as GET_VERSION and the topology: with 1.11's ioctl range. */
+/*
+ * AQL_KFD_EMU_VERSION: "MAJOR.MINOR", the minor at most 18. Versions
+ * older than 1.11, and other majors, are modelled as far as GET_VERSION
+ * and the topology, for the agent to refuse: with 1.11's ioctl range.
+ */
 static void read_version(const char *s)
 {
 	unsigned major, minor;
@@ -69,7 +72,7 @@ static void read_version(const char *s)
 	if (!s)
 		return;
 	if (sscanf(s, "%u.%u%c", &major, &minor, &end) != 2 || minor > 18) {
-		config_fail("AQL_KFD_EMU_VERSION=%s: not 1.0 to 1.18", s);
+		config_fail("AQL_KFD_EMU_VERSION=%s: not MAJOR.MINOR with MINOR at most 18", s);
 		return;
 	}
 	config.major = major;
@@ -97,7 +100,7 @@ static void read_gpus(const char *s)
 		s += n + (s[n] == ',');
 		m = emu_model_find(name);
 		if (!m) {
-			config_fail("AQL_KFD_EMU_GPUS: no model \"%s\" (gfx90a, gfx942)", name);
+			config_fail("AQL_KFD_EMU_GPUS: no model \"%s\" (gfx90a, gfx942, gfx803)", name);
 			return;
 		}
 		if (config.major == 1 && config.minor < emu_model_min_minor(m)) {

@@ -7,7 +7,8 @@
  *
  * Model values come from public rocminfo and sysfs dumps of an MI250X
  * (gfx90a, one GCD) and an MI300X (gfx942, SPX: 8 XCCs), and from the
- * kernel's formulas. Those marked "approx" had no public dump to check
+ * kernel's formulas; and a Radeon R9 Fury (gfx803) as a GPU that aql
+ * does not support: 32-bit-era doorbells (type 1), no SVM, no sramecc. Those marked "approx" had no public dump to check
  * against; nothing should rely on them being the hardware's.
  */
 #include <errno.h>
@@ -52,6 +53,9 @@ struct emu_model {
 	uint32_t fw_version;		/* MEC */
 	uint32_t sdma_fw_version;
 	uint32_t debug_prop;
+	uint32_t capability;		/* without the debugger's bits */
+	int trap_debug;			/* has the debugger's capabilities (1.13) */
+	uint32_t vgpr;			/* VGPR bytes per CU to save (kfd_get_vgpr_size_per_cu) */
 	uint64_t vram;
 	uint32_t mem_width;
 	uint32_t mem_clk_max;
@@ -61,6 +65,12 @@ struct emu_model {
 	unsigned ncaches;
 	struct emu_cache caches[3];
 };
+
+#define GFX9_CAPS                                                                \
+	(HSA_CAP_DOORBELL_TYPE_2_0 << HSA_CAP_DOORBELL_TYPE_TOTALBITS_SHIFT |      \
+	 HSA_CAP_WATCH_POINTS_SUPPORTED | 2u << HSA_CAP_WATCH_POINTS_TOTALBITS_SHIFT | \
+	 HSA_CAP_MEM_EDCSUPPORTED | HSA_CAP_RASEVENTNOTIFY | HSA_CAP_SRAM_EDCSUPPORTED | \
+	 HSA_CAP_SVMAPI_SUPPORTED)
 
 static const struct emu_model models[] = {
 	{
@@ -78,6 +88,9 @@ static const struct emu_model models[] = {
 		.num_cp_queues = 24,		/* approx */
 		.fw_version = 78, .sdma_fw_version = 8,		/* approx */
 		.debug_prop = 0x1d6,		/* approx: watch address mask bits 6..29 */
+		/* kfd_topology_set_capabilities: 64-bit doorbells on GC >= 9.0.1,
+		 * 4 watch points on gfx9; sramecc, ECC, RAS and SVM (approx) */
+		.capability = GFX9_CAPS, .trap_debug = 1, .vgpr = 0x80000,
 		.vram = 64ull << 30, .mem_width = 4096,
 		.mem_clk_max = 1600,		/* approx */
 		.pcie_mbps = 32000,		/* approx: PCIe 4.0 x16 */
@@ -102,6 +115,9 @@ static const struct emu_model models[] = {
 		.num_sdma_queues_per_engine = 8, .num_cp_queues = 24,
 		.fw_version = 177, .sdma_fw_version = 19,	/* approx */
 		.debug_prop = 0x1d7,		/* approx: watch address mask bits 7..29 */
+		/* kfd_topology_set_capabilities: 64-bit doorbells on GC >= 9.0.1,
+		 * 4 watch points on gfx9; sramecc, ECC, RAS and SVM (approx) */
+		.capability = GFX9_CAPS, .trap_debug = 1, .vgpr = 0x80000,
 		.vram = 192ull << 30, .mem_width = 8192,
 		.mem_clk_max = 1300,		/* approx */
 		.pcie_mbps = 64000,		/* approx: PCIe 5.0 x16 */
@@ -112,6 +128,31 @@ static const struct emu_model models[] = {
 			{ .level = 2, .size_kb = 4096, .line = 128, .assoc = 16, .shared_cus = 38 },
 			/* the Infinity Cache, from a public MI308X rocminfo */
 			{ .level = 3, .size_kb = 262144, .line = 64, .assoc = 16, .shared_cus = 304 },
+		},
+	},
+	{
+		/* Every value approx but the target, the device and the doorbell type. */
+		.name = "gfx803", .node_name = "fiji",
+		.min_minor = 0,
+		.gfx_target_version = 80003, .device_id = 0x7300, .gpu_id = 0x4a17,
+		.simd_count = 256, .simd_per_cu = 4,		/* 64 CUs */
+		.array_count = 4, .simd_arrays_per_engine = 1, .cu_per_simd_array = 16,
+		.max_waves_per_simd = 10, .lds_size_in_kb = 64, .num_gws = 0,
+		.max_slots_scratch_cu = 32, .num_xcc = 1, .max_engine_clk_fcompute = 1050,
+		.num_sdma_engines = 2, .num_sdma_xgmi_engines = 0,
+		.num_sdma_queues_per_engine = 2, .num_cp_queues = 24,
+		.fw_version = 730, .sdma_fw_version = 58, .debug_prop = 0,
+		/* gfx8 doorbells are type 1; watch points as on gfx9 */
+		.capability = HSA_CAP_DOORBELL_TYPE_1_0 << HSA_CAP_DOORBELL_TYPE_TOTALBITS_SHIFT |
+			      HSA_CAP_WATCH_POINTS_SUPPORTED |
+			      2u << HSA_CAP_WATCH_POINTS_TOTALBITS_SHIFT,
+		.trap_debug = 0, .vgpr = 0x40000,
+		.vram = 4ull << 30, .mem_width = 4096, .mem_clk_max = 500,
+		.pcie_mbps = 16000, .location_id = 0x4300, .unique_id = 0,
+		.ncaches = 2,
+		.caches = {
+			{ .level = 1, .size_kb = 16, .line = 64, .assoc = 4, .shared_cus = 1 },
+			{ .level = 2, .size_kb = 2048, .line = 64, .assoc = 16, .shared_cus = 64 },
 		},
 	},
 };
@@ -144,6 +185,11 @@ const char *emu_model_name(const struct emu_model *model)
 	return model->name;
 }
 
+uint32_t emu_model_gfx_version(const struct emu_model *model)
+{
+	return model->gfx_target_version;
+}
+
 uint32_t emu_model_simds(const struct emu_model *model)
 {
 	return model->simd_count;
@@ -151,15 +197,16 @@ uint32_t emu_model_simds(const struct emu_model *model)
 
 /*
  * The context save area per XCC and its control stack, as
- * kfd_queue.c kfd_queue_ctx_save_restore_size computes them for gfx9.
+ * kfd_queue.c kfd_queue_ctx_save_restore_size computes them for gfx8 and
+ * gfx9 (8 bytes of control stack per wave, below gfx10.1).
  */
 static void cwsr_sizes(const struct emu_model *m, uint32_t *cwsr, uint32_t *ctl)
 {
 	uint32_t cu = m->simd_count / m->simd_per_cu / m->num_xcc;
 	uint32_t waves = cu * 40;
 	uint32_t se_bound = m->array_count / m->simd_arrays_per_engine * 512;
-	/* VGPR 0x80000 on gfx90a and gfx94x; SGPR 0x4000, LDS 0x10000, HWREG 0x1000 */
-	uint32_t wg = cu * (0x80000 + 0x4000 + 0x10000 + 0x1000);
+	/* the model's VGPRs; SGPR 0x4000, LDS 0x10000, HWREG 0x1000 */
+	uint32_t wg = cu * (m->vgpr + 0x4000 + 0x10000 + 0x1000);
 
 	if (waves > se_bound)
 		waves = se_bound;
@@ -238,16 +285,10 @@ static void node_properties(struct out *o, uint32_t node)
 			prop(o, "cwsr_size", cwsr);
 			prop(o, "ctl_stack_size", ctl);
 		}
-		/* kfd_topology_set_capabilities: 64-bit doorbells on GC >= 9.0.1,
-		 * 4 watch points on gfx9; sramecc, ECC, RAS and SVM on both parts */
-		cap = HSA_CAP_DOORBELL_TYPE_2_0 << HSA_CAP_DOORBELL_TYPE_TOTALBITS_SHIFT |
-		      HSA_CAP_WATCH_POINTS_SUPPORTED |
-		      2u << HSA_CAP_WATCH_POINTS_TOTALBITS_SHIFT |
-		      HSA_CAP_MEM_EDCSUPPORTED | HSA_CAP_RASEVENTNOTIFY |
-		      HSA_CAP_SRAM_EDCSUPPORTED | HSA_CAP_SVMAPI_SUPPORTED;
+		cap = m->capability;
 		/* The debugger API (1.13): trap debug support, wave launch
 		 * trap override and mode, precise memory operations. */
-		if (emu_at_least(13))
+		if (m->trap_debug && emu_at_least(13))
 			cap |= 0x8000 | 0x10000 | 0x20000 | 0x40000;
 		prop(o, "max_engine_clk_fcompute", m->max_engine_clk_fcompute);
 		/* node_show prints 0: VRAM sizes are in mem_banks */
