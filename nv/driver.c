@@ -24,8 +24,7 @@ typedef CUresult (*get_proc_v1_fn)(const char *symbol, void **pfn, int cuda_vers
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static struct nv_driver driver;
-static aql_status load_status;
-static char load_reason[400];
+static struct aql_kept_failure load_failure;
 /* &driver once loaded and initialised, for nv_result_name() and friends
  * on threads that never went through nv_driver_get(). */
 static const struct nv_driver *ready;
@@ -74,18 +73,6 @@ aql_status nv_fail(CUresult r, const char *call, const char *fmt, ...)
 			nv_result_string(r));
 }
 
-static aql_status refuse(aql_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static aql_status refuse(aql_status st, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(load_reason, sizeof(load_reason), fmt, ap);
-	va_end(ap);
-	return st;
-}
-
 /* A link names its target too: that is where the stub lives. */
 static aql_status stub(const char *path)
 {
@@ -93,7 +80,7 @@ static aql_status stub(const char *path)
 	int link = real && strcmp(real, path) != 0;
 	aql_status st;
 
-	st = refuse(AQL_ERR_UNSUPPORTED,
+	st = aql_fail(AQL_ERR_UNSUPPORTED,
 		    "libcuda.so.1 at %s%s%s%s is the CUDA toolkit's stub library, not a driver "
 		    "(every call returns CUDA_ERROR_STUB_LIBRARY): take the toolkit's "
 		    "lib64/stubs directory off the library path and install the NVIDIA driver",
@@ -107,11 +94,11 @@ static aql_status no_device(const char *path, int version)
 	const char *visible = getenv("CUDA_VISIBLE_DEVICES");
 
 	if (visible)
-		return refuse(AQL_ERR_NOT_FOUND,
+		return aql_fail(AQL_ERR_NOT_FOUND,
 			      "CUDA_VISIBLE_DEVICES=\"%s\" hides every NVIDIA device from the "
 			      "driver (CUDA %d.%d at %s): unset it or list a device that exists",
 			      visible, version / 1000, version % 1000 / 10, path);
-	return refuse(AQL_ERR_NOT_FOUND,
+	return aql_fail(AQL_ERR_NOT_FOUND,
 		      "the NVIDIA driver (CUDA %d.%d at %s) finds no GPU: check that one is "
 		      "installed and that the nvidia kernel module is loaded (nvidia-smi)",
 		      version / 1000, version % 1000 / 10, path);
@@ -164,7 +151,7 @@ static aql_status load(void)
 
 	driver.handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
 	if (!driver.handle)
-		return refuse(AQL_ERR_NOT_FOUND,
+		return aql_fail(AQL_ERR_NOT_FOUND,
 			      "no NVIDIA driver is installed: dlopen(\"libcuda.so.1\") failed: %s",
 			      dlerror());
 	if (dlinfo(driver.handle, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name &&
@@ -176,7 +163,7 @@ static aql_status load(void)
 		gpa = dlsym(driver.handle, "cuGetProcAddress");
 	}
 	if (!gpa)
-		return refuse(AQL_ERR_UNSUPPORTED,
+		return aql_fail(AQL_ERR_UNSUPPORTED,
 			      "libcuda.so.1 at %s has no cuGetProcAddress: the NVIDIA driver is "
 			      "older than CUDA 11.3, and aql needs CUDA %d.%d or newer: update the driver",
 			      path, NV_MIN_DRIVER_VERSION / 1000, NV_MIN_DRIVER_VERSION % 1000 / 10);
@@ -189,16 +176,16 @@ static aql_status load(void)
 	if (r == CUDA_ERROR_STUB_LIBRARY)
 		return stub(path);
 	if (r != CUDA_SUCCESS)
-		return refuse(AQL_ERR_DEVICE, "libcuda.so.1 at %s: cuDriverGetVersion failed: %s (%s)",
+		return aql_fail(AQL_ERR_DEVICE, "libcuda.so.1 at %s: cuDriverGetVersion failed: %s (%s)",
 			      path, known_name(&driver, r), known_string(&driver, r));
 	if (version < NV_MIN_DRIVER_VERSION)
-		return refuse(AQL_ERR_UNSUPPORTED,
+		return aql_fail(AQL_ERR_UNSUPPORTED,
 			      "the NVIDIA driver at %s supports CUDA %d.%d, and aql needs CUDA %d.%d "
 			      "or newer: update the driver", path, version / 1000,
 			      version % 1000 / 10, NV_MIN_DRIVER_VERSION / 1000,
 			      NV_MIN_DRIVER_VERSION % 1000 / 10);
 	if (missing)
-		return refuse(AQL_ERR_UNSUPPORTED,
+		return aql_fail(AQL_ERR_UNSUPPORTED,
 			      "the NVIDIA driver at %s (CUDA %d.%d) lacks %s at ABI version %d "
 			      "(cuGetProcAddress: %s): update the driver", path, version / 1000,
 			      version % 1000 / 10, missing, NV_ABI_VERSION,
@@ -211,13 +198,13 @@ static aql_status load(void)
 	if (r == CUDA_ERROR_NO_DEVICE)
 		return no_device(path, version);
 	if (r != CUDA_SUCCESS)
-		return refuse(AQL_ERR_DEVICE,
+		return aql_fail(AQL_ERR_DEVICE,
 			      "the NVIDIA driver at %s (CUDA %d.%d) failed to start: cuInit failed: "
 			      "%s (%s)", path, version / 1000, version % 1000 / 10,
 			      known_name(&driver, r), known_string(&driver, r));
 	r = driver.cuDeviceGetCount(&count);
 	if (r != CUDA_SUCCESS)
-		return refuse(AQL_ERR_DEVICE, "the NVIDIA driver at %s: cuDeviceGetCount failed: %s (%s)",
+		return aql_fail(AQL_ERR_DEVICE, "the NVIDIA driver at %s: cuDeviceGetCount failed: %s (%s)",
 			      path, known_name(&driver, r), known_string(&driver, r));
 	if (count <= 0)
 		return no_device(path, version);
@@ -227,11 +214,13 @@ static aql_status load(void)
 
 static void load_once_fn(void)
 {
-	load_status = load();
-	if (load_status == AQL_OK) {
+	aql_status st = load();
+
+	if (st == AQL_OK) {
 		__atomic_store_n(&ready, &driver, __ATOMIC_RELEASE);
 		return;
 	}
+	aql_keep_failure(&load_failure, st);
 	/* Nothing of a library that failed is called again. */
 	if (driver.handle)
 		dlclose(driver.handle);
@@ -241,8 +230,8 @@ static void load_once_fn(void)
 aql_status nv_driver_get(const struct nv_driver **out)
 {
 	pthread_once(&load_once, load_once_fn);
-	if (load_status != AQL_OK)
-		return aql_fail(load_status, "no NVIDIA agent: %s", load_reason);
+	if (!__atomic_load_n(&ready, __ATOMIC_ACQUIRE))
+		return aql_fail_kept(&load_failure, "no NVIDIA agent");
 	*out = &driver;
 	return AQL_OK;
 }

@@ -59,6 +59,20 @@ aql_status aql_fail_errno(aql_status status, int err, const char *fmt, ...)
 	return status;
 }
 
+aql_status aql_keep_failure(struct aql_kept_failure *k, aql_status status)
+{
+	k->status = status;
+	snprintf(k->message, sizeof(k->message), "%s", message);
+	return status;
+}
+
+aql_status aql_fail_kept(const struct aql_kept_failure *k, const char *prefix)
+{
+	if (prefix)
+		return aql_fail(k->status, "%s: %s", prefix, k->message);
+	return aql_fail(k->status, "%s", k->message);
+}
+
 aql_status aql_fail_prefix(aql_status status, const char *prefix)
 {
 	size_t len = strlen(prefix), old = strlen(message);

@@ -26,8 +26,7 @@
 
 static pthread_once_t process_once = PTHREAD_ONCE_INIT;
 static struct kfd_process process = { .fd = -1 };
-static aql_status process_status;
-static char process_reason[512];
+static struct aql_kept_failure process_failure;
 
 /*
  * Per GPU node, for the process's lifetime: amdkfd binds the node's VM to
@@ -146,16 +145,17 @@ static aql_status load(void)
 
 static void load_once(void)
 {
-	process_status = load();
-	if (process_status != AQL_OK)
-		snprintf(process_reason, sizeof(process_reason), "%s", aql_error_message());
+	aql_status st = load();
+
+	if (st != AQL_OK)
+		aql_keep_failure(&process_failure, st);
 }
 
 aql_status kfd_process_get(const struct kfd_process **out)
 {
 	pthread_once(&process_once, load_once);
 	if (process.fd < 0)
-		return aql_fail(process_status, "no AMD agent: %s", process_reason);
+		return aql_fail_kept(&process_failure, "no AMD agent");
 	*out = &process;
 	return AQL_OK;
 }
@@ -176,7 +176,7 @@ static aql_status count(uint32_t *out)
 	if (st != AQL_OK)
 		return st;
 	if (!p->usable)
-		return aql_fail(process_status, "no AMD agent: %s", process_reason);
+		return aql_fail_kept(&process_failure, "no AMD agent");
 	*out = p->usable;
 	return AQL_OK;
 }

@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,20 +114,10 @@ static const struct aql_kfd_sys linux_sys = {
 
 static pthread_once_t choose_once = PTHREAD_ONCE_INIT;
 static const struct aql_kfd_sys *chosen;
-static aql_status choose_status;
-static char choose_reason[400];
+static struct aql_kept_failure choose_failure;
 
-static void refuse(aql_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void refuse(aql_status st, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(choose_reason, sizeof(choose_reason), fmt, ap);
-	va_end(ap);
-	choose_status = st;
-}
+/* Why there is no table: kept for every later call. */
+#define refuse(st, ...) aql_keep_failure(&choose_failure, aql_fail(st, __VA_ARGS__))
 
 static void choose(void)
 {
@@ -176,7 +165,7 @@ aql_status aql_kfd_sys_get(const struct aql_kfd_sys **out)
 {
 	pthread_once(&choose_once, choose);
 	if (!chosen)
-		return aql_fail(choose_status, "%s", choose_reason);
+		return aql_fail_kept(&choose_failure, NULL);
 	*out = chosen;
 	return AQL_OK;
 }
