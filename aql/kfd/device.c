@@ -3,8 +3,9 @@
  * The AMD agent's driver entry: /dev/kfd and its version, the topology's
  * GPU nodes as agents, and per GPU the render node, ACQUIRE_VM,
  * RUNTIME_ENABLE and the process apertures. An agent opened here
- * describes itself; memory, signals and queues come in later steps of
- * issue 13, and until then their calls fail with AQL_ERR_UNSUPPORTED.
+ * describes itself and has memory (memory.c); signals, copies and queues
+ * come in later steps of issue 13, and until then their calls fail with
+ * AQL_ERR_UNSUPPORTED.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -43,11 +44,6 @@ struct kfd_gpu {
 static pthread_mutex_t gpu_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct kfd_gpu *gpus;		/* one per topology node */
 static int runtime_enabled;		/* once per process, under gpu_lock */
-
-struct kfd_agent {
-	aql_agent base;
-	aql_agent_info info;
-};
 
 static aql_status open_kfd(const struct aql_kfd_sys *sys)
 {
@@ -349,7 +345,7 @@ static aql_status not_yet(aql_agent *agent, const char *what)
 
 	return aql_fail(AQL_ERR_UNSUPPORTED,
 			"AMD agent %u (%s): %s is not built yet (issue 13: this step "
-			"discovers and describes AMD GPUs only)", in->device_index, in->name, what);
+			"brings discovery and memory only)", in->device_index, in->name, what);
 }
 
 static aql_status queue_attach(aql_agent *agent, struct aql_queue_impl *queue)
@@ -358,44 +354,28 @@ static aql_status queue_attach(aql_agent *agent, struct aql_queue_impl *queue)
 	return not_yet(agent, "running queues");
 }
 
-static aql_status code_alloc(aql_agent *agent, enum aql_code_object_kind kind, size_t size,
-			     void **out)
-{
-	(void)kind, (void)size, (void)out;
-	return not_yet(agent, "loading code objects");
-}
-
-static aql_status mem_alloc(aql_agent *agent, size_t size, void **out)
-{
-	(void)size, (void)out;
-	return not_yet(agent, "agent memory");
-}
-
 static aql_status copy(aql_agent *agent, void *dst, const void *src, size_t size)
 {
 	(void)dst, (void)src, (void)size;
 	return not_yet(agent, "copying");
 }
 
-static aql_status mem_register(aql_agent *agent, void *ptr, size_t size)
-{
-	(void)ptr, (void)size;
-	return not_yet(agent, "registering host memory");
-}
-
 /*
  * What the core calls only after a success of the above (queue_detach,
- * code_protect, code_free, mem_free, mem_unregister, encode_copy) stays
- * NULL: nothing can reach it yet.
+ * encode_copy) stays NULL: nothing can reach it yet.
  */
 static const struct aql_agent_ops kfd_agent_ops = {
 	.get_info = get_info,
 	.destroy = destroy,
 	.queue_attach = queue_attach,
-	.code_alloc = code_alloc,
-	.mem_alloc = mem_alloc,
+	.code_alloc = kfd_code_alloc,
+	.code_protect = kfd_code_protect,
+	.code_free = kfd_code_free,
+	.mem_alloc = kfd_mem_alloc,
+	.mem_free = kfd_mem_free,
 	.copy = copy,
-	.mem_register = mem_register,
+	.mem_register = kfd_mem_register,
+	.mem_unregister = kfd_mem_unregister,
 };
 
 static aql_status open_agent(uint32_t index, aql_agent **out)
@@ -417,6 +397,9 @@ static aql_status open_agent(uint32_t index, aql_agent **out)
 	if (!a)
 		return aql_fail(AQL_ERR_NOMEM, "no memory for AMD agent %u", index);
 	a->base.ops = &kfd_agent_ops;
+	a->process = p;
+	a->node = n;
+	a->render_fd = gpus[n - p->topo.nodes].render_fd;
 	fill_info(n, index, &a->info);
 	*out = &a->base;
 	return AQL_OK;

@@ -8,8 +8,11 @@
 #ifndef AQL_KFD_H
 #define AQL_KFD_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <aql/agent.h>
+#include <aql/code_object.h>
+#include "aql/agent_impl.h"
 #include <aql/target.h>
 #include "aql/kfd/sys.h"
 
@@ -102,5 +105,38 @@ aql_status kfd_process_get(const struct kfd_process **out);
 
 /* The node of AMD agent index (the index-th usable node), NULL if none. */
 const struct kfd_node *kfd_agent_node(const struct kfd_process *p, uint32_t index);
+
+/*
+ * An opened AMD agent (device.c): what memory.c needs of it. The node's
+ * render node and VM are the process's, shared by every agent of the node.
+ */
+struct kfd_agent {
+	aql_agent base;
+	aql_agent_info info;
+	const struct kfd_process *process;
+	const struct kfd_node *node;
+	int render_fd;			/* the node's, acquired as its VM */
+};
+
+/*
+ * Agent memory through AMDKFD_IOC_ALLOC_MEMORY_OF_GPU (memory.c); the ops
+ * of struct aql_agent_ops by those names. Every BO sits at the same
+ * address for the host and the GPU. Errors: AQL_ERR_NOMEM (VRAM or host
+ * memory exhausted, with what is free), AQL_ERR_UNSUPPORTED (a code kind
+ * other than AMDGPU), AQL_ERR_INVALID_ARG (host-visible VRAM on a small
+ * BAR, what is not registered), AQL_ERR_DEVICE (another refusal, naming the
+ * ioctl and errno), AQL_ERR_SYSTEM (an mmap of the table). Thread safe.
+ */
+aql_status kfd_mem_alloc(aql_agent *agent, size_t size, void **out);
+void kfd_mem_free(aql_agent *agent, void *ptr);
+aql_status kfd_mem_register(aql_agent *agent, void *ptr, size_t size);
+void kfd_mem_unregister(aql_agent *agent, void *ptr, size_t size);
+aql_status kfd_code_alloc(aql_agent *agent, enum aql_code_object_kind kind, size_t size,
+			  void **out);
+aql_status kfd_code_protect(aql_agent *agent, void *addr, size_t size, int prot);
+void kfd_code_free(aql_agent *agent, void *base, size_t size);
+/* VRAM KFD would still allocate for the agent (AMDKFD_IOC_AVAILABLE_MEMORY,
+ * KFD 1.9): 0 with a message where it cannot say. */
+aql_status kfd_mem_available(const struct kfd_agent *a, uint64_t *out);
 
 #endif

@@ -1,0 +1,500 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Agent memory of an AMD GPU: buffer objects (BOs) of amdkfd placed at a
+ * virtual address aql reserves, so that the host's address and the GPU's
+ * are one number. VRAM and GTT BOs: reserve the range with an anonymous
+ * PROT_NONE mapping, ALLOC_MEMORY_OF_GPU at it, map the render node's
+ * offset over it where the host uses the BO, MAP_MEMORY_TO_GPU. Host
+ * memory: a USERPTR BO at the host's own address. Freeing is the reverse:
+ * UNMAP first, since FREE refuses a BO still mapped with -EBUSY
+ * (amdgpu_amdkfd_gpuvm.c amdgpu_amdkfd_gpuvm_free_memory_of_gpu).
+ *
+ * Every BO of the process is kept in one registry sorted by address, under
+ * one lock held across the ioctls, so that registering fills the gaps
+ * between ranges exactly once and frees find their BO.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "aql/agent_impl.h"
+#include "aql/kfd/kfd.h"
+#include "aql/kfd/kfd_abi.h"
+#include "util/error.h"
+
+enum bo_kind { BO_AGENT, BO_CODE, BO_USERPTR };
+
+struct kfd_bo {
+	uintptr_t start, end;		/* page aligned */
+	uint64_t handle;
+	uint64_t mmap_offset;		/* the render node's, for VRAM and GTT */
+	enum bo_kind kind;
+};
+
+/* A GPU's BOs, in address order, none overlapping. */
+struct bo_list {
+	struct kfd_bo *bos;
+	uint32_t count, cap;
+};
+
+static pthread_mutex_t bo_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct bo_list *lists;		/* one per topology node */
+
+/* The BO list of a's GPU, NULL (with a message) without memory for it.
+ * Under bo_lock. */
+static struct bo_list *list_of(const struct kfd_agent *a)
+{
+	if (!lists && !(lists = calloc(a->process->topo.count, sizeof(*lists)))) {
+		aql_fail(AQL_ERR_NOMEM, "no memory for the lists of AMD GPU buffers");
+		return NULL;
+	}
+	return &lists[a->node - a->process->topo.nodes];
+}
+
+static struct kfd_agent *agent_of(aql_agent *agent)
+{
+	return (struct kfd_agent *)agent;
+}
+
+static uintptr_t page_size(void)
+{
+	return (uintptr_t)sysconf(_SC_PAGESIZE);
+}
+
+static int mmap_failed(void *p)
+{
+	return (uintptr_t)p >= (uintptr_t)-4095;
+}
+
+/* Index of the first BO that ends above p. Under bo_lock. */
+static uint32_t bo_after(const struct bo_list *l, uintptr_t p)
+{
+	uint32_t lo = 0, hi = l->count;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (l->bos[mid].end <= p)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The BO of kind starting at p, or NULL. Under bo_lock. */
+static struct kfd_bo *bo_at(struct bo_list *l, uintptr_t p, enum bo_kind kind)
+{
+	uint32_t i = bo_after(l, p);
+
+	if (i < l->count && l->bos[i].start == p && l->bos[i].kind == kind)
+		return &l->bos[i];
+	return NULL;
+}
+
+/* Room for one more BO. Under bo_lock. */
+static aql_status bo_reserve_slot(struct bo_list *l)
+{
+	if (l->count == l->cap) {
+		uint32_t cap = l->cap ? 2 * l->cap : 32;
+		struct kfd_bo *grown = realloc(l->bos, cap * sizeof(*grown));
+
+		if (!grown)
+			return aql_fail(AQL_ERR_NOMEM, "no memory for the list of AMD GPU buffers");
+		l->bos = grown;
+		l->cap = cap;
+	}
+	return AQL_OK;
+}
+
+/* Keep b in address order. Under bo_lock, with a slot. */
+static void bo_insert(struct bo_list *l, const struct kfd_bo *b)
+{
+	uint32_t at = bo_after(l, b->start);
+
+	memmove(&l->bos[at + 1], &l->bos[at], (l->count - at) * sizeof(*l->bos));
+	l->bos[at] = *b;
+	l->count++;
+}
+
+static void bo_remove(struct bo_list *l, struct kfd_bo *b)
+{
+	uint32_t at = (uint32_t)(b - l->bos);
+
+	memmove(&l->bos[at], &l->bos[at + 1], (l->count - at - 1) * sizeof(*l->bos));
+	l->count--;
+}
+
+aql_status kfd_mem_available(const struct kfd_agent *a, uint64_t *out)
+{
+	struct kfd_ioctl_get_available_memory_args m = { .gpu_id = a->node->gpu_id };
+	int r;
+
+	*out = 0;
+	if (a->process->minor < 9)
+		return aql_fail(AQL_ERR_UNSUPPORTED, "KFD %u.%u has no AMDKFD_IOC_AVAILABLE_MEMORY",
+				a->process->major, a->process->minor);
+	r = a->process->sys->ioctl(a->process->fd, AMDKFD_IOC_AVAILABLE_MEMORY, &m);
+	if (r < 0)
+		return aql_fail_errno(AQL_ERR_DEVICE, -r, "%s: AMDKFD_IOC_AVAILABLE_MEMORY",
+				      a->node->gfx);
+	*out = m.available;
+	return AQL_OK;
+}
+
+/* Why ALLOC_MEMORY_OF_GPU refused (kfd_chardev.c kfd_ioctl_alloc_memory_of_gpu). */
+static aql_status alloc_fail(const struct kfd_agent *a, int r, uint32_t flags, size_t size)
+{
+	const char *gfx = a->node->gfx;
+	uint32_t idx = a->info.device_index;
+	uint64_t avail;
+
+	if (r == -ENOMEM && (flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM)) {
+		if (kfd_mem_available(a, &avail) != AQL_OK)
+			return aql_fail(AQL_ERR_NOMEM,
+					"VRAM exhausted on %s agent %u: %zu bytes asked, free "
+					"memory unknown", gfx, idx, size);
+		return aql_fail(AQL_ERR_NOMEM,
+				"VRAM exhausted on %s agent %u: %zu bytes asked, %llu bytes "
+				"free (AMDKFD_IOC_AVAILABLE_MEMORY)", gfx, idx, size,
+				(unsigned long long)avail);
+	}
+	if (r == -ENOMEM)
+		return aql_fail(AQL_ERR_NOMEM,
+				"%s agent %u: AMDKFD_IOC_ALLOC_MEMORY_OF_GPU of %zu bytes of %s "
+				"memory: out of memory (KFD limits system memory a process may "
+				"give its GPUs)", gfx, idx, size,
+				flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR ? "registered host" : "GTT");
+	/* The check comes before any other of the VRAM path. */
+	if (r == -EINVAL && (flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM) &&
+	    (flags & KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC))
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"%s agent %u: host-visible VRAM refused: the PCI BAR is small; "
+				"enable Resizable BAR / Above 4G decoding in the firmware setup",
+				gfx, idx);
+	return aql_fail_errno(AQL_ERR_DEVICE, -r,
+			      "%s agent %u: AMDKFD_IOC_ALLOC_MEMORY_OF_GPU of %zu bytes (flags "
+			      "0x%x)", gfx, idx, size, flags);
+}
+
+static int gpu_unmap(const struct kfd_agent *a, uint64_t handle)
+{
+	uint32_t id = a->node->gpu_id;
+	struct kfd_ioctl_unmap_memory_from_gpu_args u = {
+		.handle = handle,
+		.device_ids_array_ptr = (uintptr_t)&id,
+		.n_devices = 1,
+	};
+
+	return a->process->sys->ioctl(a->process->fd, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &u);
+}
+
+static int bo_free_handle(const struct kfd_agent *a, uint64_t handle)
+{
+	struct kfd_ioctl_free_memory_of_gpu_args f = { .handle = handle };
+
+	return a->process->sys->ioctl(a->process->fd, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &f);
+}
+
+/*
+ * Make a BO of size bytes with flags at *va (USERPTR: the host's range),
+ * or at a range reserved here (*va == 0), mapped to the GPU and, for
+ * host_prot other than PROT_NONE, to the host; *out is its address.
+ * Under bo_lock.
+ */
+static aql_status bo_create(const struct kfd_agent *a, struct bo_list *l, enum bo_kind kind, uint32_t flags,
+			    int host_prot, uintptr_t va, size_t size, void **out)
+{
+	const struct aql_kfd_sys *sys = a->process->sys;
+	uint32_t id = a->node->gpu_id;
+	struct kfd_ioctl_alloc_memory_of_gpu_args al = { .size = size, .gpu_id = id,
+							 .flags = flags };
+	struct kfd_ioctl_map_memory_to_gpu_args m = { .device_ids_array_ptr = (uintptr_t)&id,
+						       .n_devices = 1 };
+	struct kfd_bo b = { .kind = kind };
+	int userptr = kind == BO_USERPTR, r;
+	aql_status st;
+	void *p;
+
+	if ((st = bo_reserve_slot(l)) != AQL_OK)
+		return st;
+	if (!userptr) {
+		/* NORESERVE: the range only holds the address; the BO is
+		 * the memory. */
+		p = sys->mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+			      -1, 0);
+		if (mmap_failed(p))
+			return aql_fail_errno(AQL_ERR_NOMEM, (int)-(intptr_t)p,
+					      "%s agent %u: reserving %zu bytes of addresses",
+					      a->node->gfx, a->info.device_index, size);
+		va = (uintptr_t)p;
+	}
+	al.va_addr = va;
+	al.mmap_offset = userptr ? va : 0;
+	r = sys->ioctl(a->process->fd, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &al);
+	if (r < 0) {
+		st = alloc_fail(a, r, flags, size);
+		goto unreserve;
+	}
+	if (host_prot != PROT_NONE) {
+		p = sys->mmap((void *)va, size, host_prot, MAP_SHARED | MAP_FIXED, a->render_fd,
+			      al.mmap_offset);
+		if (mmap_failed(p)) {
+			st = aql_fail_errno(AQL_ERR_SYSTEM, (int)-(intptr_t)p,
+					    "%s agent %u: mapping a %zu-byte buffer for the host "
+					    "through its render node", a->node->gfx,
+					    a->info.device_index, size);
+			goto free;
+		}
+	}
+	m.handle = al.handle;
+	r = sys->ioctl(a->process->fd, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &m);
+	if (r < 0 || m.n_success != 1) {
+		st = aql_fail_errno(r == -ENOMEM ? AQL_ERR_NOMEM : AQL_ERR_DEVICE,
+				    r < 0 ? -r : EIO,
+				    "%s agent %u: AMDKFD_IOC_MAP_MEMORY_TO_GPU of %zu bytes at "
+				    "0x%llx (%u of 1 GPUs mapped)", a->node->gfx,
+				    a->info.device_index, size, (unsigned long long)va,
+				    m.n_success);
+		/* A partial map is undone before the free, which refuses
+		 * a mapped BO. */
+		if (m.n_success)
+			gpu_unmap(a, al.handle);
+		goto free;
+	}
+	b.start = va;
+	b.end = va + size;
+	b.handle = al.handle;
+	b.mmap_offset = al.mmap_offset;
+	bo_insert(l, &b);
+	*out = (void *)va;
+	return AQL_OK;
+free:
+	bo_free_handle(a, al.handle);
+unreserve:
+	if (!userptr)
+		sys->munmap((void *)va, size);
+	return st;
+}
+
+/* Undo bo_create; b leaves the registry. Under bo_lock. Failures are
+ * printed: the caller's free has no way to return them. */
+static void bo_destroy(const struct kfd_agent *a, struct bo_list *l, struct kfd_bo *b)
+{
+	const struct aql_kfd_sys *sys = a->process->sys;
+	struct kfd_bo gone = *b;
+	int r;
+
+	bo_remove(l, b);
+	r = gpu_unmap(a, gone.handle);
+	if (r == 0)
+		r = bo_free_handle(a, gone.handle);
+	if (r < 0)
+		fprintf(stderr, "libaql: %s agent %u: freeing the %zu-byte buffer at 0x%llx: "
+			"%s; its memory stays allocated\n", a->node->gfx, a->info.device_index,
+			(size_t)(gone.end - gone.start), (unsigned long long)gone.start,
+			strerror(-r));
+	/* libhsakmt frees a BO before unmapping its pages, so the kernel
+	 * never sees them go while the BO holds them. */
+	if (gone.kind != BO_USERPTR)
+		sys->munmap((void *)gone.start, gone.end - gone.start);
+}
+
+static size_t page_round(size_t size)
+{
+	return (size + page_size() - 1) & ~(page_size() - 1);
+}
+
+static aql_status alloc_kind(aql_agent *agent, enum bo_kind kind, uint32_t flags,
+			     int host_prot, size_t size, void **out)
+{
+	struct kfd_agent *a = agent_of(agent);
+	size_t bytes = page_round(size ? size : 1);
+	struct bo_list *l;
+	aql_status st;
+
+	if (bytes < size)
+		return aql_fail(AQL_ERR_NOMEM, "%s agent %u: %zu bytes is more than an address "
+				"space", a->node->gfx, a->info.device_index, size);
+	pthread_mutex_lock(&bo_lock);
+	l = list_of(a);
+	st = l ? bo_create(a, l, kind, flags, host_prot, 0, bytes, out) : AQL_ERR_NOMEM;
+	pthread_mutex_unlock(&bo_lock);
+	return st;
+}
+
+/* VRAM the host never maps: the host reaches it by copies, and on a small
+ * BAR it could not map it at all. */
+aql_status kfd_mem_alloc(aql_agent *agent, size_t size, void **out)
+{
+	return alloc_kind(agent, BO_AGENT,
+			  KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE |
+			  KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE, PROT_NONE, size, out);
+}
+
+/* Free the BO of kind starting at ptr; what is not one is reported. */
+static void free_kind(aql_agent *agent, enum bo_kind kind, void *ptr, const char *what)
+{
+	struct kfd_agent *a = agent_of(agent);
+	struct kfd_bo *b = NULL;
+	struct bo_list *l;
+
+	pthread_mutex_lock(&bo_lock);
+	l = list_of(a);
+	if (l && (b = bo_at(l, (uintptr_t)ptr, kind)))
+		bo_destroy(a, l, b);
+	pthread_mutex_unlock(&bo_lock);
+	if (!b)
+		fprintf(stderr, "libaql: %s agent %u: %p is not %s of this agent; nothing "
+			"freed\n", a->node->gfx, a->info.device_index, ptr, what);
+}
+
+void kfd_mem_free(aql_agent *agent, void *ptr)
+{
+	free_kind(agent, BO_AGENT, ptr, "agent memory");
+}
+
+/*
+ * Code is written by the loader through the host mapping, so it needs
+ * host-visible memory: VRAM through a large BAR, else GTT (system memory
+ * the GPU reaches over PCIe).
+ */
+aql_status kfd_code_alloc(aql_agent *agent, enum aql_code_object_kind kind, size_t size,
+			  void **out)
+{
+	struct kfd_agent *a = agent_of(agent);
+	uint32_t flags = KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE;
+	aql_status st;
+
+	if (kind != AQL_CODE_OBJECT_AMDGPU)
+		return aql_fail(AQL_ERR_UNSUPPORTED,
+				"%s agent %u runs AMDGPU code objects only", a->node->gfx,
+				a->info.device_index);
+	flags |= a->node->vram_public ? KFD_IOC_ALLOC_MEM_FLAGS_VRAM |
+					KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC :
+					KFD_IOC_ALLOC_MEM_FLAGS_GTT;
+	st = alloc_kind(agent, BO_CODE, flags, PROT_READ | PROT_WRITE, size, out);
+	/* A BO's pages are not known to be cleared: the loader relies on
+	 * zeroes between segments. */
+	if (st == AQL_OK)
+		memset(*out, 0, page_round(size ? size : 1));
+	return st;
+}
+
+/*
+ * The host mapping only: the GPU's is fixed at MAP_MEMORY_TO_GPU. The
+ * table has no mprotect, so the range is mapped again from the BO's
+ * render-node offset. The host never runs GPU code: PROT_EXEC is dropped.
+ */
+aql_status kfd_code_protect(aql_agent *agent, void *addr, size_t size, int prot)
+{
+	struct kfd_agent *a = agent_of(agent);
+	uintptr_t start = (uintptr_t)addr, end = start + page_round(size);
+	aql_status st = AQL_OK;
+	struct kfd_bo *b = NULL;
+	struct bo_list *l;
+	uint32_t i;
+	void *p;
+
+	pthread_mutex_lock(&bo_lock);
+	l = list_of(a);
+	if (l && (i = bo_after(l, start)) < l->count)
+		b = &l->bos[i];
+	if (!b || b->kind != BO_CODE || b->start > start || start & (page_size() - 1) || end > b->end) {
+		st = aql_fail(AQL_ERR_INVALID_ARG, "%s agent %u: [%p, +%zu) is not whole pages "
+			      "of one code allocation", a->node->gfx, a->info.device_index,
+			      addr, size);
+	} else {
+		p = a->process->sys->mmap(addr, end - start, prot & (PROT_READ | PROT_WRITE),
+					  MAP_SHARED | MAP_FIXED, a->render_fd,
+					  b->mmap_offset + (start - b->start));
+		if (mmap_failed(p))
+			st = aql_fail_errno(AQL_ERR_SYSTEM, (int)-(intptr_t)p,
+					    "%s agent %u: changing the protection of code at %p",
+					    a->node->gfx, a->info.device_index, addr);
+	}
+	pthread_mutex_unlock(&bo_lock);
+	return st;
+}
+
+void kfd_code_free(aql_agent *agent, void *base, size_t size)
+{
+	(void)size;
+	free_kind(agent, BO_CODE, base, "code memory");
+}
+
+/*
+ * Host memory becomes a USERPTR BO per page-rounded gap between the GPU's
+ * registered ranges, so a page is registered once however many pools or
+ * signals share it. Agent or code memory is not host memory: refused.
+ */
+aql_status kfd_mem_register(aql_agent *agent, void *ptr, size_t size)
+{
+	struct kfd_agent *a = agent_of(agent);
+	uintptr_t start = (uintptr_t)ptr & ~(page_size() - 1);
+	uintptr_t end = ((uintptr_t)ptr + size + page_size() - 1) & ~(page_size() - 1);
+	uint32_t flags = KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE |
+			 KFD_IOC_ALLOC_MEM_FLAGS_COHERENT;
+	struct bo_list *l;
+	aql_status st = AQL_OK;
+	uint32_t i;
+	void *got;
+
+	if (!ptr || !size || end < start)
+		return aql_fail(AQL_ERR_INVALID_ARG, "%s agent %u: registering [%p, +%zu)",
+				a->node->gfx, a->info.device_index, ptr, size);
+	pthread_mutex_lock(&bo_lock);
+	if (!(l = list_of(a)))
+		st = AQL_ERR_NOMEM;
+	for (i = l ? bo_after(l, start) : 0; l && i < l->count && l->bos[i].start < end; i++) {
+		if (l->bos[i].kind != BO_USERPTR) {
+			st = aql_fail(AQL_ERR_INVALID_ARG,
+				      "%s agent %u: [%p, +%zu) overlaps the agent's own memory at "
+				      "0x%llx, which needs no registering", a->node->gfx,
+				      a->info.device_index, ptr, size,
+				      (unsigned long long)l->bos[i].start);
+			break;
+		}
+	}
+	while (st == AQL_OK && start < end) {
+		uintptr_t gap_end = end;
+
+		i = bo_after(l, start);
+		if (i < l->count && l->bos[i].start <= start) {
+			start = l->bos[i].end;
+			continue;
+		}
+		if (i < l->count && l->bos[i].start < end)
+			gap_end = l->bos[i].start;
+		st = bo_create(a, l, BO_USERPTR, flags, PROT_NONE, start, gap_end - start, &got);
+		start = gap_end;
+	}
+	pthread_mutex_unlock(&bo_lock);
+	return st;
+}
+
+/* Unregister the ranges that lie inside the page-rounded [ptr, ptr + size),
+ * as aql/pool_agents.c gives back what it registered. */
+void kfd_mem_unregister(aql_agent *agent, void *ptr, size_t size)
+{
+	struct kfd_agent *a = agent_of(agent);
+	uintptr_t start = (uintptr_t)ptr & ~(page_size() - 1);
+	uintptr_t end = ((uintptr_t)ptr + size + page_size() - 1) & ~(page_size() - 1);
+	struct bo_list *l;
+	uint32_t i;
+
+	pthread_mutex_lock(&bo_lock);
+	l = list_of(a);
+	for (i = l ? bo_after(l, start) : 0; l && i < l->count && l->bos[i].start < end;) {
+		if (l->bos[i].kind == BO_USERPTR && l->bos[i].start >= start &&
+		    l->bos[i].end <= end)
+			bo_destroy(a, l, &l->bos[i]);
+		else
+			i++;
+	}
+	pthread_mutex_unlock(&bo_lock);
+}
