@@ -537,8 +537,8 @@ static void case_version(void)
 	check_process(ngpus, minor);
 	if (minor < 13) {
 		kfd = kfd_open();
-		/* 1.11: AVAILABLE_MEMORY (0x23) is the last ioctl */
-		EQ(sys->ioctl(kfd, _IOWR('K', 0x23, uint64_t[2]), &(uint64_t[2]){ 0 }), -ENOSYS);
+		/* 1.11: AVAILABLE_MEMORY (0x23) is the last ioctl; gpu_id 0 is unknown */
+		EQ(sys->ioctl(kfd, _IOWR('K', 0x23, uint64_t[2]), &(uint64_t[2]){ 0 }), -EINVAL);
 		EQ(sys->ioctl(kfd, _IOWR('K', 0x24, uint64_t[2]), &(uint64_t[2]){ 0 }), -ENOTTY);
 		sys->close(kfd);
 	}

@@ -40,6 +40,11 @@ struct emu_config {
 	int fail_open_render;
 	int fail_acquire_vm;
 	int fail_runtime_enable;
+	/* alloc_enomem[:N]: ALLOC_MEMORY_OF_GPU calls after the first N get
+	 * -ENOMEM; -1 when the fault is not set. */
+	int64_t fail_alloc_after;
+	int small_bar;			/* AQL_KFD_EMU_BAR=small */
+	uint64_t vram;			/* AQL_KFD_EMU_VRAM; 0: the model's */
 };
 
 /* The settings; never NULL. Thread safe. */
@@ -64,6 +69,8 @@ uint32_t emu_model_gpu_id(const struct emu_model *model);
 uint32_t emu_model_simds(const struct emu_model *model);
 uint32_t emu_model_gfx_version(const struct emu_model *model);
 const char *emu_model_name(const struct emu_model *model);
+/* The VRAM bytes of a GPU of this model: AQL_KFD_EMU_VRAM or the model's. */
+uint64_t emu_model_vram(const struct emu_model *model);
 long emu_read_file(const char *path, char *buf, size_t size);
 int emu_list_dir(const char *path, int (*each)(const char *name, void *user), void *user);
 
@@ -77,6 +84,25 @@ unsigned int emu_ioctl_lookup(unsigned int nr, emu_ioctl_fn *fn);
 /* A new process opened /dev/kfd: the first open after exec or fork. */
 void emu_process_reset(void);
 void emu_process_stats(struct kfdemu_stats *out);
+/* The render file that ACQUIRE_VM gave gpu's VM, 0 when none yet. */
+uint64_t emu_process_vm_file(const struct emu_gpu *gpu);
+
+/* memory.c, called with sys.c's lock held: the buffer objects. */
+int emu_alloc_memory_of_gpu(void *args);
+int emu_free_memory_of_gpu(void *args);
+int emu_map_memory_to_gpu(void *args);
+int emu_unmap_memory_from_gpu(void *args);
+int emu_available_memory(void *args);
+/* Drop every BO: a new process. */
+void emu_memory_reset(void);
+void emu_memory_stats(struct kfdemu_stats *out);
+int emu_memory_lookup(uint64_t addr, struct kfdemu_bo *out);
+/*
+ * mmap of a render node (file_id on gpu) at offset: the BO whose fake
+ * offset it is, mapped at addr. The address, or -errno.
+ */
+void *emu_memory_mmap(const struct emu_gpu *gpu, uint64_t file_id, void *addr, size_t length,
+		      int prot, int flags, uint64_t offset);
 
 /* sys.c, with its lock held: the render node file fd names, for
  * ACQUIRE_VM. 0 and *gpu, *file_id set; -EBADF where fd is not open;

@@ -13,6 +13,32 @@
 /* ioctl numbers counted: _IOC_NR of AMDKFD_IOC_*, below 0x40. */
 #define KFDEMU_IOCTL_NRS 64
 
+/* A buffer object's domain: the first of its KFD_IOC_ALLOC_MEM_FLAGS_*
+ * domain bits in the kernel's order. */
+enum kfdemu_domain {
+	KFDEMU_VRAM,
+	KFDEMU_GTT,
+	KFDEMU_USERPTR,
+	KFDEMU_DOORBELL,
+	KFDEMU_MMIO_REMAP,
+	KFDEMU_DOMAINS
+};
+
+/* One buffer object, as kfdemu_bo_at finds it. */
+struct kfdemu_bo {
+	uint64_t handle;		/* gpu_id << 32 | idr */
+	uint64_t va;			/* the GPU VA of ALLOC (== CPU address in aql) */
+	uint64_t size;			/* ALLOC's size */
+	uint32_t flags;			/* KFD_IOC_ALLOC_MEM_FLAGS_* */
+	uint32_t domain;		/* enum kfdemu_domain */
+	uint32_t gpu_id;
+	uint32_t mapped;		/* bit i: mapped to the i-th GPU node's VM */
+	uint64_t userptr;		/* USERPTR: the host address; else 0 */
+	/* the emulation's own view of the BO's bytes (what the GPU would
+	 * see), NULL for USERPTR, DOORBELL and MMIO_REMAP */
+	void *data;
+};
+
 struct kfdemu_stats {
 	uint64_t ioctls[KFDEMU_IOCTL_NRS];	/* calls on /dev/kfd by _IOC_NR, refused ones too */
 	uint64_t ioctls_failed;		/* of those, calls that returned -errno */
@@ -27,6 +53,10 @@ struct kfdemu_stats {
 	uint32_t runtime_enabled;	/* RUNTIME_ENABLE's state is enabled */
 	int32_t xnack;			/* the process's XNACK mode */
 	char config_error[160];		/* a setting that could not be read; "" when fine */
+	/* Buffer objects alive now, and their bytes (page-rounded) by domain. */
+	uint32_t bos;
+	uint64_t bo_bytes[KFDEMU_DOMAINS];
+	uint64_t bo_mmaps;		/* render-node mmaps of a BO that succeeded */
 };
 
 typedef int (*kfdemu_stats_fn)(struct kfdemu_stats *out);
@@ -34,5 +64,12 @@ typedef int (*kfdemu_stats_fn)(struct kfdemu_stats *out);
 /* Copy the counters and state to *out. Returns 0, or -1 if out is NULL.
  * Thread safe. */
 int kfdemu_stats(struct kfdemu_stats *out);
+
+/*
+ * The live BO whose [va, va + size) holds addr, copied to *out. Returns
+ * 0, -1 when no BO holds it or out is NULL. Thread safe.
+ */
+int kfdemu_bo_at(uint64_t addr, struct kfdemu_bo *out);
+typedef int (*kfdemu_bo_at_fn)(uint64_t addr, struct kfdemu_bo *out);
 
 #endif

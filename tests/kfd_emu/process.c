@@ -28,6 +28,12 @@ void emu_process_reset(void)
 {
 	memset(&proc, 0, sizeof(proc));
 	proc.xnack = emu_config()->xnack;
+	emu_memory_reset();
+}
+
+uint64_t emu_process_vm_file(const struct emu_gpu *gpu)
+{
+	return proc.pdds[gpu->node - 1].drm_file;
 }
 
 void emu_process_stats(struct kfdemu_stats *out)
@@ -225,7 +231,12 @@ static const struct {
 	IOCTL(SET_SCRATCH_BACKING_VA, set_scratch_backing_va),
 	IOCTL(GET_PROCESS_APERTURES_NEW, get_process_apertures_new),
 	IOCTL(ACQUIRE_VM, acquire_vm),
+	IOCTL(ALLOC_MEMORY_OF_GPU, emu_alloc_memory_of_gpu),
+	IOCTL(FREE_MEMORY_OF_GPU, emu_free_memory_of_gpu),
+	IOCTL(MAP_MEMORY_TO_GPU, emu_map_memory_to_gpu),
+	IOCTL(UNMAP_MEMORY_FROM_GPU, emu_unmap_memory_from_gpu),
 	IOCTL(SET_XNACK_MODE, set_xnack_mode),
+	IOCTL(AVAILABLE_MEMORY, emu_available_memory),
 	IOCTL(RUNTIME_ENABLE, runtime_enable),
 };
 

@@ -143,23 +143,66 @@ static int fault(const char *s, size_t n, const char *what, int *slot, int dflt)
 	return 1;
 }
 
+/* alloc_enomem or alloc_enomem:N: the allocations after the first N fail. */
+static int alloc_fault(const char *s, size_t n)
+{
+	const char *what = "alloc_enomem";
+	size_t w = strlen(what);
+	char num[24], *end;
+
+	if (n < w || strncmp(s, what, w) || (n > w && s[w] != ':'))
+		return 0;
+	config.fail_alloc_after = 0;
+	if (n == w)
+		return 1;
+	if (n - w - 1 == 0 || n - w - 1 >= sizeof(num)) {
+		config_fail("AQL_KFD_EMU_FAIL: alloc_enomem:N needs a count in \"%s\"", s);
+		return 1;
+	}
+	memcpy(num, s + w + 1, n - w - 1);
+	num[n - w - 1] = '\0';
+	config.fail_alloc_after = (int64_t)strtoull(num, &end, 10);
+	if (*end || num[0] == '-' || config.fail_alloc_after < 0)
+		config_fail("AQL_KFD_EMU_FAIL: alloc_enomem:N needs a count in \"%s\"", s);
+	return 1;
+}
+
 /* AQL_KFD_EMU_FAIL: comma-separated fault points, each POINT or POINT=ERRNO. */
 static void read_faults(const char *s)
 {
+	config.fail_alloc_after = -1;
 	if (!s)
 		return;
 	while (*s) {
 		size_t n = strcspn(s, ",");
 
-		if (!fault(s, n, "open_kfd", &config.fail_open_kfd, ENOENT) &&
+		if (!alloc_fault(s, n) &&
+		    !fault(s, n, "open_kfd", &config.fail_open_kfd, ENOENT) &&
 		    !fault(s, n, "open_render", &config.fail_open_render, EACCES) &&
 		    !fault(s, n, "acquire_vm", &config.fail_acquire_vm, ENOMEM) &&
 		    !fault(s, n, "runtime_enable", &config.fail_runtime_enable, EINTR)) {
 			config_fail("AQL_KFD_EMU_FAIL: no fault point in \"%s\" (open_kfd, "
-				    "open_render, acquire_vm, runtime_enable)", s);
+				    "open_render, acquire_vm, runtime_enable, alloc_enomem[:N])", s);
 			return;
 		}
 		s += n + (s[n] == ',');
+	}
+}
+
+/* AQL_KFD_EMU_BAR=large|small, AQL_KFD_EMU_VRAM=<bytes>, at least 1 MiB. */
+static void read_memory(const char *bar, const char *vram)
+{
+	char *end;
+
+	if (bar && strcmp(bar, "large") && strcmp(bar, "small"))
+		config_fail("AQL_KFD_EMU_BAR=%s: not large or small", bar);
+	config.small_bar = bar && !strcmp(bar, "small");
+	if (!vram)
+		return;
+	config.vram = strtoull(vram, &end, 10);
+	if (*end || vram[0] < '0' || vram[0] > '9' || config.vram < (1u << 20)) {
+		config.vram = 0;
+		config_fail("AQL_KFD_EMU_VRAM=%s: not a byte count of at least 1048576", vram);
 	}
 }
 
@@ -176,6 +219,7 @@ static void read_config(void)
 	config.command_end = config.minor >= 13 ? 0x27 : config.minor == 12 ? 0x25 : 0x24;
 	read_gpus(getenv("AQL_KFD_EMU_GPUS"));
 	read_faults(getenv("AQL_KFD_EMU_FAIL"));
+	read_memory(getenv("AQL_KFD_EMU_BAR"), getenv("AQL_KFD_EMU_VRAM"));
 	if (x && strcmp(x, "0") && strcmp(x, "1"))
 		config_fail("AQL_KFD_EMU_XNACK=%s: not 0 or 1", x);
 	config.xnack = x && !strcmp(x, "1");
@@ -442,20 +486,28 @@ static int emu_ioctl(int fd, unsigned long request, void *arg)
 }
 
 /*
- * Anonymous mappings and files that are not emulated go to libc; mmaps of
- * /dev/kfd (doorbells, events) and of render nodes (buffer objects) are
- * not emulated yet.
+ * Anonymous mappings and files that are not emulated go to libc; a render
+ * node maps the BO whose fake offset it is given (memory.c); mmaps of
+ * /dev/kfd (doorbells, events) are not emulated yet.
  */
 static void *emu_mmap(void *addr, size_t length, int prot, int flags, int fd, uint64_t offset)
 {
+	struct file *f = NULL;
 	void *p;
-	int ours;
 
 	pthread_mutex_lock(&emu.lock);
-	ours = fd >= 0 && file_of(fd);
+	if (fd >= 0)
+		f = file_of(fd);
+	if (f && f->kind == FILE_RENDER) {
+		p = emu_memory_mmap(f->gpu, f->id, addr, length, prot, flags, offset);
+		if ((intptr_t)p > 0 || (intptr_t)p < -4095)
+			emu.stats.bo_mmaps++;
+		pthread_mutex_unlock(&emu.lock);
+		return p;
+	}
 	pthread_mutex_unlock(&emu.lock);
-	if (ours) {
-		fprintf(stderr, "kfd-emu: mmap of /dev/kfd or a render node is not emulated yet\n");
+	if (f) {
+		fprintf(stderr, "kfd-emu: mmap of /dev/kfd is not emulated yet\n");
 		return (void *)(intptr_t)-ENOSYS;
 	}
 	p = mmap(addr, length, prot, flags, fd, (off_t)offset);
@@ -482,12 +534,27 @@ int kfdemu_stats(struct kfdemu_stats *out)
 	out->version_major = c->major;
 	out->version_minor = c->minor;
 	snprintf(out->config_error, sizeof(out->config_error), "%s", c->error);
-	if (emu.process == getpid())
+	if (emu.process == getpid()) {
 		emu_process_stats(out);
+		emu_memory_stats(out);
+	}
 	else
 		out->xnack = c->xnack;
 	pthread_mutex_unlock(&emu.lock);
 	return 0;
+}
+
+int kfdemu_bo_at(uint64_t addr, struct kfdemu_bo *out)
+{
+	int r = -1;
+
+	if (!out)
+		return -1;
+	pthread_mutex_lock(&emu.lock);
+	if (emu.process == getpid())
+		r = emu_memory_lookup(addr, out);
+	pthread_mutex_unlock(&emu.lock);
+	return r;
 }
 
 /* "kfd-emu 1.18 gfx90a,gfx942": what aql-info shows as the table's name. */

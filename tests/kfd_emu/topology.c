@@ -308,12 +308,23 @@ static void node_properties(struct out *o, uint32_t node)
 
 static void mem_properties(struct out *o, const struct emu_model *m)
 {
-	/* A large BAR: all VRAM is host-visible, FB_PUBLIC (kfd_crat.c). */
-	prop(o, "heap_type", m ? HSA_MEM_HEAP_TYPE_FB_PUBLIC : HSA_MEM_HEAP_TYPE_SYSTEM);
-	prop(o, "size_in_bytes", m ? m->vram : CPU_MEM);
+	/*
+	 * kfd_crat.c kfd_create_vcrat_image_gpu: FB_PUBLIC when all VRAM is
+	 * host-visible (a large BAR), FB_PRIVATE when some is not.
+	 */
+	uint32_t fb = emu_config()->small_bar ? HSA_MEM_HEAP_TYPE_FB_PRIVATE
+					     : HSA_MEM_HEAP_TYPE_FB_PUBLIC;
+
+	prop(o, "heap_type", m ? fb : HSA_MEM_HEAP_TYPE_SYSTEM);
+	prop(o, "size_in_bytes", m ? emu_model_vram(m) : CPU_MEM);
 	prop(o, "flags", 0);
 	prop(o, "width", m ? m->mem_width : 64);
 	prop(o, "mem_clk_max", m ? m->mem_clk_max : 3200);
+}
+
+uint64_t emu_model_vram(const struct emu_model *m)
+{
+	return emu_config()->vram ? emu_config()->vram : m->vram;
 }
 
 static void cache_properties(struct out *o, const struct emu_gpu *g, const struct emu_cache *k)

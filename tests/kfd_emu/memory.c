@@ -1,0 +1,432 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The process's buffer objects: ALLOC_MEMORY_OF_GPU, FREE, MAP, UNMAP and
+ * AVAILABLE_MEMORY, and the render-node mmap that gives the host a BO.
+ * VRAM and GTT BOs live in a memfd each: the host maps it through the
+ * render node at the BO's fake offset, and the emulation keeps its own
+ * view of it (what the GPU would see). USERPTR BOs are the caller's own
+ * pages. Each refusal names the kernel's rule (drivers/gpu/drm/amd/:
+ * amdkfd/kfd_chardev.c, amdgpu/amdgpu_amdkfd_gpuvm.c, amdgpu/amdgpu_vm.c,
+ * amdgpu/amdgpu_gem.c). sys.c holds its lock around every call here.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "emu.h"
+
+#define MAX_BOS 4096
+#define PAGE 4096ull
+#define ALIGN_UP(x, a) (((x) + (a) - 1) & ~((a) - 1))
+
+/* amdgpu_amdkfd.h VRAM_AVAILABLITY_ALIGN: VRAM is counted in 2 MiB steps. */
+#define VRAM_ALIGN (2ull << 20)
+
+/* drm_vma_manager: fake offsets start above 4 GiB (DRM_FILE_PAGE_OFFSET_START). */
+#define FAKE_OFFSET_START (1ull << 32)
+
+/* kfd_priv.h KFD_MMAP_GPU_ID: the /dev/kfd offset of a GPU's MMIO page. */
+#define KFD_MMAP_GPU_ID(id) (((uint64_t)(id) & 0xffff) << 46)
+
+/* amdgpu_amdkfd_gpuvm.c struct kgd_mem, one per handle. */
+struct bo {
+	int used;
+	const struct emu_gpu *gpu;
+	uint32_t idr;			/* the pdd's alloc_idr id */
+	uint32_t flags;
+	enum kfdemu_domain domain;
+	uint64_t va, size, bytes;	/* bytes: size rounded to pages */
+	uint64_t offset;		/* the render node's fake offset; 0: none */
+	uint64_t userptr;
+	uint32_t mapped;		/* bit i: mapped to GPU node i + 1's VM */
+	int memfd;			/* VRAM, GTT: the backing; else -1 */
+	void *data;			/* the emulation's own mapping of memfd */
+};
+
+static struct {
+	struct bo bos[MAX_BOS];
+	uint64_t next_offset;
+	uint64_t vram_used[EMU_MAX_GPUS];	/* VRAM_ALIGN-rounded */
+	uint64_t allocs;			/* ALLOC calls that reached the allocator */
+} mem;
+
+static void bo_drop(struct bo *b)
+{
+	if (b->data)
+		munmap(b->data, b->bytes);
+	if (b->memfd >= 0)
+		close(b->memfd);
+	if (b->domain == KFDEMU_VRAM)
+		mem.vram_used[b->gpu->node - 1] -= ALIGN_UP(b->bytes, VRAM_ALIGN);
+	memset(b, 0, sizeof(*b));
+}
+
+void emu_memory_reset(void)
+{
+	/* A forked child's first open: the parent's BOs are not its own,
+	 * but the memfds and views it inherited are, and are let go. */
+	for (int i = 0; i < MAX_BOS; i++)
+		if (mem.bos[i].used)
+			bo_drop(&mem.bos[i]);
+	memset(&mem, 0, sizeof(mem));
+	mem.next_offset = FAKE_OFFSET_START;
+}
+
+static uint64_t handle_of(const struct bo *b)
+{
+	return (uint64_t)b->gpu->gpu_id << 32 | b->idr;
+}
+
+/* kfd_process_device_translate_handle: the BO of a handle, or NULL. */
+static struct bo *bo_by_handle(uint64_t handle)
+{
+	for (int i = 0; i < MAX_BOS; i++)
+		if (mem.bos[i].used && handle_of(&mem.bos[i]) == handle)
+			return &mem.bos[i];
+	return NULL;
+}
+
+static int overlaps(uint64_t va, uint64_t bytes)
+{
+	for (int i = 0; i < MAX_BOS; i++) {
+		const struct bo *b = &mem.bos[i];
+
+		if (b->used && va < b->va + b->bytes && b->va < va + bytes)
+			return 1;
+	}
+	return 0;
+}
+
+/* kfd_dev_is_large_bar: no private (host-invisible) VRAM. */
+static int large_bar(void)
+{
+	return !emu_config()->small_bar;
+}
+
+/* kfd_doorbell.c kfd_doorbell_process_slice: 1024 queues' doorbells,
+ * 8 bytes each from gfx9 on, 4 before. */
+static uint64_t doorbell_slice(const struct emu_gpu *g)
+{
+	return emu_model_gfx_version(g->model) >= 90000 ? 8192 : 4096;
+}
+
+/*
+ * amdgpu_ttm.c amdgpu_ttm_tt_get_user_pages: a USERPTR range with a page
+ * that is not mapped readable fails vma_lookup / hmm_range_fault: -EFAULT.
+ */
+static int user_range_mapped(uint64_t addr, uint64_t size)
+{
+	unsigned char byte;
+
+	for (uint64_t p = addr & ~(PAGE - 1); p < addr + size; p += PAGE)
+		if (emu_copy_from_user(&byte, (const void *)(uintptr_t)p, 1))
+			return 0;
+	return 1;
+}
+
+static enum kfdemu_domain domain_of(uint32_t flags)
+{
+	if (flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM)
+		return KFDEMU_VRAM;
+	if (flags & KFD_IOC_ALLOC_MEM_FLAGS_GTT)
+		return KFDEMU_GTT;
+	if (flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR)
+		return KFDEMU_USERPTR;
+	if (flags & KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL)
+		return KFDEMU_DOORBELL;
+	if (flags & KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP)
+		return KFDEMU_MMIO_REMAP;
+	return KFDEMU_DOMAINS;
+}
+
+/* The lowest free id of the GPU's alloc_idr (idr_alloc from 0). */
+static uint32_t idr_alloc(const struct emu_gpu *g)
+{
+	for (uint32_t id = 0;; id++) {
+		int taken = 0;
+
+		for (int i = 0; i < MAX_BOS && !taken; i++)
+			taken = mem.bos[i].used && mem.bos[i].gpu == g && mem.bos[i].idr == id;
+		if (!taken)
+			return id;
+	}
+}
+
+/* The backing of a VRAM or GTT BO: a memfd and the emulation's view. */
+static int back(struct bo *b)
+{
+	char name[40];
+
+	snprintf(name, sizeof(name), "kfd-emu:bo@%llx", (unsigned long long)b->va);
+	b->memfd = memfd_create(name, MFD_CLOEXEC);
+	if (b->memfd < 0)
+		return -ENOMEM;
+	if (ftruncate(b->memfd, (off_t)b->bytes))
+		return -ENOMEM;
+	b->data = mmap(NULL, b->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, b->memfd, 0);
+	if (b->data == MAP_FAILED) {
+		b->data = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* kfd_chardev.c kfd_ioctl_alloc_memory_of_gpu, in the kernel's order. */
+int emu_alloc_memory_of_gpu(void *data)
+{
+	struct kfd_ioctl_alloc_memory_of_gpu_args *args = data;
+	const struct emu_gpu *g;
+	enum kfdemu_domain domain = domain_of(args->flags);
+	struct bo *b = NULL;
+	uint64_t bytes;
+	int r;
+
+	if (args->size == 0)
+		return -EINVAL;
+	/* (the SVM range checks, -EADDRINUSE, have no SVM ranges to meet) */
+	g = emu_gpu_by_id(args->gpu_id);
+	if (!g)
+		return -EINVAL;
+	/* "Alloc host visible vram on small bar is not allowed" */
+	if ((args->flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM) &&
+	    (args->flags & KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC) && !large_bar())
+		return -EINVAL;
+	/* kfd_bind_process_to_device: no ACQUIRE_VM on this GPU */
+	if (!emu_process_vm_file(g))
+		return -ENODEV;
+	if (domain == KFDEMU_DOORBELL && args->size != doorbell_slice(g))
+		return -EINVAL;
+	if (domain == KFDEMU_MMIO_REMAP && args->size != PAGE)
+		return -EINVAL;
+	/* amdgpu_amdkfd_gpuvm_alloc_memory_of_gpu: no domain bit */
+	if (domain == KFDEMU_DOMAINS)
+		return -EINVAL;
+	/* ... USERPTR takes the host address in mmap_offset */
+	if (domain == KFDEMU_USERPTR && !args->mmap_offset)
+		return -EINVAL;
+	bytes = ALIGN_UP(args->size, PAGE);
+	if (bytes < args->size)
+		return -ENOMEM;
+	/*
+	 * The emulation's own rule: a VA already holding a BO is -EINVAL
+	 * here, where the kernel refuses the overlap when it maps the VA
+	 * (amdgpu_vm.c amdgpu_vm_bo_map, "conflict with", -EINVAL).
+	 */
+	if (overlaps(args->va_addr, bytes))
+		return -EINVAL;
+	/* AQL_KFD_EMU_FAIL=alloc_enomem[:N] */
+	if (emu_config()->fail_alloc_after >= 0 &&
+	    mem.allocs++ >= (uint64_t)emu_config()->fail_alloc_after)
+		return -ENOMEM;
+	/*
+	 * amdgpu_amdkfd_reserve_mem_limit: VRAM past the device's size is
+	 * -ENOMEM (counted in VRAM_AVAILABLITY_ALIGN steps; the kernel also
+	 * holds back page-table reserve, not modelled).
+	 */
+	if (domain == KFDEMU_VRAM &&
+	    mem.vram_used[g->node - 1] + ALIGN_UP(bytes, VRAM_ALIGN) > emu_model_vram(g->model))
+		return -ENOMEM;
+	if (domain == KFDEMU_USERPTR && !user_range_mapped(args->mmap_offset, args->size))
+		return -EFAULT;
+	for (int i = 0; i < MAX_BOS && !b; i++)
+		if (!mem.bos[i].used)
+			b = &mem.bos[i];
+	/* idr_alloc failure: -EFAULT ("Failed to allocate IDR") */
+	if (!b)
+		return -EFAULT;
+	*b = (struct bo){ .used = 1, .gpu = g, .idr = idr_alloc(g), .flags = args->flags,
+			  .domain = domain, .va = args->va_addr, .size = args->size,
+			  .bytes = bytes, .memfd = -1 };
+	if (domain == KFDEMU_USERPTR) {
+		b->userptr = args->mmap_offset;
+	} else if (domain == KFDEMU_VRAM || domain == KFDEMU_GTT) {
+		r = back(b);
+		if (r) {
+			bo_drop(b);
+			return r;
+		}
+	}
+	if (domain == KFDEMU_VRAM)
+		mem.vram_used[g->node - 1] += ALIGN_UP(bytes, VRAM_ALIGN);
+	/* amdgpu_bo_mmap_offset for every BO but USERPTR; MMIO_REMAP's
+	 * offset is /dev/kfd's own. */
+	if (domain != KFDEMU_USERPTR) {
+		b->offset = mem.next_offset;
+		mem.next_offset += bytes;
+	}
+	args->handle = handle_of(b);
+	if (domain == KFDEMU_MMIO_REMAP)
+		args->mmap_offset = KFD_MMAP_GPU_ID(g->gpu_id);
+	else if (domain != KFDEMU_USERPTR)
+		args->mmap_offset = b->offset;
+	return 0;
+}
+
+/* kfd_chardev.c kfd_ioctl_free_memory_of_gpu */
+int emu_free_memory_of_gpu(void *data)
+{
+	const struct kfd_ioctl_free_memory_of_gpu_args *args = data;
+	struct bo *b;
+
+	/* (the event page's handle, -EPERM, comes with events) */
+	if (!emu_gpu_by_id((uint32_t)(args->handle >> 32)))
+		return -EINVAL;
+	b = bo_by_handle(args->handle);
+	if (!b)
+		return -EINVAL;
+	/* amdgpu_amdkfd_gpuvm_free_memory_of_gpu: "is still mapped" */
+	if (b->mapped)
+		return -EBUSY;
+	bo_drop(b);
+	return 0;
+}
+
+/*
+ * kfd_chardev.c kfd_ioctl_map_memory_to_gpu / kfd_ioctl_unmap_memory_from_gpu:
+ * the checks both share, then one device at a time from n_success on.
+ */
+static int map_or_unmap(struct kfd_ioctl_map_memory_to_gpu_args *args, int map)
+{
+	uint32_t ids[EMU_MAX_GPUS * 4];
+	const struct emu_gpu *g;
+	struct bo *b;
+	int r;
+
+	if (args->n_devices == 0)
+		return -EINVAL;
+	if (args->n_success > args->n_devices)
+		return -EINVAL;
+	/* kmalloc_array of n_devices: the emulation bounds it instead */
+	if (args->n_devices > sizeof(ids) / sizeof(ids[0]))
+		return -ENOMEM;
+	r = emu_copy_from_user(ids, (const void *)(uintptr_t)args->device_ids_array_ptr,
+			       args->n_devices * sizeof(ids[0]));
+	if (r)
+		return r;
+	g = emu_gpu_by_id((uint32_t)(args->handle >> 32));
+	if (!g)
+		return -EINVAL;
+	/* map binds (-ENODEV without ACQUIRE_VM); unmap does not */
+	if (map && !emu_process_vm_file(g))
+		return -ENODEV;
+	b = bo_by_handle(args->handle);
+	if (!b)
+		return -ENOMEM;
+	for (uint32_t i = args->n_success; i < args->n_devices; i++) {
+		const struct emu_gpu *peer = emu_gpu_by_id(ids[i]);
+		uint32_t bit;
+
+		if (!peer)
+			return -EINVAL;
+		bit = 1u << (peer->node - 1);
+		if (map) {
+			if (!emu_process_vm_file(peer))
+				return -ENODEV;
+			/* amdgpu_vm.c amdgpu_vm_bo_map: a VA off the GPU page */
+			if (b->va & (PAGE - 1))
+				return -EINVAL;
+			/* already mapped on that VM: nothing to do */
+			b->mapped |= bit;
+		} else {
+			/* (a BO under a live queue, -EBUSY, comes with queues;
+			 * one not mapped there is skipped) */
+			b->mapped &= ~bit;
+		}
+		args->n_success = i + 1;
+	}
+	return 0;
+}
+
+int emu_map_memory_to_gpu(void *data)
+{
+	return map_or_unmap(data, 1);
+}
+
+int emu_unmap_memory_from_gpu(void *data)
+{
+	return map_or_unmap(data, 0);
+}
+
+/*
+ * kfd_chardev.c kfd_ioctl_get_available_memory → amdgpu_amdkfd.c
+ * amdgpu_amdkfd_get_available_memory: VRAM not yet counted, rounded down
+ * to VRAM_AVAILABLITY_ALIGN.
+ */
+int emu_available_memory(void *data)
+{
+	struct kfd_ioctl_get_available_memory_args *args = data;
+	const struct emu_gpu *g = emu_gpu_by_id(args->gpu_id);
+	uint64_t size, used;
+
+	if (!g)
+		return -EINVAL;
+	size = emu_model_vram(g->model);
+	used = mem.vram_used[g->node - 1];
+	args->available = used < size ? (size - used) & ~(VRAM_ALIGN - 1) : 0;
+	return 0;
+}
+
+void *emu_memory_mmap(const struct emu_gpu *gpu, uint64_t file_id, void *addr, size_t length,
+		      int prot, int flags, uint64_t offset)
+{
+	struct bo *b = NULL;
+	void *p;
+
+	/* drm_gem.c drm_gem_mmap: drm_vma_offset_exact_lookup_locked finds
+	 * the BO that starts at offset, or -EINVAL */
+	for (int i = 0; i < MAX_BOS && !b; i++)
+		if (mem.bos[i].used && mem.bos[i].offset == offset && mem.bos[i].gpu == gpu)
+			b = &mem.bos[i];
+	if (!b || length == 0)
+		return (void *)(intptr_t)-EINVAL;
+	/* drm_vma_node_is_allowed: only the render file of ACQUIRE_VM
+	 * (drm_vma_node_allow in alloc_memory_of_gpu) may map it */
+	if (emu_process_vm_file(gpu) != file_id)
+		return (void *)(intptr_t)-EACCES;
+	/* drm_gem_mmap_obj: a mapping longer than the BO */
+	if (ALIGN_UP(length, PAGE) > b->bytes)
+		return (void *)(intptr_t)-EINVAL;
+	if (b->domain == KFDEMU_DOORBELL || b->domain == KFDEMU_MMIO_REMAP) {
+		fprintf(stderr, "kfd-emu: mmap of a doorbell or MMIO BO is not emulated yet\n");
+		return (void *)(intptr_t)-ENOSYS;
+	}
+	/*
+	 * amdgpu_gem.c amdgpu_gem_object_mmap: a BO made without CPU access
+	 * (VRAM without PUBLIC is AMDGPU_GEM_CREATE_NO_CPU_ACCESS in
+	 * amdgpu_amdkfd_gpuvm_alloc_memory_of_gpu) → -EPERM.
+	 */
+	if (b->domain == KFDEMU_VRAM && !(b->flags & KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC))
+		return (void *)(intptr_t)-EPERM;
+	p = mmap(addr, length, prot, flags, b->memfd, 0);
+	return p == MAP_FAILED ? (void *)(intptr_t)-errno : p;
+}
+
+void emu_memory_stats(struct kfdemu_stats *out)
+{
+	out->bos = 0;
+	memset(out->bo_bytes, 0, sizeof(out->bo_bytes));
+	for (int i = 0; i < MAX_BOS; i++)
+		if (mem.bos[i].used) {
+			out->bos++;
+			out->bo_bytes[mem.bos[i].domain] += mem.bos[i].bytes;
+		}
+}
+
+int emu_memory_lookup(uint64_t addr, struct kfdemu_bo *out)
+{
+	for (int i = 0; i < MAX_BOS; i++) {
+		const struct bo *b = &mem.bos[i];
+
+		if (b->used && addr >= b->va && addr < b->va + b->size) {
+			*out = (struct kfdemu_bo){ .handle = handle_of(b), .va = b->va,
+						   .size = b->size, .flags = b->flags,
+						   .domain = b->domain, .gpu_id = b->gpu->gpu_id,
+						   .mapped = b->mapped, .userptr = b->userptr,
+						   .data = b->data };
+			return 0;
+		}
+	}
+	return -1;
+}
