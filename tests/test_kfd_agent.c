@@ -131,19 +131,16 @@ static void check_agent(aql_agent *agent, uint32_t index, const struct model *m,
 	CHECK(strcmp(p->sys->name, "linux") != 0, "the real table under the emulation's test");
 }
 
-/* Nothing past discovery is built: each refusal says so. */
+/* Nothing past discovery and memory (test_kfd_memory.c) is built: each
+ * refusal says so. */
 static void check_refusals(aql_agent *agent)
 {
 	aql_queue *q = NULL;
-	void *mem = NULL;
 
 	CHECK(aql_queue_create(agent, NULL, &q) == AQL_ERR_UNSUPPORTED && !q,
 	      "a queue on the AMD agent");
 	CHECK(th_error_has("not built yet") && th_error_has("queues"), "queue refusal: %s",
 	      aql_error_message());
-	CHECK(aql_agent_mem_alloc(agent, 4096, &mem) == AQL_ERR_UNSUPPORTED && !mem,
-	      "agent memory on the AMD agent");
-	CHECK(th_error_has("not built yet"), "memory refusal: %s", aql_error_message());
 	CHECK(aql_agent_register_function(agent, 1, NULL, NULL) == AQL_ERR_UNSUPPORTED,
 	      "agent dispatch on the AMD agent");
 }

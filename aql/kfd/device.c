@@ -362,14 +362,15 @@ static aql_status copy(aql_agent *agent, void *dst, const void *src, size_t size
 
 /*
  * What the core calls only after a success of the above (queue_detach,
- * encode_copy) stays NULL: nothing can reach it yet.
+ * encode_copy) stays NULL: nothing can reach it yet. code_protect too:
+ * the loader protects host code only, and the GPU's code stays readable
+ * and writable for the host as on ROCr.
  */
 static const struct aql_agent_ops kfd_agent_ops = {
 	.get_info = get_info,
 	.destroy = destroy,
 	.queue_attach = queue_attach,
 	.code_alloc = kfd_code_alloc,
-	.code_protect = kfd_code_protect,
 	.code_free = kfd_code_free,
 	.mem_alloc = kfd_mem_alloc,
 	.mem_free = kfd_mem_free,

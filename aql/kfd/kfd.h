@@ -133,7 +133,6 @@ aql_status kfd_mem_register(aql_agent *agent, void *ptr, size_t size);
 void kfd_mem_unregister(aql_agent *agent, void *ptr, size_t size);
 aql_status kfd_code_alloc(aql_agent *agent, enum aql_code_object_kind kind, size_t size,
 			  void **out);
-aql_status kfd_code_protect(aql_agent *agent, void *addr, size_t size, int prot);
 void kfd_code_free(aql_agent *agent, void *base, size_t size);
 /* VRAM KFD would still allocate for the agent (AMDKFD_IOC_AVAILABLE_MEMORY,
  * KFD 1.9): 0 with a message where it cannot say. */

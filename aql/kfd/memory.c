@@ -385,42 +385,6 @@ aql_status kfd_code_alloc(aql_agent *agent, enum aql_code_object_kind kind, size
 	return st;
 }
 
-/*
- * The host mapping only: the GPU's is fixed at MAP_MEMORY_TO_GPU. The
- * table has no mprotect, so the range is mapped again from the BO's
- * render-node offset. The host never runs GPU code: PROT_EXEC is dropped.
- */
-aql_status kfd_code_protect(aql_agent *agent, void *addr, size_t size, int prot)
-{
-	struct kfd_agent *a = agent_of(agent);
-	uintptr_t start = (uintptr_t)addr, end = start + page_round(size);
-	aql_status st = AQL_OK;
-	struct kfd_bo *b = NULL;
-	struct bo_list *l;
-	uint32_t i;
-	void *p;
-
-	pthread_mutex_lock(&bo_lock);
-	l = list_of(a);
-	if (l && (i = bo_after(l, start)) < l->count)
-		b = &l->bos[i];
-	if (!b || b->kind != BO_CODE || b->start > start || start & (page_size() - 1) || end > b->end) {
-		st = aql_fail(AQL_ERR_INVALID_ARG, "%s agent %u: [%p, +%zu) is not whole pages "
-			      "of one code allocation", a->node->gfx, a->info.device_index,
-			      addr, size);
-	} else {
-		p = a->process->sys->mmap(addr, end - start, prot & (PROT_READ | PROT_WRITE),
-					  MAP_SHARED | MAP_FIXED, a->render_fd,
-					  b->mmap_offset + (start - b->start));
-		if (mmap_failed(p))
-			st = aql_fail_errno(AQL_ERR_SYSTEM, (int)-(intptr_t)p,
-					    "%s agent %u: changing the protection of code at %p",
-					    a->node->gfx, a->info.device_index, addr);
-	}
-	pthread_mutex_unlock(&bo_lock);
-	return st;
-}
-
 void kfd_code_free(aql_agent *agent, void *base, size_t size)
 {
 	(void)size;
