@@ -594,7 +594,7 @@ static void check_memory(unsigned ngpus, uint64_t vram)
 	int other = sys->open("/dev/dri/renderD128", O_RDWR);
 	uint32_t id1 = gpu_id(1), id2 = ngpus > 1 ? gpu_id(2) : 0xdead, n, ids[2] = { id1, id2 };
 	char *va = reserve(16 * MIB), *host;
-	uint64_t h_vram, h_pub, h_gtt, h_user, off_vram = 0, off_pub = 0, off_gtt = 0, off;
+	uint64_t h, h_vram, h_pub, h_gtt, h_user, off_vram = 0, off_pub = 0, off_gtt = 0, off;
 	struct kfdemu_stats st;
 	struct kfdemu_bo b;
 	void *user;
@@ -644,6 +644,16 @@ static void check_memory(unsigned ngpus, uint64_t vram)
 	CHECK(host == va + 2 * MIB, "mmap of the GTT BO: %p", (void *)host);
 	EQ(bo_at(va + 2 * MIB + 99).domain, KFDEMU_GTT);
 	CHECK(bo_at_fn((uint64_t)(uintptr_t)va + 2 * MIB + 100, &b) == -1, "past a BO's size");
+
+	/* DOORBELL and MMIO_REMAP of the right sizes; not mmapped yet */
+	off = 0;
+	EQ(alloc(kfd, id1, (uint64_t)(uintptr_t)va + 8 * MIB, 8192, F(DOORBELL), &h, &off), 0);
+	EQ((intptr_t)sys->mmap(NULL, 8192, PROT_READ, MAP_SHARED, r128, off), -ENOSYS);
+	EQ(bo_at(va + 8 * MIB).domain, KFDEMU_DOORBELL);
+	EQ(free_bo(kfd, h), 0);
+	EQ(alloc(kfd, id1, (uint64_t)(uintptr_t)va + 8 * MIB, 4096, F(MMIO_REMAP), &h, &off), 0);
+	EQ(off, (uint64_t)(id1 & 0xffff) << 46);
+	EQ(free_bo(kfd, h), 0);
 
 	/* USERPTR: the caller's pages, mapped ones only */
 	user = aligned_alloc(4096, 8192);
