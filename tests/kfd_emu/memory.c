@@ -239,6 +239,9 @@ int emu_alloc_memory_of_gpu(void *data)
 	*b = (struct bo){ .used = 1, .gpu = g, .idr = idr_alloc(g), .flags = args->flags,
 			  .domain = domain, .va = args->va_addr, .size = args->size,
 			  .bytes = bytes, .memfd = -1 };
+	/* counted first: bo_drop gives it back */
+	if (domain == KFDEMU_VRAM)
+		mem.vram_used[g->node - 1] += ALIGN_UP(bytes, VRAM_ALIGN);
 	if (domain == KFDEMU_USERPTR) {
 		b->userptr = args->mmap_offset;
 	} else if (domain == KFDEMU_VRAM || domain == KFDEMU_GTT) {
@@ -248,8 +251,6 @@ int emu_alloc_memory_of_gpu(void *data)
 			return r;
 		}
 	}
-	if (domain == KFDEMU_VRAM)
-		mem.vram_used[g->node - 1] += ALIGN_UP(bytes, VRAM_ALIGN);
 	/* amdgpu_bo_mmap_offset for every BO but USERPTR; MMIO_REMAP's
 	 * offset is /dev/kfd's own. */
 	if (domain != KFDEMU_USERPTR) {
