@@ -839,6 +839,7 @@ static void case_vram(void)
 	EQ(alloc(kfd, gpu_id(1), base + 4 * MIB, 3 * MIB, F(VRAM), &h[1], NULL), 0);
 	EQ(available(kfd, gpu_id(1)), 0);
 	EQ(alloc(kfd, gpu_id(1), base + 8 * MIB, 4096, F(VRAM), NULL, NULL), -ENOMEM);
+	EQ(alloc(kfd, gpu_id(1), base + 8 * MIB, ~0ull - 4095, F(VRAM), NULL, NULL), -ENOMEM);
 	/* GTT is not VRAM */
 	EQ(alloc(kfd, gpu_id(1), base + 8 * MIB, 4096, F(GTT), &h[2], NULL), 0);
 	EQ(free_bo(kfd, h[1]), 0);

@@ -120,6 +120,8 @@ static int user_range_mapped(uint64_t addr, uint64_t size)
 {
 	unsigned char byte;
 
+	if (addr + size < addr)
+		return 0;
 	for (uint64_t p = addr & ~(PAGE - 1); p < addr + size; p += PAGE)
 		if (emu_copy_from_user(&byte, (const void *)(uintptr_t)p, 1))
 			return 0;
@@ -226,7 +228,8 @@ int emu_alloc_memory_of_gpu(void *data)
 	 * holds back page-table reserve, not modelled).
 	 */
 	if (domain == KFDEMU_VRAM &&
-	    mem.vram_used[g->node - 1] + ALIGN_UP(bytes, VRAM_ALIGN) > emu_model_vram(g->model))
+	    (bytes > emu_model_vram(g->model) ||
+	     mem.vram_used[g->node - 1] + ALIGN_UP(bytes, VRAM_ALIGN) > emu_model_vram(g->model)))
 		return -ENOMEM;
 	if (domain == KFDEMU_USERPTR && !user_range_mapped(args->mmap_offset, args->size))
 		return -EFAULT;
