@@ -5,7 +5,8 @@
  * version changes it, the emulated files, the ioctl dispatcher (range,
  * sizes, direction, the opener's process), ACQUIRE_VM, RUNTIME_ENABLE,
  * the apertures, XNACK, SET_SCRATCH_BACKING_VA before and after the VM,
- * the settings and the fault points.
+ * the buffer objects (ALLOC/MAP/UNMAP/FREE, AVAILABLE_MEMORY, the render
+ * node's mmap, the BAR and VRAM settings), the settings and the fault points.
  *
  * Argument: the emulation library. It is opened by path and its table
  * used directly, as aql/kfd does. The emulation reads its settings once
@@ -34,6 +35,7 @@
 static const char *lib_path;
 static const struct aql_kfd_sys *sys;
 static kfdemu_stats_fn stats_fn;
+static kfdemu_bo_at_fn bo_at_fn;
 
 #define EQ(expr, want)                                                         \
 	do {                                                                   \
@@ -49,8 +51,9 @@ static void load(void)
 		th_stop(dlerror());
 	sys = dlsym(h, "aql_kfd_sys_v1");
 	*(void **)&stats_fn = dlsym(h, "kfdemu_stats");
-	if (!sys || !stats_fn)
-		th_stop("aql_kfd_sys_v1 or kfdemu_stats missing");
+	*(void **)&bo_at_fn = dlsym(h, "kfdemu_bo_at");
+	if (!sys || !stats_fn || !bo_at_fn)
+		th_stop("aql_kfd_sys_v1, kfdemu_stats or kfdemu_bo_at missing");
 	CHECK(sys->abi == AQL_KFD_SYS_ABI, "abi %u", sys->abi);
 }
 
@@ -511,6 +514,303 @@ static void check_threads(void)
 	sys->close(kfd);
 }
 
+#define MIB (1ull << 20)
+#define F(x) KFD_IOC_ALLOC_MEM_FLAGS_##x
+
+static int alloc(int kfd, uint32_t id, uint64_t va, uint64_t size, uint32_t flags,
+		 uint64_t *handle, uint64_t *offset)
+{
+	struct kfd_ioctl_alloc_memory_of_gpu_args a = {
+		.va_addr = va, .size = size, .gpu_id = id, .flags = flags,
+		.mmap_offset = offset ? *offset : 0,
+	};
+	int r = sys->ioctl(kfd, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &a);
+
+	if (handle)
+		*handle = a.handle;
+	if (offset)
+		*offset = a.mmap_offset;
+	return r;
+}
+
+static int free_bo(int kfd, uint64_t handle)
+{
+	struct kfd_ioctl_free_memory_of_gpu_args a = { .handle = handle };
+
+	return sys->ioctl(kfd, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &a);
+}
+
+/* MAP (map != 0) or UNMAP of handle on ids[0..n); *done: n_success in and out. */
+static int map_bo(int kfd, int map, uint64_t handle, const uint32_t *ids, uint32_t n,
+		  uint32_t *done)
+{
+	struct kfd_ioctl_map_memory_to_gpu_args a = {
+		.handle = handle, .device_ids_array_ptr = (uint64_t)(uintptr_t)ids,
+		.n_devices = n, .n_success = done ? *done : 0,
+	};
+	int r = sys->ioctl(kfd, map ? AMDKFD_IOC_MAP_MEMORY_TO_GPU
+				    : AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &a);
+
+	if (done)
+		*done = a.n_success;
+	return r;
+}
+
+static long long available(int kfd, uint32_t id)
+{
+	struct kfd_ioctl_get_available_memory_args a = { .gpu_id = id };
+	int r = sys->ioctl(kfd, AMDKFD_IOC_AVAILABLE_MEMORY, &a);
+
+	return r ? r : (long long)a.available;
+}
+
+static struct kfdemu_bo bo_at(void *p)
+{
+	struct kfdemu_bo b = { 0 };
+
+	CHECK(bo_at_fn(p ? (uint64_t)(uintptr_t)p : 0, &b) == 0, "no BO at %p", p);
+	return b;
+}
+
+/* A VA range reserved as libhsakmt does: PROT_NONE, through the table. */
+static void *reserve(size_t size)
+{
+	void *p = sys->mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+			    -1, 0);
+
+	CHECK((intptr_t)p > 0, "reserve: %ld", (long)(intptr_t)p);
+	return p;
+}
+
+static void *map_host(int fd, void *va, size_t size, uint64_t offset)
+{
+	return sys->mmap(va, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, offset);
+}
+
+/* ALLOC, MAP, UNMAP, FREE, AVAILABLE_MEMORY and the render-node mmap. */
+static void check_memory(unsigned ngpus, uint64_t vram)
+{
+	int kfd = kfd_open(), r128 = sys->open("/dev/dri/renderD128", O_RDWR);
+	int other = sys->open("/dev/dri/renderD128", O_RDWR);
+	uint32_t id1 = gpu_id(1), id2 = ngpus > 1 ? gpu_id(2) : 0xdead, n, ids[2] = { id1, id2 };
+	char *va = reserve(16 * MIB), *host;
+	uint64_t h, h_vram, h_pub, h_gtt, h_user, off_vram = 0, off_pub = 0, off_gtt = 0, off;
+	struct kfdemu_stats st;
+	struct kfdemu_bo b;
+	void *user;
+
+	/* kfd_ioctl_alloc_memory_of_gpu, in order */
+	EQ(alloc(kfd, id1, (uint64_t)(uintptr_t)va, 0, F(VRAM), NULL, NULL), -EINVAL);
+	EQ(alloc(kfd, 0xdead, (uint64_t)(uintptr_t)va, MIB, F(VRAM), NULL, NULL), -EINVAL);
+	EQ(alloc(kfd, id1, (uint64_t)(uintptr_t)va, MIB, F(VRAM), NULL, NULL), -ENODEV);
+	EQ(available(kfd, 0xdead), -EINVAL);
+	EQ(available(kfd, id1), (long long)vram);
+	EQ(acquire(kfd, r128, id1), 0);
+	EQ(alloc(kfd, id1, (uint64_t)(uintptr_t)va, 4096, F(DOORBELL), NULL, NULL), -EINVAL);
+	EQ(alloc(kfd, id1, (uint64_t)(uintptr_t)va, 8192, F(MMIO_REMAP), NULL, NULL), -EINVAL);
+	EQ(alloc(kfd, id1, (uint64_t)(uintptr_t)va, MIB, F(WRITABLE), NULL, NULL), -EINVAL);
+	EQ(alloc(kfd, id1, (uint64_t)(uintptr_t)va, MIB, F(USERPTR), NULL, NULL), -EINVAL);
+
+	EQ(alloc(kfd, id1, (uint64_t)(uintptr_t)va, MIB, F(VRAM) | F(WRITABLE), &h_vram, &off_vram), 0);
+	EQ(h_vram, (uint64_t)id1 << 32);
+	CHECK(off_vram && !(off_vram & 4095), "mmap_offset 0x%llx", (unsigned long long)off_vram);
+	/* the emulation's own rule: a VA that holds a BO */
+	EQ(alloc(kfd, id1, (uint64_t)(uintptr_t)va + 4096, MIB, F(GTT), NULL, NULL), -EINVAL);
+	EQ(alloc(kfd, id1, (uint64_t)(uintptr_t)va + MIB, 4096, F(VRAM) | F(PUBLIC), &h_pub, &off_pub), 0);
+	EQ(h_pub, (uint64_t)id1 << 32 | 1);
+	EQ(alloc(kfd, id1, (uint64_t)(uintptr_t)va + 2 * MIB, 100, F(GTT), &h_gtt, &off_gtt), 0);
+	EQ(h_gtt, (uint64_t)id1 << 32 | 2);
+	/* VRAM counts in 2 MiB steps */
+	EQ(available(kfd, id1), (long long)(vram - 4 * MIB));
+
+	/* the render node: exact offset, the ACQUIRE_VM file, CPU access */
+	EQ((intptr_t)map_host(r128, va, MIB, off_vram), -EPERM);
+	/* inside a BO, not its start: drm_vma_offset_exact_lookup_locked */
+	EQ((intptr_t)map_host(r128, va + MIB, 4096, off_vram + 4096), -EINVAL);
+	EQ((intptr_t)map_host(r128, va + MIB, 8192, off_pub), -EINVAL);
+	EQ((intptr_t)map_host(other, va + MIB, 4096, off_pub), -EACCES);
+	EQ((intptr_t)map_host(kfd, va + MIB, 4096, off_pub), -ENOSYS);
+	host = map_host(r128, va + MIB, 4096, off_pub);
+	CHECK(host == va + MIB, "mmap of the BO at its VA: %p", (void *)host);
+	host[7] = 42;
+	b = bo_at(va + MIB + 7);
+	EQ(b.handle, h_pub);
+	EQ(b.domain, KFDEMU_VRAM);
+	EQ(b.flags, F(VRAM) | F(PUBLIC));
+	EQ(b.size, 4096);
+	EQ(b.gpu_id, id1);
+	CHECK(b.data && ((char *)b.data)[7] == 42, "the BO's bytes are not the host's");
+	host = map_host(r128, va + 2 * MIB, 4096, off_gtt);
+	CHECK(host == va + 2 * MIB, "mmap of the GTT BO: %p", (void *)host);
+	EQ(bo_at(va + 2 * MIB + 99).domain, KFDEMU_GTT);
+	CHECK(bo_at_fn((uint64_t)(uintptr_t)va + 2 * MIB + 100, &b) == -1, "past a BO's size");
+
+	/* DOORBELL and MMIO_REMAP of the right sizes; not mmapped yet */
+	off = 0;
+	EQ(alloc(kfd, id1, (uint64_t)(uintptr_t)va + 8 * MIB, 8192, F(DOORBELL), &h, &off), 0);
+	EQ((intptr_t)sys->mmap(NULL, 8192, PROT_READ, MAP_SHARED, r128, off), -ENOSYS);
+	EQ(bo_at(va + 8 * MIB).domain, KFDEMU_DOORBELL);
+	EQ(free_bo(kfd, h), 0);
+	EQ(alloc(kfd, id1, (uint64_t)(uintptr_t)va + 8 * MIB, 4096, F(MMIO_REMAP), &h, &off), 0);
+	EQ(off, (uint64_t)(id1 & 0xffff) << 46);
+	EQ(free_bo(kfd, h), 0);
+
+	/* USERPTR: the caller's pages, mapped ones only */
+	user = aligned_alloc(4096, 8192);
+	CHECK(user != NULL, "aligned_alloc");
+	off = (uint64_t)(uintptr_t)user;
+	EQ(alloc(kfd, id1, off, 8192, F(USERPTR) | F(WRITABLE) | F(COHERENT), &h_user, &off), 0);
+	EQ(off, (uint64_t)(uintptr_t)user);
+	b = bo_at(user);
+	EQ(b.domain, KFDEMU_USERPTR);
+	EQ(b.userptr, off);
+	CHECK(b.data == NULL, "USERPTR has no emulation view");
+	if (user_copy_checked()) {
+		off = (uint64_t)(uintptr_t)va + 4 * MIB;
+		EQ(alloc(kfd, id1, off, 4096, F(USERPTR), NULL, &off), -EFAULT);
+	}
+	st = stats();
+	EQ(st.bos, 4);
+	EQ(st.bo_bytes[KFDEMU_VRAM], MIB + 4096);
+	EQ(st.bo_bytes[KFDEMU_GTT], 4096);
+	EQ(st.bo_bytes[KFDEMU_USERPTR], 8192);
+
+	/* kfd_ioctl_map_memory_to_gpu */
+	n = 0;
+	EQ(map_bo(kfd, 1, h_vram, ids, 0, &n), -EINVAL);
+	n = 2;
+	EQ(map_bo(kfd, 1, h_vram, ids, 1, &n), -EINVAL);
+	n = 0;
+	EQ(map_bo(kfd, 1, h_vram, NULL, 1, &n), -EFAULT);
+	EQ(map_bo(kfd, 1, (uint64_t)0xdead << 32, ids, 1, &n), -EINVAL);
+	EQ(map_bo(kfd, 1, h_vram + 77, ids, 1, &n), -ENOMEM);
+	EQ(map_bo(kfd, 1, h_vram, (uint32_t[]){ 0xdead }, 1, &n), -EINVAL);
+	EQ(n, 0);
+	EQ(map_bo(kfd, 1, h_vram, ids, 1, &n), 0);
+	EQ(n, 1);
+	EQ(bo_at(va).mapped, 1);
+	if (ngpus > 1) {
+		/* the peer has no VM yet: the first device stays done */
+		n = 0;
+		EQ(map_bo(kfd, 1, h_vram, ids, 2, &n), -ENODEV);
+		EQ(n, 1);
+		EQ(acquire(kfd, sys->open("/dev/dri/renderD129", O_RDWR), id2), 0);
+		EQ(map_bo(kfd, 1, h_vram, ids, 2, &n), 0);
+		EQ(n, 2);
+		EQ(bo_at(va).mapped, 3);
+	}
+	EQ(free_bo(kfd, h_vram), -EBUSY);
+	n = 0;
+	EQ(map_bo(kfd, 0, h_vram + 77, ids, 1, &n), -ENOMEM);
+	EQ(map_bo(kfd, 0, h_vram, ids, 1, &n), 0);
+	EQ(n, 1);
+	if (ngpus > 1) {
+		EQ(free_bo(kfd, h_vram), -EBUSY);
+		EQ(map_bo(kfd, 0, h_vram, ids, 2, &n), 0);
+	}
+	EQ(bo_at(va).mapped, 0);
+	/* unmapping where it is not mapped is nothing to do */
+	n = 0;
+	EQ(map_bo(kfd, 0, h_vram, ids, 1, &n), 0);
+
+	/* kfd_ioctl_free_memory_of_gpu */
+	EQ(free_bo(kfd, (uint64_t)0xdead << 32), -EINVAL);
+	EQ(free_bo(kfd, h_vram + 77), -EINVAL);
+	EQ(free_bo(kfd, h_vram), 0);
+	EQ(free_bo(kfd, h_vram), -EINVAL);
+	EQ(available(kfd, id1), (long long)(vram - 2 * MIB));
+	/* the freed id is the next one again */
+	EQ(alloc(kfd, id1, (uint64_t)(uintptr_t)va, MIB, F(VRAM), &h_vram, NULL), 0);
+	EQ(h_vram, (uint64_t)id1 << 32);
+	EQ(free_bo(kfd, h_vram), 0);
+	EQ(free_bo(kfd, h_pub), 0);
+	EQ(free_bo(kfd, h_gtt), 0);
+	EQ(free_bo(kfd, h_user), 0);
+	st = stats();
+	EQ(st.bos, 0);
+	EQ(st.bo_bytes[KFDEMU_VRAM] + st.bo_bytes[KFDEMU_GTT] + st.bo_bytes[KFDEMU_USERPTR], 0);
+	EQ(available(kfd, id1), (long long)vram);
+	CHECK(st.bo_mmaps == 2, "bo_mmaps %llu", (unsigned long long)st.bo_mmaps);
+	free(user);
+	sys->munmap(va, 16 * MIB);
+	sys->close(other);
+	sys->close(r128);
+	sys->close(kfd);
+}
+
+/*
+ * fn in a forked child: a process of its own for the emulation (its first
+ * open), so that earlier ACQUIRE_VMs of this one do not hold its VMs.
+ */
+static void in_child(void (*fn)(void), const char *what)
+{
+	pid_t child;
+	int status;
+
+	fflush(NULL);
+	child = fork();
+	if (child == 0) {
+		th_passed = th_failed = 0;
+		fn();
+		_exit(th_finish() ? 1 : 0);
+	}
+	CHECK(child > 0 && waitpid(child, &status, 0) == child, "fork for %s", what);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: status 0x%x", what, status);
+}
+
+static void memory_64g(void)
+{
+	check_memory(2, 64 * GIB);
+}
+
+static void memory_8m(void)
+{
+	check_memory(2, 8 * MIB);
+}
+
+/* Threads allocating, mapping, unmapping and freeing at once. */
+static void *churn(void *arg)
+{
+	int kfd = ((int *)arg)[0], t = ((int *)arg)[1], bad = 0;
+	uint32_t id = gpu_id(1);
+	uint64_t va = (1ull << 40) + (uint64_t)t * (1ull << 32);
+
+	for (int i = 0; i < 100; i++) {
+		uint64_t h;
+		uint32_t n = 0;
+
+		bad += alloc(kfd, id, va, 8192, i & 1 ? F(VRAM) : F(GTT), &h, NULL) != 0;
+		bad += map_bo(kfd, 1, h, &id, 1, &n) != 0 || n != 1;
+		bad += free_bo(kfd, h) != -EBUSY;
+		n = 0;
+		bad += map_bo(kfd, 0, h, &id, 1, &n) != 0;
+		bad += free_bo(kfd, h) != 0;
+	}
+	return (void *)(intptr_t)bad;
+}
+
+static void check_memory_threads(void)
+{
+	pthread_t t[4];
+	int kfd = kfd_open(), render = sys->open("/dev/dri/renderD128", O_RDWR), args[4][2];
+	void *bad;
+
+	EQ(acquire(kfd, render, gpu_id(1)), 0);
+	for (int i = 0; i < 4; i++) {
+		args[i][0] = kfd;
+		args[i][1] = i;
+		CHECK(pthread_create(&t[i], NULL, churn, args[i]) == 0, "pthread_create");
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], &bad);
+		EQ((intptr_t)bad, 0);
+	}
+	EQ(stats().bos, 0);
+	EQ(available(kfd, gpu_id(1)), 64 * GIB);
+	sys->close(render);
+	sys->close(kfd);
+}
+
 static void case_default(void)
 {
 	static const char *models[] = { "gfx90a", "gfx942" };
@@ -522,6 +822,72 @@ static void case_default(void)
 	check_dispatch(18);
 	check_process(2, 18);
 	check_threads();
+	in_child(memory_64g, "check_memory");
+	in_child(check_memory_threads, "check_memory_threads");
+}
+
+/* AQL_KFD_EMU_VRAM: a small VRAM, and -ENOMEM past it. */
+static void case_vram(void)
+{
+	int kfd = kfd_open(), render = sys->open("/dev/dri/renderD128", O_RDWR);
+	uint64_t h[3], base = 1ull << 40;
+
+	EQ(key("size_in_bytes", TOPO "/nodes/1/mem_banks/0/properties"), 8 * MIB);
+	in_child(memory_8m, "check_memory");
+	EQ(acquire(kfd, render, gpu_id(1)), 0);
+	EQ(alloc(kfd, gpu_id(1), base, 4 * MIB, F(VRAM), &h[0], NULL), 0);
+	EQ(alloc(kfd, gpu_id(1), base + 4 * MIB, 3 * MIB, F(VRAM), &h[1], NULL), 0);
+	EQ(available(kfd, gpu_id(1)), 0);
+	EQ(alloc(kfd, gpu_id(1), base + 8 * MIB, 4096, F(VRAM), NULL, NULL), -ENOMEM);
+	EQ(alloc(kfd, gpu_id(1), base + 8 * MIB, ~0ull - 4095, F(VRAM), NULL, NULL), -ENOMEM);
+	/* GTT is not VRAM */
+	EQ(alloc(kfd, gpu_id(1), base + 8 * MIB, 4096, F(GTT), &h[2], NULL), 0);
+	EQ(free_bo(kfd, h[1]), 0);
+	EQ(available(kfd, gpu_id(1)), 4 * MIB);
+	EQ(free_bo(kfd, h[0]), 0);
+	EQ(free_bo(kfd, h[2]), 0);
+	sys->close(render);
+	sys->close(kfd);
+}
+
+/* AQL_KFD_EMU_BAR=small: VRAM is FB_PRIVATE, host-visible VRAM refused. */
+static void case_small_bar(void)
+{
+	int kfd = kfd_open(), render = sys->open("/dev/dri/renderD128", O_RDWR);
+	uint64_t h, off = 0, base = 1ull << 40;
+	void *va;
+
+	EQ(key("heap_type", TOPO "/nodes/1/mem_banks/0/properties"), HSA_MEM_HEAP_TYPE_FB_PRIVATE);
+	/* before the VM check */
+	EQ(alloc(kfd, gpu_id(1), base, MIB, F(VRAM) | F(PUBLIC), NULL, NULL), -EINVAL);
+	EQ(acquire(kfd, render, gpu_id(1)), 0);
+	EQ(alloc(kfd, gpu_id(1), base, MIB, F(VRAM) | F(PUBLIC) | F(EXECUTABLE), NULL, NULL), -EINVAL);
+	/* the loader's way on a small BAR: GTT, host-visible */
+	va = reserve(MIB);
+	EQ(alloc(kfd, gpu_id(1), (uint64_t)(uintptr_t)va, MIB, F(GTT) | F(EXECUTABLE), &h, &off), 0);
+	CHECK(map_host(render, va, MIB, off) == va, "GTT mmap");
+	EQ(free_bo(kfd, h), 0);
+	sys->munmap(va, MIB);
+	sys->close(render);
+	sys->close(kfd);
+}
+
+/* AQL_KFD_EMU_FAIL=alloc_enomem:2: the third ALLOC and later fail. */
+static void case_alloc_enomem(void)
+{
+	int kfd = kfd_open(), render = sys->open("/dev/dri/renderD128", O_RDWR);
+	uint64_t base = 1ull << 40;
+
+	EQ(acquire(kfd, render, gpu_id(1)), 0);
+	/* refusals before the allocator do not count */
+	EQ(alloc(kfd, gpu_id(1), base, MIB, F(WRITABLE), NULL, NULL), -EINVAL);
+	EQ(alloc(kfd, gpu_id(1), base, MIB, F(VRAM), NULL, NULL), 0);
+	EQ(alloc(kfd, gpu_id(1), base + MIB, MIB, F(GTT), NULL, NULL), 0);
+	EQ(alloc(kfd, gpu_id(1), base + 2 * MIB, MIB, F(GTT), NULL, NULL), -ENOMEM);
+	EQ(alloc(kfd, gpu_id(1), base + 2 * MIB, MIB, F(VRAM), NULL, NULL), -ENOMEM);
+	EQ(stats().bos, 2);
+	sys->close(render);
+	sys->close(kfd);
 }
 
 /* AQL_KFD_EMU_VERSION set in the environment. */
@@ -706,6 +1072,12 @@ static const struct {
 	{ "bad_fault", case_bad_setting, { "AQL_KFD_EMU_FAIL=acquire_vm=EWHAT" } },
 	{ "bad_point", case_bad_setting, { "AQL_KFD_EMU_FAIL=create_queue" } },
 	{ "bad_xnack", case_bad_setting, { "AQL_KFD_EMU_XNACK=yes" } },
+	{ "vram", case_vram, { "AQL_KFD_EMU_VRAM=8388608" } },
+	{ "small_bar", case_small_bar, { "AQL_KFD_EMU_BAR=small" } },
+	{ "alloc_enomem", case_alloc_enomem, { "AQL_KFD_EMU_FAIL=alloc_enomem:2" } },
+	{ "bad_bar", case_bad_setting, { "AQL_KFD_EMU_BAR=medium" } },
+	{ "bad_vram", case_bad_setting, { "AQL_KFD_EMU_VRAM=8G" } },
+	{ "bad_alloc_fault", case_bad_setting, { "AQL_KFD_EMU_FAIL=alloc_enomem:x" } },
 };
 
 int main(int argc, char **argv)
@@ -726,6 +1098,8 @@ int main(int argc, char **argv)
 			unsetenv("AQL_KFD_EMU_GPUS");
 			unsetenv("AQL_KFD_EMU_FAIL");
 			unsetenv("AQL_KFD_EMU_XNACK");
+			unsetenv("AQL_KFD_EMU_BAR");
+			unsetenv("AQL_KFD_EMU_VRAM");
 			for (int e = 0; e < 3 && cases[i].env[e]; e++)
 				putenv((char *)cases[i].env[e]);
 			th_passed = th_failed = 0;

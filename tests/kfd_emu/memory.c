@@ -120,6 +120,8 @@ static int user_range_mapped(uint64_t addr, uint64_t size)
 {
 	unsigned char byte;
 
+	if (addr + size < addr)
+		return 0;
 	for (uint64_t p = addr & ~(PAGE - 1); p < addr + size; p += PAGE)
 		if (emu_copy_from_user(&byte, (const void *)(uintptr_t)p, 1))
 			return 0;
@@ -226,7 +228,8 @@ int emu_alloc_memory_of_gpu(void *data)
 	 * holds back page-table reserve, not modelled).
 	 */
 	if (domain == KFDEMU_VRAM &&
-	    mem.vram_used[g->node - 1] + ALIGN_UP(bytes, VRAM_ALIGN) > emu_model_vram(g->model))
+	    (bytes > emu_model_vram(g->model) ||
+	     mem.vram_used[g->node - 1] + ALIGN_UP(bytes, VRAM_ALIGN) > emu_model_vram(g->model)))
 		return -ENOMEM;
 	if (domain == KFDEMU_USERPTR && !user_range_mapped(args->mmap_offset, args->size))
 		return -EFAULT;
@@ -239,6 +242,9 @@ int emu_alloc_memory_of_gpu(void *data)
 	*b = (struct bo){ .used = 1, .gpu = g, .idr = idr_alloc(g), .flags = args->flags,
 			  .domain = domain, .va = args->va_addr, .size = args->size,
 			  .bytes = bytes, .memfd = -1 };
+	/* counted first: bo_drop gives it back */
+	if (domain == KFDEMU_VRAM)
+		mem.vram_used[g->node - 1] += ALIGN_UP(bytes, VRAM_ALIGN);
 	if (domain == KFDEMU_USERPTR) {
 		b->userptr = args->mmap_offset;
 	} else if (domain == KFDEMU_VRAM || domain == KFDEMU_GTT) {
@@ -248,8 +254,6 @@ int emu_alloc_memory_of_gpu(void *data)
 			return r;
 		}
 	}
-	if (domain == KFDEMU_VRAM)
-		mem.vram_used[g->node - 1] += ALIGN_UP(bytes, VRAM_ALIGN);
 	/* amdgpu_bo_mmap_offset for every BO but USERPTR; MMIO_REMAP's
 	 * offset is /dev/kfd's own. */
 	if (domain != KFDEMU_USERPTR) {

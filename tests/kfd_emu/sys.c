@@ -500,7 +500,7 @@ static void *emu_mmap(void *addr, size_t length, int prot, int flags, int fd, ui
 		f = file_of(fd);
 	if (f && f->kind == FILE_RENDER) {
 		p = emu_memory_mmap(f->gpu, f->id, addr, length, prot, flags, offset);
-		if ((intptr_t)p > 0 || (intptr_t)p < -4095)
+		if ((uintptr_t)p < (uintptr_t)-4095)
 			emu.stats.bo_mmaps++;
 		pthread_mutex_unlock(&emu.lock);
 		return p;
