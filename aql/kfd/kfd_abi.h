@@ -27,6 +27,11 @@ struct kfd_ioctl_runtime_enable_args {
 #define AMDKFD_IOC_RUNTIME_ENABLE AMDKFD_IOWR(0x25, struct kfd_ioctl_runtime_enable_args)
 #endif
 
+/* The header writes this flag as (1 << 31), a signed shift into the sign
+ * bit that C leaves undefined (UBSan stops there): the same bit, unsigned. */
+#undef KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE
+#define KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE (1u << 31)
+
 /* The oldest KFD aql runs on: 1.11, Linux 6.1 (Debian 12). */
 #define AQL_KFD_MIN_MAJOR 1u
 #define AQL_KFD_MIN_MINOR 11u
