@@ -15,11 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include <aql/mem.h>
 
 #include "loader/nv_impl.h"
+#include "mem/pages.h"
 #include "mem/pool.h"
 #include "nv/nv.h"
 #include "util/error.h"
@@ -68,11 +68,6 @@ aql_status nv_enter(struct nv_agent *a)
 }
 
 /* ---- registered host ranges ---- */
-
-static uintptr_t page_size(void)
-{
-	return (uintptr_t)sysconf(_SC_PAGESIZE);
-}
 
 /* Index of the first range that ends above p. Under reg_lock. */
 static uint32_t range_after(const struct nv_agent *a, uintptr_t p)
@@ -178,7 +173,7 @@ static aql_status register_gaps(struct nv_agent *a, uintptr_t start, uintptr_t e
 
 aql_status nv_host_register(struct nv_agent *a, void *ptr, size_t size)
 {
-	uintptr_t page = page_size();
+	uintptr_t page = aql_page_size();
 	uintptr_t start = (uintptr_t)ptr & ~(page - 1);
 	uintptr_t end = ((uintptr_t)ptr + size + page - 1) & ~(page - 1);
 	aql_status st;

@@ -19,11 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include "aql/agent_impl.h"
 #include "aql/kfd/kfd.h"
 #include "aql/kfd/kfd_abi.h"
+#include "mem/pages.h"
 #include "util/error.h"
 
 enum bo_kind { BO_AGENT, BO_CODE, BO_USERPTR };
@@ -58,11 +58,6 @@ static struct bo_list *list_of(const struct kfd_agent *a)
 static struct kfd_agent *agent_of(aql_agent *agent)
 {
 	return (struct kfd_agent *)agent;
-}
-
-static uintptr_t page_size(void)
-{
-	return (uintptr_t)sysconf(_SC_PAGESIZE);
 }
 
 static int mmap_failed(void *p)
@@ -306,7 +301,7 @@ static void bo_destroy(const struct kfd_agent *a, struct bo_list *l, struct kfd_
 
 static size_t page_round(size_t size)
 {
-	return (size + page_size() - 1) & ~(page_size() - 1);
+	return (size + aql_page_size() - 1) & ~(aql_page_size() - 1);
 }
 
 static aql_status alloc_kind(aql_agent *agent, enum bo_kind kind, uint32_t flags,
@@ -399,8 +394,8 @@ void kfd_code_free(aql_agent *agent, void *base, size_t size)
 aql_status kfd_mem_register(aql_agent *agent, void *ptr, size_t size)
 {
 	struct kfd_agent *a = agent_of(agent);
-	uintptr_t start = (uintptr_t)ptr & ~(page_size() - 1);
-	uintptr_t end = ((uintptr_t)ptr + size + page_size() - 1) & ~(page_size() - 1);
+	uintptr_t start = (uintptr_t)ptr & ~(aql_page_size() - 1);
+	uintptr_t end = ((uintptr_t)ptr + size + aql_page_size() - 1) & ~(aql_page_size() - 1);
 	uint32_t flags = KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE |
 			 KFD_IOC_ALLOC_MEM_FLAGS_COHERENT;
 	struct bo_list *l;
@@ -446,8 +441,8 @@ aql_status kfd_mem_register(aql_agent *agent, void *ptr, size_t size)
 void kfd_mem_unregister(aql_agent *agent, void *ptr, size_t size)
 {
 	struct kfd_agent *a = agent_of(agent);
-	uintptr_t start = (uintptr_t)ptr & ~(page_size() - 1);
-	uintptr_t end = ((uintptr_t)ptr + size + page_size() - 1) & ~(page_size() - 1);
+	uintptr_t start = (uintptr_t)ptr & ~(aql_page_size() - 1);
+	uintptr_t end = ((uintptr_t)ptr + size + aql_page_size() - 1) & ~(aql_page_size() - 1);
 	struct bo_list *l;
 	uint32_t i;
 
