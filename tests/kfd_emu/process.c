@@ -28,6 +28,8 @@ void emu_process_reset(void)
 {
 	memset(&proc, 0, sizeof(proc));
 	proc.xnack = emu_config()->xnack;
+	/* events first: the event page is a BO */
+	emu_events_reset();
 	emu_memory_reset();
 }
 
@@ -228,6 +230,11 @@ static const struct {
 	emu_ioctl_fn fn;
 } ioctls[] = {
 	IOCTL(GET_VERSION, get_version),
+	IOCTL(CREATE_EVENT, emu_create_event),
+	IOCTL(DESTROY_EVENT, emu_destroy_event),
+	IOCTL(SET_EVENT, emu_set_event),
+	IOCTL(RESET_EVENT, emu_reset_event),
+	IOCTL(WAIT_EVENTS, emu_wait_events),
 	IOCTL(SET_SCRATCH_BACKING_VA, set_scratch_backing_va),
 	IOCTL(GET_PROCESS_APERTURES_NEW, get_process_apertures_new),
 	IOCTL(ACQUIRE_VM, acquire_vm),
