@@ -269,7 +269,8 @@ int emu_create_event(void *data)
 			ev.slots = ev.own_page;
 			ev.mapped_size = KERNEL_PAGE_SLOTS * 8;
 		}
-		r = insert(e, 0, ev.mapped_size / 8);
+		/* id 0 is reserved (kfd_event_init_process) */
+		r = insert(e, 1, ev.mapped_size / 8);
 		if (r)
 			goto out;
 		__atomic_store_n(&ev.slots[e->id], UNSIGNALED_SLOT, __ATOMIC_RELAXED);
