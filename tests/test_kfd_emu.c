@@ -339,7 +339,7 @@ static void check_dispatch(uint32_t minor)
 	EQ(sys->ioctl(kfd, _IOR('K', minor >= 13 ? 0x27 : 0x24, uint64_t), buf), -ENOTTY);
 	EQ(sys->ioctl(kfd, _IOR('K', 0x80, uint64_t), buf), -ENOTTY);
 	/* in range, not modelled yet */
-	EQ(sys->ioctl(kfd, AMDKFD_IOC_CREATE_QUEUE, buf), -ENOSYS);
+	EQ(sys->ioctl(kfd, AMDKFD_IOC_SET_MEMORY_POLICY, buf), -ENOSYS);
 	/* the args copy faults */
 	EQ(sys->ioctl(kfd, AMDKFD_IOC_GET_VERSION, NULL), -EFAULT);
 	EQ(sys->ioctl(kfd, AMDKFD_IOC_ACQUIRE_VM, (void *)16), -EFAULT);
@@ -1070,7 +1070,7 @@ static const struct {
 	  { "AQL_KFD_EMU_VERSION=1.11", "AQL_KFD_EMU_GPUS=gfx942" } },
 	{ "bad_version", case_bad_setting, { "AQL_KFD_EMU_VERSION=1.x" } },
 	{ "bad_fault", case_bad_setting, { "AQL_KFD_EMU_FAIL=acquire_vm=EWHAT" } },
-	{ "bad_point", case_bad_setting, { "AQL_KFD_EMU_FAIL=create_queue" } },
+	{ "bad_point", case_bad_setting, { "AQL_KFD_EMU_FAIL=destroy_queue" } },
 	{ "bad_xnack", case_bad_setting, { "AQL_KFD_EMU_XNACK=yes" } },
 	{ "vram", case_vram, { "AQL_KFD_EMU_VRAM=8388608" } },
 	{ "small_bar", case_small_bar, { "AQL_KFD_EMU_BAR=small" } },

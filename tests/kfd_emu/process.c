@@ -28,6 +28,8 @@ void emu_process_reset(void)
 {
 	memset(&proc, 0, sizeof(proc));
 	proc.xnack = emu_config()->xnack;
+	/* the CPs first: they read the BOs */
+	emu_queue_reset();
 	emu_memory_reset();
 }
 
@@ -125,8 +127,9 @@ static int runtime_enable(void *data)
 	/* runtime_enable: state not DISABLED → -EBUSY */
 	if (proc.runtime_enabled)
 		return -EBUSY;
-	/* runtime_enable: a device with queues (qpd.queue_count) → -EEXIST.
-	 * No queue exists before CREATE_QUEUE is emulated. */
+	/* runtime_enable: a device with queues (qpd.queue_count) → -EEXIST */
+	if (emu_queue_count())
+		return -EEXIST;
 	if (emu_config()->fail_runtime_enable)
 		return emu_config()->fail_runtime_enable;
 	proc.runtime_enabled = 1;
@@ -216,7 +219,9 @@ static int set_xnack_mode(void *data)
 		args->xnack_enabled = proc.xnack;
 		return 0;
 	}
-	/* user queues exist: -EBUSY; none before CREATE_QUEUE is emulated */
+	/* "Changing XNACK mode while user queues exist" */
+	if (emu_queue_count())
+		return -EBUSY;
 	proc.xnack = args->xnack_enabled != 0;
 	return 0;
 }
@@ -228,6 +233,9 @@ static const struct {
 	emu_ioctl_fn fn;
 } ioctls[] = {
 	IOCTL(GET_VERSION, get_version),
+	IOCTL(CREATE_QUEUE, emu_create_queue),
+	IOCTL(DESTROY_QUEUE, emu_destroy_queue),
+	IOCTL(UPDATE_QUEUE, emu_update_queue),
 	IOCTL(SET_SCRATCH_BACKING_VA, set_scratch_backing_va),
 	IOCTL(GET_PROCESS_APERTURES_NEW, get_process_apertures_new),
 	IOCTL(ACQUIRE_VM, acquire_vm),
