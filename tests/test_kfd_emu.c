@@ -6,7 +6,10 @@
  * sizes, direction, the opener's process), ACQUIRE_VM, RUNTIME_ENABLE,
  * the apertures, XNACK, SET_SCRATCH_BACKING_VA before and after the VM,
  * the buffer objects (ALLOC/MAP/UNMAP/FREE, AVAILABLE_MEMORY, the render
- * node's mmap, the BAR and VRAM settings), the settings and the fault points.
+ * node's mmap, the BAR and VRAM settings), the events (the event page,
+ * SET/RESET, WAIT_EVENTS with and without the event age, the CP's
+ * interrupt, a VM fault, a queue exception), the settings and the fault
+ * points.
  *
  * Argument: the emulation library. It is opened by path and its table
  * used directly, as aql/kfd does. The emulation reads its settings once
@@ -813,6 +816,288 @@ static void check_memory_threads(void)
 	EQ(available(kfd, gpu_id(1)), 64 * GIB);
 	sys->close(render);
 	sys->close(kfd);
+}
+
+
+/* Events (events.c): the event page, the event kinds, SET/RESET, WAIT_EVENTS
+ * with and without the 1.14 event age, and what the CP raises. */
+static kfdemu_event_interrupt_fn interrupt_fn;
+static kfdemu_vm_fault_fn vm_fault_fn;
+static kfdemu_queue_exception_fn queue_exception_fn;
+
+static int create_event(int kfd, uint32_t type, int auto_reset, uint64_t page,
+			struct kfd_ioctl_create_event_args *out)
+{
+	struct kfd_ioctl_create_event_args a = { .event_page_offset = page, .event_type = type,
+						 .auto_reset = (uint32_t)auto_reset };
+	int r = sys->ioctl(kfd, AMDKFD_IOC_CREATE_EVENT, &a);
+
+	if (out)
+		*out = a;
+	return r;
+}
+
+static int event_op(int kfd, unsigned long cmd, uint32_t id)
+{
+	struct kfd_ioctl_set_event_args a = { .event_id = id };
+
+	return sys->ioctl(kfd, cmd, &a);
+}
+
+/* WAIT_EVENTS on one event: -errno or 0, *result the wait_result; *age
+ * in (0: none) and out. */
+static int wait1(int kfd, uint32_t id, uint32_t timeout, uint64_t *age, uint32_t *result,
+		 struct kfd_event_data *out)
+{
+	struct kfd_event_data d = { .event_id = id };
+	struct kfd_ioctl_wait_events_args a = { .events_ptr = (uint64_t)(uintptr_t)&d,
+						.num_events = 1, .timeout = timeout };
+	int r;
+
+	if (age)
+		memcpy(&d, age, sizeof(*age));
+	r = sys->ioctl(kfd, AMDKFD_IOC_WAIT_EVENTS, &a);
+	if (age)
+		memcpy(age, &d, sizeof(*age));
+	*result = a.wait_result;
+	if (out)
+		*out = d;
+	return r;
+}
+
+struct waiting {
+	int kfd;
+	uint32_t id, result;
+	int r;
+	struct kfd_event_data data;
+};
+
+static void *wait_thread(void *arg)
+{
+	struct waiting *w = arg;
+
+	w->r = wait1(w->kfd, w->id, 0xffffffffu, NULL, &w->result, &w->data);
+	return NULL;
+}
+
+/* Until n WAIT_EVENTS calls are asleep (bounded). */
+static void sleepers(uint32_t n)
+{
+	uint64_t end = th_now_ns() + TH_TIMEOUT_NS;
+
+	while (stats().event_sleepers != n && th_now_ns() < end)
+		th_sleep_ms(1);
+	EQ(stats().event_sleepers, n);
+}
+
+static void check_events(uint32_t minor)
+{
+	int kfd = kfd_open(), render = sys->open("/dev/dri/renderD128", O_RDWR);
+	uint32_t id1 = gpu_id(1), res, n = 1;
+	char *va = reserve(4 * MIB);
+	uint64_t h_page, h_small, h_user, off = 0, age, payload = 4;
+	struct kfd_ioctl_create_event_args sig, man, mem, hw, d_ev;
+	volatile uint64_t *slots;
+	struct waiting w;
+	pthread_t t;
+	uint64_t t0;
+	void *user = malloc(8192);
+
+	EQ(acquire(kfd, render, id1), 0);
+	EQ(alloc(kfd, id1, (uintptr_t)va, 32768, F(GTT) | F(WRITABLE), &h_page, &off), 0);
+	CHECK(map_host(render, va, 32768, off) == va, "event page mmap");
+	EQ(map_bo(kfd, 1, h_page, &id1, 1, &n), 0);
+	off = 0;
+	EQ(alloc(kfd, id1, (uintptr_t)va + MIB, 16384, F(GTT), &h_small, &off), 0);
+	off = (uint64_t)(uintptr_t)user;
+	EQ(alloc(kfd, id1, (uintptr_t)va + 2 * MIB, 8192, F(USERPTR), &h_user, &off), 0);
+	slots = (volatile uint64_t *)va;
+	memset(va, 0, 32768);
+
+	/* kfd_kmap_event_page's refusals, in its order */
+	EQ(create_event(kfd, KFD_IOC_EVENT_SIGNAL, 1, 0xdeadull << 32, NULL), -EINVAL);
+	if (stats().gpus > 1)
+		EQ(create_event(kfd, KFD_IOC_EVENT_SIGNAL, 1, (uint64_t)gpu_id(2) << 32, NULL),
+		   -ENODEV);
+	EQ(create_event(kfd, KFD_IOC_EVENT_SIGNAL, 1, h_page + 100, NULL), -EINVAL);
+	EQ(create_event(kfd, KFD_IOC_EVENT_SIGNAL, 1, h_user, NULL), -EINVAL);
+	EQ(create_event(kfd, KFD_IOC_EVENT_SIGNAL, 1, h_small, NULL), -EINVAL);
+	EQ(stats().event_slots, 0);
+
+	/* the page, with the first signal event: slot 0 is reserved */
+	EQ(create_event(kfd, KFD_IOC_EVENT_SIGNAL, 1, h_page, &sig), 0);
+	EQ(sig.event_id, 1);
+	EQ(sig.event_slot_index, 1);
+	EQ(sig.event_trigger_data, 1);
+	EQ(sig.event_page_offset, 2ull << 62);
+	EQ(stats().event_slots, 4096);
+	EQ(slots[0], -1);
+	EQ(slots[4095], -1);
+	EQ(create_event(kfd, KFD_IOC_EVENT_SIGNAL, 1, h_page, NULL), -EINVAL);
+	EQ(free_bo(kfd, h_page), -EPERM);
+	EQ(create_event(kfd, KFD_IOC_EVENT_SIGNAL, 0, 0, &man), 0);
+	EQ(man.event_id, 2);
+	EQ(create_event(kfd, KFD_IOC_EVENT_MEMORY, 0, 0, &mem), 0);
+	EQ(mem.event_id, 0x40000000);
+	EQ(mem.event_page_offset, 0);
+	EQ(create_event(kfd, KFD_IOC_EVENT_HW_EXCEPTION, 0, 0, &hw), 0);
+	EQ(hw.event_id, 0x40000001);
+
+	/* SET/RESET: only SIGNAL events */
+	EQ(event_op(kfd, AMDKFD_IOC_SET_EVENT, mem.event_id), -EINVAL);
+	EQ(event_op(kfd, AMDKFD_IOC_RESET_EVENT, hw.event_id), -EINVAL);
+	EQ(event_op(kfd, AMDKFD_IOC_SET_EVENT, 77), -EINVAL);
+	EQ(event_op(kfd, AMDKFD_IOC_DESTROY_EVENT, 77), -EINVAL);
+
+	/* auto-reset: a set with no waiter stays for one waiter */
+	EQ(event_op(kfd, AMDKFD_IOC_SET_EVENT, sig.event_id), 0);
+	EQ(wait1(kfd, sig.event_id, 0, NULL, &res, NULL), 0);
+	EQ(res, KFD_IOC_WAIT_RESULT_COMPLETE);
+	EQ(wait1(kfd, sig.event_id, 0, NULL, &res, NULL), 0);
+	EQ(res, KFD_IOC_WAIT_RESULT_TIMEOUT);
+	/* manual reset: stays until RESET */
+	EQ(event_op(kfd, AMDKFD_IOC_SET_EVENT, man.event_id), 0);
+	EQ(wait1(kfd, man.event_id, 0, NULL, &res, NULL), 0);
+	EQ(wait1(kfd, man.event_id, 0, NULL, &res, NULL), 0);
+	EQ(res, KFD_IOC_WAIT_RESULT_COMPLETE);
+	EQ(event_op(kfd, AMDKFD_IOC_RESET_EVENT, man.event_id), 0);
+	EQ(wait1(kfd, man.event_id, 0, NULL, &res, NULL), 0);
+	EQ(res, KFD_IOC_WAIT_RESULT_TIMEOUT);
+
+	/* WAIT_EVENTS' refusals and its timeout */
+	EQ(wait1(kfd, 77, 0, NULL, &res, NULL), -EINVAL);
+	EQ(res, KFD_IOC_WAIT_RESULT_FAIL);
+	{
+		struct kfd_ioctl_wait_events_args a = { .events_ptr = 8, .num_events = 1 };
+
+		EQ(sys->ioctl(kfd, AMDKFD_IOC_WAIT_EVENTS, &a), -EFAULT);
+	}
+	t0 = th_now_ns();
+	EQ(wait1(kfd, sig.event_id, 30, NULL, &res, NULL), 0);
+	EQ(res, KFD_IOC_WAIT_RESULT_TIMEOUT);
+	CHECK(th_now_ns() - t0 >= 25000000, "a 30 ms wait returned after %llu ns",
+	      (unsigned long long)(th_now_ns() - t0));
+
+	/* the event age: from 1.14 an age that differs returns at once */
+	age = 1;
+	EQ(event_op(kfd, AMDKFD_IOC_SET_EVENT, sig.event_id), 0);
+	EQ(wait1(kfd, sig.event_id, 0, NULL, &res, NULL), 0);
+	EQ(wait1(kfd, sig.event_id, 0, &age, &res, NULL), 0);
+	EQ(res, minor >= 14 ? KFD_IOC_WAIT_RESULT_COMPLETE : KFD_IOC_WAIT_RESULT_TIMEOUT);
+	EQ(age, minor >= 14 ? 3 : 1);
+	EQ(wait1(kfd, sig.event_id, 0, &age, &res, NULL), 0);
+	EQ(res, KFD_IOC_WAIT_RESULT_TIMEOUT);
+
+	/* the CP: value, mailbox, then the interrupt wakes the sleeper */
+	w = (struct waiting){ .kfd = kfd, .id = sig.event_id };
+	CHECK(pthread_create(&t, NULL, wait_thread, &w) == 0, "pthread_create");
+	sleepers(1);
+	EQ(interrupt_fn(id1, sig.event_id), -ENOENT);
+	slots[sig.event_id] = sig.event_id;
+	EQ(interrupt_fn(0xdead, sig.event_id), -EINVAL);
+	EQ(interrupt_fn(id1, sig.event_id), 0);
+	pthread_join(t, NULL);
+	EQ(w.r, 0);
+	EQ(w.result, KFD_IOC_WAIT_RESULT_COMPLETE);
+	EQ(slots[sig.event_id], -1);
+	/* a wrong context id: the slots that are signaled are found */
+	slots[sig.event_id] = sig.event_id;
+	EQ(interrupt_fn(id1, 4000), 0);
+	EQ(slots[sig.event_id], -1);
+	EQ(wait1(kfd, sig.event_id, 0, NULL, &res, NULL), 0);
+	EQ(res, KFD_IOC_WAIT_RESULT_COMPLETE);
+
+	/* a VM fault sets the MEMORY event with its data */
+	w = (struct waiting){ .kfd = kfd, .id = mem.event_id };
+	CHECK(pthread_create(&t, NULL, wait_thread, &w) == 0, "pthread_create");
+	sleepers(1);
+	vm_fault_fn(id1, 0x7654321, 1, 0);
+	pthread_join(t, NULL);
+	EQ(w.r, 0);
+	EQ(w.result, KFD_IOC_WAIT_RESULT_COMPLETE);
+	EQ(w.data.memory_exception_data.va, 0x7654000);
+	EQ(w.data.memory_exception_data.gpu_id, id1);
+	EQ(w.data.memory_exception_data.failure.ReadOnly, 1);
+	EQ(w.data.memory_exception_data.failure.NotPresent, 0);
+
+	/* destroying an event fails its waiters with -EIO */
+	w = (struct waiting){ .kfd = kfd, .id = man.event_id };
+	CHECK(pthread_create(&t, NULL, wait_thread, &w) == 0, "pthread_create");
+	sleepers(1);
+	EQ(event_op(kfd, AMDKFD_IOC_DESTROY_EVENT, man.event_id), 0);
+	pthread_join(t, NULL);
+	EQ(w.r, -EIO);
+	EQ(w.result, KFD_IOC_WAIT_RESULT_FAIL);
+	EQ(stats().event_sleepers, 0);
+
+	/* a queue's exception: OR-ed into its payload, its event set */
+	EQ(queue_exception_fn((uintptr_t)&payload, sig.event_id, 1), 0);
+	EQ(payload, 5);
+	EQ(wait1(kfd, sig.event_id, 0, NULL, &res, NULL), 0);
+	EQ(res, KFD_IOC_WAIT_RESULT_COMPLETE);
+	EQ(queue_exception_fn((uintptr_t)&payload, mem.event_id, 2), -EINVAL);
+	EQ(queue_exception_fn(8, sig.event_id, 2), -EFAULT);
+
+	/* 4096 slots less the reserved one: -ENOSPC, then a freed id again */
+	for (uint32_t i = 2; i < 4096; i++)
+		EQ(create_event(kfd, KFD_IOC_EVENT_SIGNAL, 1, 0, &d_ev), 0);
+	EQ(d_ev.event_id, 4095);
+	EQ(create_event(kfd, KFD_IOC_EVENT_SIGNAL, 1, 0, NULL), -ENOSPC);
+	EQ(create_event(kfd, KFD_IOC_EVENT_MEMORY, 0, 0, NULL), 0);
+	EQ(event_op(kfd, AMDKFD_IOC_DESTROY_EVENT, 77), 0);
+	EQ(create_event(kfd, KFD_IOC_EVENT_SIGNAL, 1, 0, &d_ev), 0);
+	EQ(d_ev.event_id, 77);
+	EQ(stats().events, 4095 + 3);
+	sys->close(render);
+	sys->close(kfd);
+	free(user);
+}
+
+/* No page with the first signal event: the kernel's own 256 slots, and
+ * no page after that. */
+static void check_events_kernel_page(void)
+{
+	int kfd = kfd_open(), render = sys->open("/dev/dri/renderD128", O_RDWR);
+	struct kfd_ioctl_create_event_args a;
+	uint64_t h, off = 0;
+	char *va = reserve(MIB);
+
+	EQ(acquire(kfd, render, gpu_id(1)), 0);
+	EQ(alloc(kfd, gpu_id(1), (uintptr_t)va, 32768, F(GTT), &h, &off), 0);
+	EQ(create_event(kfd, KFD_IOC_EVENT_SIGNAL, 1, 0, &a), 0);
+	EQ(a.event_slot_index, 1);
+	EQ(stats().event_slots, 256);
+	for (int i = 2; i < 256; i++)
+		EQ(create_event(kfd, KFD_IOC_EVENT_SIGNAL, 1, 0, NULL), 0);
+	EQ(create_event(kfd, KFD_IOC_EVENT_SIGNAL, 1, 0, NULL), -ENOSPC);
+	EQ(create_event(kfd, KFD_IOC_EVENT_SIGNAL, 1, h, NULL), -EINVAL);
+	EQ(free_bo(kfd, h), 0);
+	sys->close(render);
+	sys->close(kfd);
+}
+
+static void events_default(void)
+{
+	check_events(18);
+}
+
+static void events_1_11(void)
+{
+	check_events(11);
+}
+
+/* Events on 1.18 (with the event age) and 1.11 (without). */
+static void case_events(void)
+{
+	void *h = dlopen(lib_path, RTLD_NOW | RTLD_NOLOAD);
+
+	*(void **)&interrupt_fn = dlsym(h, "kfdemu_event_interrupt");
+	*(void **)&vm_fault_fn = dlsym(h, "kfdemu_vm_fault");
+	*(void **)&queue_exception_fn = dlsym(h, "kfdemu_queue_exception");
+	if (!interrupt_fn || !vm_fault_fn || !queue_exception_fn)
+		th_stop("the kfdemu event hooks are missing");
+	in_child(stats().version_minor >= 14 ? events_default : events_1_11, "check_events");
+	in_child(check_events_kernel_page, "check_events_kernel_page");
 }
 
 static void case_default(void)
@@ -1773,6 +2058,8 @@ static const struct {
 	const char *env[3];		/* NAME=VALUE settings */
 } cases[] = {
 	{ "default", case_default, { NULL } },
+	{ "events", case_events, { NULL } },
+	{ "events_1_11", case_events, { "AQL_KFD_EMU_VERSION=1.11" } },
 	{ "1.11", case_version, { "AQL_KFD_EMU_VERSION=1.11" } },
 	{ "1.13", case_version, { "AQL_KFD_EMU_VERSION=1.13" } },
 	{ "1.14", case_version, { "AQL_KFD_EMU_VERSION=1.14" } },

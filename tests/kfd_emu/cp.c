@@ -66,14 +66,6 @@ void emu_cp_reset(void)
 		__atomic_store_n(&evicted[i], 0, __ATOMIC_SEQ_CST);
 }
 
-/*
- * K1's tests/kfd_emu/events.c raises the events. Weak until that branch
- * is merged: without it no event is raised, the values still change.
- */
-extern int emu_event_interrupt(uint32_t gpu_id, uint32_t event_id) __attribute__((weak));
-extern void emu_event_vm_fault(uint32_t gpu_id, uint64_t va, int write, int exec)
-	__attribute__((weak));
-
 static int stopping(struct emu_cp *cp)
 {
 	return __atomic_load_n(&cp->stop, __ATOMIC_ACQUIRE) ||
@@ -112,8 +104,7 @@ static void vm_fault(struct emu_cp *cp, uint64_t va, int write)
 {
 	__atomic_store_n(&evicted[cp->q.gpu->node - 1], 1, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&cp->halted, 1, __ATOMIC_RELEASE);
-	if (emu_event_vm_fault)
-		emu_event_vm_fault(cp->q.gpu->gpu_id, va, write, 0);
+	emu_event_vm_fault(cp->q.gpu->gpu_id, va, write, 0);
 }
 
 /* A 64-bit word at va, through the VM: 0, or -EFAULT after a VM fault. */
@@ -168,8 +159,9 @@ static int signal_op(struct emu_cp *cp, uint64_t signal, int set, int64_t v)
 		return 0;
 	if (store64(cp, mailbox, event))
 		return -EFAULT;
-	if (emu_event_interrupt)
-		emu_event_interrupt(cp->q.gpu->gpu_id, event);
+	/* -ENOENT (no event page yet, or no slot of that id) is the
+	 * kernel's silent case too */
+	emu_event_interrupt(cp->q.gpu->gpu_id, event);
 	return 0;
 }
 

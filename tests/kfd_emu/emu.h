@@ -184,4 +184,54 @@ void emu_cp_reset(void);
  * -EINVAL where it is open but not an emulated render node. */
 int emu_render_file(int fd, const struct emu_gpu **gpu, uint64_t *file_id);
 
+/* memory.c, with sys.c's lock held: the live BO of a handle, copied to
+ * *out; -EINVAL when there is none. */
+int emu_memory_by_handle(uint64_t handle, struct kfdemu_bo *out);
+
+/*
+ * events.c: the process's events. The ioctl handlers run with sys.c's
+ * lock held, all but emu_wait_events, which sleeps and runs without it.
+ */
+int emu_create_event(void *args);
+int emu_destroy_event(void *args);
+int emu_set_event(void *args);
+int emu_reset_event(void *args);
+int emu_wait_events(void *args);
+/* A new process: no events, no event page. */
+void emu_events_reset(void);
+void emu_events_stats(struct kfdemu_stats *out);
+/* The event page BO's handle (FREE of it is -EPERM), 0 when none.
+ * With sys.c's lock held. */
+uint64_t emu_events_page_handle(void);
+/* sys.c's fork handlers, after taking and before giving back its lock. */
+void emu_events_fork_prepare(void);
+void emu_events_fork_done(void);
+
+/*
+ * What the hardware raises, for the emulated command processor (cp.c).
+ * Callable from any thread, without sys.c's lock.
+ *
+ * emu_event_interrupt: the CP's END_OF_PIPE interrupt with context id
+ * event_id, after it stored the signal's value and then event_id into
+ * the signal's mailbox (the event page slot): the slot is acknowledged
+ * (-1) and its event set, waking its waiters (kfd_signal_event_interrupt).
+ * 0 when an event was set; -ENOENT when no slot was signaled (no page,
+ * or the mailbox was not written); -EINVAL for an unknown gpu_id.
+ *
+ * emu_event_vm_fault: a GPU memory fault at va on gpu_id; write: a write
+ * to a read-only page, exec: an execute of an NX page, neither: a page
+ * not present. Every MEMORY event gets the data and is set
+ * (kfd_signal_vm_fault_event). Stopping the GPU's queues, which the kernel
+ * does first (kfd_dqm_evict_pasid), is the caller's part.
+ *
+ * emu_event_queue_exception (1.13): KFD's per-queue exception: ec_mask
+ * (KFD_EC_MASK bits) OR-ed into the 64-bit *err_payload_addr, then
+ * SET_EVENT of err_event_id (send_exception_work_handler); the two come
+ * from the queue's CWSR header. 0, -EFAULT where the payload is not
+ * mapped, -EINVAL where err_event_id is not a SIGNAL event.
+ */
+int emu_event_interrupt(uint32_t gpu_id, uint32_t event_id);
+void emu_event_vm_fault(uint32_t gpu_id, uint64_t va, int write, int exec);
+int emu_event_queue_exception(uint64_t err_payload_addr, uint32_t err_event_id, uint64_t ec_mask);
+
 #endif

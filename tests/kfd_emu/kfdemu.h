@@ -61,6 +61,11 @@ struct kfdemu_stats {
 	 * its own (a fault knob, a VM fault, an eviction). */
 	uint32_t queues;
 	uint32_t queues_halted;
+	/* Events alive now, the event page's slots (0: no page), and the
+	 * WAIT_EVENTS calls asleep now. */
+	uint32_t events;
+	uint32_t event_slots;
+	uint32_t event_sleepers;
 };
 
 typedef int (*kfdemu_stats_fn)(struct kfdemu_stats *out);
@@ -75,5 +80,23 @@ int kfdemu_stats(struct kfdemu_stats *out);
  */
 int kfdemu_bo_at(uint64_t addr, struct kfdemu_bo *out);
 typedef int (*kfdemu_bo_at_fn)(uint64_t addr, struct kfdemu_bo *out);
+
+/*
+ * A test standing in for the command processor: what the CP's END_OF_PIPE
+ * interrupt with this context id does (emu.h emu_event_interrupt), after
+ * the test stored the signal's value and then event_id into its mailbox.
+ * 0 when an event was set, -errno otherwise. Thread safe.
+ */
+int kfdemu_event_interrupt(uint32_t gpu_id, uint32_t event_id);
+typedef int (*kfdemu_event_interrupt_fn)(uint32_t gpu_id, uint32_t event_id);
+
+/* A GPU memory fault at va (emu.h emu_event_vm_fault). Thread safe. */
+void kfdemu_vm_fault(uint32_t gpu_id, uint64_t va, int write, int exec);
+typedef void (*kfdemu_vm_fault_fn)(uint32_t gpu_id, uint64_t va, int write, int exec);
+
+/* A queue's exception (emu.h emu_event_queue_exception). Thread safe. */
+int kfdemu_queue_exception(uint64_t err_payload_addr, uint32_t err_event_id, uint64_t ec_mask);
+typedef int (*kfdemu_queue_exception_fn)(uint64_t err_payload_addr, uint32_t err_event_id,
+					 uint64_t ec_mask);
 
 #endif

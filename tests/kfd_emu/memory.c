@@ -287,7 +287,9 @@ int emu_free_memory_of_gpu(void *data)
 	const struct kfd_ioctl_free_memory_of_gpu_args *args = data;
 	struct bo *b;
 
-	/* (the event page's handle, -EPERM, comes with events) */
+	/* "Prevent freeing event page", before the handle is looked at */
+	if (emu_events_page_handle() && args->handle == emu_events_page_handle())
+		return -EPERM;
 	if (!emu_gpu_by_id((uint32_t)(args->handle >> 32)))
 		return -EINVAL;
 	b = bo_by_handle(args->handle);
@@ -440,17 +442,31 @@ void emu_memory_stats(struct kfdemu_stats *out)
 		}
 }
 
+static void describe_bo(const struct bo *b, struct kfdemu_bo *out)
+{
+	*out = (struct kfdemu_bo){ .handle = handle_of(b), .va = b->va, .size = b->size,
+				   .flags = b->flags, .domain = b->domain,
+				   .gpu_id = b->gpu->gpu_id, .mapped = b->mapped,
+				   .userptr = b->userptr, .data = b->data };
+}
+
+int emu_memory_by_handle(uint64_t handle, struct kfdemu_bo *out)
+{
+	const struct bo *b = bo_by_handle(handle);
+
+	if (!b)
+		return -EINVAL;
+	describe_bo(b, out);
+	return 0;
+}
+
 int emu_memory_lookup(uint64_t addr, struct kfdemu_bo *out)
 {
 	for (int i = 0; i < MAX_BOS; i++) {
 		const struct bo *b = &mem.bos[i];
 
 		if (b->used && addr >= b->va && addr < b->va + b->size) {
-			*out = (struct kfdemu_bo){ .handle = handle_of(b), .va = b->va,
-						   .size = b->size, .flags = b->flags,
-						   .domain = b->domain, .gpu_id = b->gpu->gpu_id,
-						   .mapped = b->mapped, .userptr = b->userptr,
-						   .data = b->data };
+			describe_bo(b, out);
 			return 0;
 		}
 	}

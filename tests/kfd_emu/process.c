@@ -28,8 +28,10 @@ void emu_process_reset(void)
 {
 	memset(&proc, 0, sizeof(proc));
 	proc.xnack = emu_config()->xnack;
-	/* the CPs first: they read the BOs */
+	/* the CPs first, they raise events and read BOs; then the events,
+	 * the event page is a BO */
 	emu_queue_reset();
+	emu_events_reset();
 	emu_memory_reset();
 }
 
@@ -236,6 +238,11 @@ static const struct {
 	IOCTL(CREATE_QUEUE, emu_create_queue),
 	IOCTL(DESTROY_QUEUE, emu_destroy_queue),
 	IOCTL(UPDATE_QUEUE, emu_update_queue),
+	IOCTL(CREATE_EVENT, emu_create_event),
+	IOCTL(DESTROY_EVENT, emu_destroy_event),
+	IOCTL(SET_EVENT, emu_set_event),
+	IOCTL(RESET_EVENT, emu_reset_event),
+	IOCTL(WAIT_EVENTS, emu_wait_events),
 	IOCTL(SET_SCRATCH_BACKING_VA, set_scratch_backing_va),
 	IOCTL(GET_PROCESS_APERTURES_NEW, get_process_apertures_new),
 	IOCTL(ACQUIRE_VM, acquire_vm),

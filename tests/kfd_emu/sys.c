@@ -490,7 +490,15 @@ static int kfd_ioctl(struct file *f, unsigned long request, void *arg)
 		if (r)
 			goto out;
 	}
-	r = fn(kdata);
+	/* WAIT_EVENTS sleeps: without the lock, as the kernel's wait drops
+	 * its mutexes (events.c has its own lock) */
+	if (nr == _IOC_NR(AMDKFD_IOC_WAIT_EVENTS)) {
+		pthread_mutex_unlock(&emu.lock);
+		r = fn(kdata);
+		pthread_mutex_lock(&emu.lock);
+	} else {
+		r = fn(kdata);
+	}
 	if ((_IOC_DIR(kcmd) & _IOC_READ) && emu_copy_to_user(arg, kdata, usize))
 		r = -EFAULT;
 out:
@@ -587,11 +595,27 @@ int kfdemu_stats(struct kfdemu_stats *out)
 		emu_process_stats(out);
 		emu_memory_stats(out);
 		emu_queue_stats(out);
+		emu_events_stats(out);
 	}
 	else
 		out->xnack = c->xnack;
 	pthread_mutex_unlock(&emu.lock);
 	return 0;
+}
+
+int kfdemu_event_interrupt(uint32_t gpu_id, uint32_t event_id)
+{
+	return emu_event_interrupt(gpu_id, event_id);
+}
+
+void kfdemu_vm_fault(uint32_t gpu_id, uint64_t va, int write, int exec)
+{
+	emu_event_vm_fault(gpu_id, va, write, exec);
+}
+
+int kfdemu_queue_exception(uint64_t err_payload_addr, uint32_t err_event_id, uint64_t ec_mask)
+{
+	return emu_event_queue_exception(err_payload_addr, err_event_id, ec_mask);
 }
 
 int kfdemu_bo_at(uint64_t addr, struct kfdemu_bo *out)
@@ -613,10 +637,12 @@ static char name[64] = "kfd-emu";
 static void fork_prepare(void)
 {
 	pthread_mutex_lock(&emu.lock);
+	emu_events_fork_prepare();
 }
 
 static void fork_done(void)
 {
+	emu_events_fork_done();
 	pthread_mutex_unlock(&emu.lock);
 }
 
