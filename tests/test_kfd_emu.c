@@ -1852,6 +1852,44 @@ static void check_cp_more(void)
 	EQ(s[3].value, 1);
 }
 
+/*
+ * The CP's completion of a signal with a mailbox in the event page wakes
+ * a WAIT_EVENTS sleeper (value, then mailbox, then interrupt).
+ */
+static void check_cp_event(void)
+{
+	struct cpq q;
+	struct kfd_ioctl_create_event_args ev;
+	struct waiting w;
+	pthread_t t;
+	char *page = reserve(32768);
+	uint64_t h, off = 0;
+	uint32_t n = 0;
+	volatile uint64_t *slots = (volatile uint64_t *)page;
+	aql_packet p;
+
+	cpq_open(&q);
+	EQ(alloc(q.f.kfd, q.f.id, (uintptr_t)page, 32768, F(GTT) | F(WRITABLE), &h, &off), 0);
+	CHECK(map_host(q.f.render, page, 32768, off) == page, "event page mmap");
+	EQ(map_bo(q.f.kfd, 1, h, &q.f.id, 1, &n), 0);
+	EQ(create_event(q.f.kfd, KFD_IOC_EVENT_SIGNAL, 1, h, &ev), 0);
+	set(&q.f.sig[0], 1);
+	q.f.sig[0].event_mailbox_ptr = (uintptr_t)&slots[ev.event_slot_index];
+	q.f.sig[0].event_id = ev.event_id;
+	w = (struct waiting){ .kfd = q.f.kfd, .id = ev.event_id };
+	CHECK(pthread_create(&t, NULL, wait_thread, &w) == 0, "pthread_create");
+	sleepers(1);
+	p = barrier(AQL_PACKET_BARRIER_AND, NULL, NULL, &q.f.sig[0]);
+	put(&q, &p, 1);
+	pthread_join(t, NULL);
+	EQ(w.r, 0);
+	EQ(w.result, KFD_IOC_WAIT_RESULT_COMPLETE);
+	EQ(q.f.sig[0].value, 0);
+	/* kfd_signal_event_interrupt acknowledged the slot */
+	EQ(slots[ev.event_slot_index], -1);
+	EQ(destroy(&q.f, q.queue_id), 0);
+}
+
 /* A completion signal the GPU cannot reach: a VM fault; the process's
  * queues on that GPU are evicted. */
 static void check_cp_fault(void)
@@ -1861,9 +1899,14 @@ static void check_cp_fault(void)
 	struct kfd_ioctl_create_queue_args a;
 	aql_packet p;
 
+	struct kfd_ioctl_create_event_args mem;
+	struct kfd_event_data d;
+	uint32_t res;
+
 	cpq_open(&q);
 	a = q.f.args;
 	EQ(create(&q.f, &a), 0);
+	EQ(create_event(q.f.kfd, KFD_IOC_EVENT_MEMORY, 0, 0, &mem), 0);
 	set(lost, 1);
 	p = barrier(AQL_PACKET_BARRIER_AND, NULL, NULL, lost);
 	put(&q, &p, 1);
@@ -1871,6 +1914,12 @@ static void check_cp_fault(void)
 		settle();
 	EQ(stats().queues_halted, 2);
 	EQ(lost->value, 1);
+	/* the MEMORY event has the address: a write, page not present */
+	EQ(wait1(q.f.kfd, mem.event_id, 0, NULL, &res, &d), 0);
+	EQ(res, KFD_IOC_WAIT_RESULT_COMPLETE);
+	EQ(d.memory_exception_data.va, (uintptr_t)lost);
+	EQ(d.memory_exception_data.gpu_id, q.f.id);
+	EQ(d.memory_exception_data.failure.NotPresent, 1);
 	EQ(destroy(&q.f, q.queue_id), 0);
 	EQ(destroy(&q.f, a.queue_id), 0);
 }
@@ -1980,6 +2029,7 @@ static void case_queues(void)
 	in_child(queues_2025, "check_queue_rules");
 	in_child(check_cp, "check_cp");
 	in_child(check_cp_more, "check_cp_more");
+	in_child(check_cp_event, "check_cp_event");
 	in_child(check_cp_fault, "check_cp_fault");
 	in_child(check_cp_threads, "check_cp_threads");
 }

@@ -96,15 +96,16 @@ static int idle(struct emu_cp *cp, unsigned *round)
 }
 
 /*
- * A GPU page fault at va: KFD signals the process's MEMORY events and
+ * A GPU page fault at va, of a page not present (every fault here is an
+ * address no mapped BO holds): KFD signals the process's MEMORY events and
  * evicts its queues on that GPU (kfd_int_process_v9.c
  * event_interrupt_wq_v9: kfd_dqm_evict_pasid, kfd_signal_vm_fault_event).
  */
-static void vm_fault(struct emu_cp *cp, uint64_t va, int write)
+static void vm_fault(struct emu_cp *cp, uint64_t va)
 {
 	__atomic_store_n(&evicted[cp->q.gpu->node - 1], 1, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&cp->halted, 1, __ATOMIC_RELEASE);
-	emu_event_vm_fault(cp->q.gpu->gpu_id, va, write, 0);
+	emu_event_vm_fault(cp->q.gpu->gpu_id, va, 0, 0);
 }
 
 /* A 64-bit word at va, through the VM: 0, or -EFAULT after a VM fault. */
@@ -113,7 +114,7 @@ static int load64(struct emu_cp *cp, uint64_t va, uint64_t *out)
 	uint64_t *p = emu_memory_gpu_begin(cp->q.gpu, va, 8);
 
 	if (!p) {
-		vm_fault(cp, va, 0);
+		vm_fault(cp, va);
 		return -EFAULT;
 	}
 	*out = __atomic_load_n(p, __ATOMIC_ACQUIRE);
@@ -126,7 +127,7 @@ static int store64(struct emu_cp *cp, uint64_t va, uint64_t v)
 	uint64_t *p = emu_memory_gpu_begin(cp->q.gpu, va, 8);
 
 	if (!p) {
-		vm_fault(cp, va, 1);
+		vm_fault(cp, va);
 		return -EFAULT;
 	}
 	__atomic_store_n(p, v, __ATOMIC_RELEASE);
@@ -145,7 +146,7 @@ static int signal_op(struct emu_cp *cp, uint64_t signal, int set, int64_t v)
 	uint32_t event;
 
 	if (!s) {
-		vm_fault(cp, signal, 1);
+		vm_fault(cp, signal);
 		return -EFAULT;
 	}
 	if (set)
@@ -293,7 +294,7 @@ static int knobs(struct emu_cp *cp, uint64_t slot_va)
 	}
 	if (c->fail_mem_fault >= 0 && n == c->fail_mem_fault) {
 		/* the packet reads memory that is not there */
-		vm_fault(cp, slot_va, 0);
+		vm_fault(cp, slot_va);
 		return 1;
 	}
 	return 0;
@@ -311,7 +312,7 @@ static int process(struct emu_cp *cp, uint64_t id)
 	for (;;) {
 		slot = emu_memory_gpu_begin(cp->q.gpu, slot_va, 64);
 		if (!slot) {
-			vm_fault(cp, slot_va, 0);
+			vm_fault(cp, slot_va);
 			return 1;
 		}
 		pkt.header = __atomic_load_n(&slot->header, __ATOMIC_ACQUIRE);
@@ -341,7 +342,7 @@ static int process(struct emu_cp *cp, uint64_t id)
 		return 1;
 	slot = emu_memory_gpu_begin(cp->q.gpu, slot_va, 64);
 	if (!slot) {
-		vm_fault(cp, slot_va, 1);
+		vm_fault(cp, slot_va);
 		return 1;
 	}
 	__atomic_store_n(&slot->header, (uint16_t)AQL_PACKET_INVALID, __ATOMIC_RELEASE);
