@@ -1717,6 +1717,11 @@ static aql_packet barrier_value(aql_signal *s, int64_t value, uint32_t cond, aql
 	return p;
 }
 
+static int64_t val(aql_signal *s)
+{
+	return __atomic_load_n(&s->value, __ATOMIC_ACQUIRE);
+}
+
 static void set(aql_signal *s, int64_t v)
 {
 	__atomic_store_n(&s->value, v, __ATOMIC_SEQ_CST);
@@ -1739,19 +1744,19 @@ static void check_cp(void)
 	p = barrier(AQL_PACKET_BARRIER_AND, NULL, NULL, &s[0]);
 	put(&q, &p, 0);
 	settle();
-	EQ(s[0].value, 1);
+	EQ(val(&s[0]), 1);
 	/* rung: runs, completes and retires */
 	__atomic_store_n(q.bell, 0, __ATOMIC_RELEASE);
 	CHECK(wait_eq(&s[0].value, 0), "empty barrier completes");
 	CHECK(wait_eq((int64_t *)&q.f.amd->read_dispatch_id, 1), "read_dispatch_id 1");
-	EQ(q.f.ring[0].header, AQL_PACKET_INVALID);
+	EQ(__atomic_load_n(&q.f.ring[0].header, __ATOMIC_ACQUIRE), AQL_PACKET_INVALID);
 
 	/* AND waits for every dependency */
 	p = barrier(AQL_PACKET_BARRIER_AND, &s[1], &s[2], &s[3]);
 	put(&q, &p, 1);
 	set(&s[1], 0);
 	settle();
-	EQ(s[3].value, 1);
+	EQ(val(&s[3]), 1);
 	set(&s[2], 0);
 	CHECK(wait_eq(&s[3].value, 0), "AND completes when both deps are 0");
 	/* OR for one; a completion with a mailbox stores the event id there */
@@ -1761,13 +1766,13 @@ static void check_cp(void)
 	p = barrier(AQL_PACKET_BARRIER_OR, &s[1], &s[2], &s[4]);
 	put(&q, &p, 1);
 	CHECK(wait_eq(&s[4].value, 0), "OR completes on one dep");
-	EQ(*q.f.mailbox, 77);
+	EQ(__atomic_load_n(q.f.mailbox, __ATOMIC_ACQUIRE), 77);
 	/* BARRIER_VALUE: GTE 7 */
 	set(&s[5], 5);
 	p = barrier_value(&s[5], 7, AQL_COND_GTE, &s[6]);
 	put(&q, &p, 1);
 	settle();
-	EQ(s[6].value, 1);
+	EQ(val(&s[6]), 1);
 	set(&s[5], 8);
 	CHECK(wait_eq(&s[6].value, 0), "BARRIER_VALUE completes");
 
@@ -1778,7 +1783,7 @@ static void check_cp(void)
 	p = barrier(AQL_PACKET_BARRIER_AND, NULL, NULL, &s[1]);
 	id = put(&q, &p, 1);
 	settle();
-	EQ(s[1].value, 1);
+	EQ(val(&s[1]), 1);
 	q.next = id - 1;
 	p = barrier(AQL_PACKET_BARRIER_AND, NULL, NULL, &s[0]);
 	put(&q, &p, 0);
@@ -1796,14 +1801,14 @@ static void check_cp(void)
 	p = barrier(AQL_PACKET_BARRIER_AND, NULL, NULL, &s[8]);
 	put(&q, &p, 1);
 	settle();
-	EQ(s[7].value, 1);
-	EQ(s[8].value, 1);
+	EQ(val(&s[7]), 1);
+	EQ(val(&s[8]), 1);
 	/* destroy while the CP stalls: it stops, nothing more is written */
 	EQ(destroy(&q.f, q.queue_id), 0);
 	set(&s[10], 0);
 	settle();
-	EQ(s[7].value, 1);
-	EQ(s[8].value, 1);
+	EQ(val(&s[7]), 1);
+	EQ(val(&s[8]), 1);
 	EQ(stats().queues, 0);
 }
 
@@ -1825,7 +1830,7 @@ static void check_cp_more(void)
 	p.dispatch.completion_signal = (uintptr_t)&s[0];
 	put(&q, &p, 1);
 	CHECK(wait_eq(&s[1].value, 2), "dispatch of 0 dimensions: code 2");
-	EQ(s[0].value, 1);
+	EQ(val(&s[0]), 1);
 	/* the runtime clears the code: the CP retries the same packet */
 	set(&s[1], 0);
 	CHECK(wait_eq(&s[1].value, 2), "the retry fails again");
@@ -1849,7 +1854,7 @@ static void check_cp_more(void)
 	EQ(destroy(&q.f, q.queue_id), 0);
 	set(&s[2], 0);
 	settle();
-	EQ(s[3].value, 1);
+	EQ(val(&s[3]), 1);
 }
 
 /*
@@ -1884,9 +1889,9 @@ static void check_cp_event(void)
 	pthread_join(t, NULL);
 	EQ(w.r, 0);
 	EQ(w.result, KFD_IOC_WAIT_RESULT_COMPLETE);
-	EQ(q.f.sig[0].value, 0);
+	EQ(val(&q.f.sig[0]), 0);
 	/* kfd_signal_event_interrupt acknowledged the slot */
-	EQ(slots[ev.event_slot_index], -1);
+	EQ(__atomic_load_n(&slots[ev.event_slot_index], __ATOMIC_ACQUIRE), -1);
 	EQ(destroy(&q.f, q.queue_id), 0);
 }
 
@@ -1913,7 +1918,7 @@ static void check_cp_fault(void)
 	for (int i = 0; i < 1000 && stats().queues_halted < 2; i++)
 		settle();
 	EQ(stats().queues_halted, 2);
-	EQ(lost->value, 1);
+	EQ(val(lost), 1);
 	/* the MEMORY event has the address: a write, page not present */
 	EQ(wait1(q.f.kfd, mem.event_id, 0, NULL, &res, &d), 0);
 	EQ(res, KFD_IOC_WAIT_RESULT_COMPLETE);
@@ -1946,9 +1951,9 @@ static void check_cp_knob(int64_t n, int fault)
 		settle();
 	settle();
 	EQ(stats().queues_halted, fault ? 2 : 1);
-	EQ(q.f.sig[n].value, 1);
-	EQ(q.f.sig[n + 1].value, 1);
-	EQ(q.f.amd->read_dispatch_id, (uint64_t)n);
+	EQ(val(&q.f.sig[n]), 1);
+	EQ(val(&q.f.sig[n + 1]), 1);
+	EQ(__atomic_load_n(&q.f.amd->read_dispatch_id, __ATOMIC_ACQUIRE), (uint64_t)n);
 	EQ(destroy(&q.f, q.queue_id), 0);
 	EQ(destroy(&q.f, a.queue_id), 0);
 }

@@ -328,15 +328,17 @@ static int process(struct emu_cp *cp, uint64_t id)
 	}
 	if (knobs(cp, slot_va))
 		return 1;
-	/* The packets before this one are complete (one at a time), so the
-	 * barrier bit holds; fences are full barriers here. */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	/*
+	 * The packets before this one are complete (one at a time), so the
+	 * barrier bit holds. Fences of any scope are met: the acquire by the
+	 * header's and the signals' acquire loads, the release by the
+	 * completion's seq_cst decrement and the retiring release stores.
+	 */
 	while ((r = run(cp, &pkt, &code)) < 0)
 		if (cp_error(cp, code))
 			return 1;
 	if (r)
 		return 1;
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	/* completion_signal sits at the same offset in every packet type */
 	if (pkt.dispatch.completion_signal && signal_op(cp, pkt.dispatch.completion_signal, 0, 0))
 		return 1;
