@@ -10,7 +10,8 @@
  * - a signal made before the agent and one made after get a KFD SIGNAL
  *   event and a mailbox in the GTT event page; the signal pages are
  *   USERPTR BOs of the GPU;
- * - host stores and device stores wake blocked waiters;
+ * - host stores and device stores wake blocked waiters, also in a wait
+ *   that mixes a pool signal with one the pool did not make;
  * - timeouts are kept; AQL_WAIT_ACTIVE never sleeps in KFD and
  *   AQL_WAIT_BLOCKED does;
  * - many waiters and producers, host and device stores mixed: no waiter
@@ -168,6 +169,58 @@ static void check_wakes(void)
 	CHECK(*(uint64_t *)(uintptr_t)s->event_mailbox_ptr == UINT64_MAX,
 	      "the mailbox is acknowledged");
 	aql_signal_destroy(s);
+}
+
+struct any_waiter {
+	aql_signal *signals[2];
+	uint32_t index;
+	aql_status st;
+};
+
+static void *wait_any_thread(void *arg)
+{
+	static const enum aql_signal_condition conds[2] = { AQL_COND_EQ, AQL_COND_EQ };
+	static const int64_t zero[2] = { 0, 0 };
+	struct any_waiter *w = arg;
+
+	w->st = aql_signal_wait_any(2, w->signals, conds, zero, 60000 * MS, AQL_WAIT_BLOCKED,
+				    &w->index, NULL);
+	return NULL;
+}
+
+/*
+ * A wait on a pool signal and on one the pool did not make (as a queue's
+ * own stop signal; event_id 0) sleeps in WAIT_EVENTS on both, without
+ * polling, and either store wakes it.
+ */
+static void check_mixed(void)
+{
+	static aql_signal own = { .kind = AQL_SIGNAL_KIND_USER, .value = 1 };
+	struct any_waiter w = { { th_signal(1), &own }, 9, AQL_ERR_TIMEOUT };
+	uint32_t base = stats().event_sleepers;
+	uint64_t waits;
+	pthread_t t;
+
+	CHECK(pthread_create(&t, NULL, wait_any_thread, &w) == 0, "pthread_create");
+	sleepers_at_least(base + 1);
+	waits = stats().ioctls[_IOC_NR(AMDKFD_IOC_WAIT_EVENTS)];
+	th_sleep_ms(100);
+	CHECK(stats().ioctls[_IOC_NR(AMDKFD_IOC_WAIT_EVENTS)] - waits <= 5,
+	      "a mixed wait polled: %llu WAIT_EVENTS in 100 ms",
+	      (unsigned long long)(stats().ioctls[_IOC_NR(AMDKFD_IOC_WAIT_EVENTS)] - waits));
+	CHECK(device_store(w.signals[0], 0) == 0, "interrupt");
+	pthread_join(t, NULL);
+	CHECK(w.st == AQL_OK && w.index == 0, "device store: %s, index %u", aql_status_str(w.st),
+	      w.index);
+
+	aql_signal_store(w.signals[0], 1, AQL_RELAXED);
+	CHECK(pthread_create(&t, NULL, wait_any_thread, &w) == 0, "pthread_create");
+	sleepers_at_least(base + 1);
+	aql_signal_store(&own, 0, AQL_RELEASE);
+	pthread_join(t, NULL);
+	CHECK(w.st == AQL_OK && w.index == 1, "host store: %s, index %u", aql_status_str(w.st),
+	      w.index);
+	aql_signal_destroy(w.signals[0]);
 }
 
 /* Timeouts kept; ACTIVE polls, BLOCKED sleeps in WAIT_EVENTS. */
@@ -364,9 +417,12 @@ int main(void)
 	/* aql loaded the emulation */
 	load_emu();
 	gpu_id = ((struct kfd_agent *)agent)->node->gpu_id;
+	/* the fault watcher asleep, so that each later sleeper counts */
+	sleepers_at_least(1);
 	printf("KFD %u.%u\n", stats().version_major, stats().version_minor);
 	check_setup(early);
 	check_wakes();
+	check_mixed();
 	check_timeouts_and_hints();
 	check_stress();
 	check_faults();
