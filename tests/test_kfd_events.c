@@ -11,7 +11,8 @@
  *   event and a mailbox in the GTT event page; the signal pages are
  *   USERPTR BOs of the GPU;
  * - host stores and device stores wake blocked waiters, also in a wait
- *   that mixes a pool signal with one the pool did not make;
+ *   that mixes a pool signal with one the pool did not make, and a CPU
+ *   queue's barrier on a signal a GPU completes;
  * - timeouts are kept; AQL_WAIT_ACTIVE never sleeps in KFD and
  *   AQL_WAIT_BLOCKED does;
  * - many waiters and producers, host and device stores mixed: no waiter
@@ -223,6 +224,35 @@ static void check_mixed(void)
 	aql_signal_destroy(w.signals[0]);
 }
 
+/*
+ * A CPU queue's barrier on a signal a GPU completes: its processor sleeps
+ * on that signal and its own stop signal, and the device store wakes it;
+ * then the idle processor sleeps until the queue goes.
+ */
+static void check_cpu_queue(void)
+{
+	aql_signal *gate = th_signal(1), *done = th_signal(1);
+	aql_barrier_packet b = {
+		.header = aql_packet_header(AQL_PACKET_BARRIER_AND, 1, AQL_FENCE_SYSTEM,
+					    AQL_FENCE_SYSTEM),
+		.dep_signal = { aql_signal_handle(gate) },
+		.completion_signal = aql_signal_handle(done),
+	};
+	aql_queue *q = th_queue(64, AQL_QUEUE_MULTI, 0);
+	uint64_t end = th_now_ns() + TH_TIMEOUT_NS;
+
+	th_submit(q, &b);
+	/* the processor is in the blocking phase of its wait on gate */
+	while (!__atomic_load_n(&gate->waiters, __ATOMIC_ACQUIRE) && th_now_ns() < end)
+		th_sleep_ms(1);
+	CHECK(gate->waiters, "the CPU queue's processor does not wait on the barrier");
+	CHECK(device_store(gate, 0) == 0, "interrupt");
+	CHECK(th_wait_done(done) == 0, "the barrier on the GPU's signal did not complete");
+	aql_queue_destroy(q);
+	aql_signal_destroy(gate);
+	aql_signal_destroy(done);
+}
+
 /* Timeouts kept; ACTIVE polls, BLOCKED sleeps in WAIT_EVENTS. */
 static void check_timeouts_and_hints(void)
 {
@@ -423,6 +453,7 @@ int main(void)
 	check_setup(early);
 	check_wakes();
 	check_mixed();
+	check_cpu_queue();
 	check_timeouts_and_hints();
 	check_stress();
 	check_faults();
