@@ -18,7 +18,9 @@
  * - many waiters and producers, host and device stores mixed: no waiter
  *   is left asleep (a stress test for TSan);
  * - a GPU memory fault reaches the fault listeners with a message naming
- *   the address and the kind.
+ *   the address and the kind;
+ * - with two GPUs (gfx90a,gfx942): the second gets the event page and
+ *   every signal block.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -421,7 +423,7 @@ static void fault(uint64_t va, int write, int exec, const char *kind)
 	while (heard.count == count &&
 	       pthread_cond_timedwait(&heard.cond, &heard.lock, &until) == 0)
 		;
-	snprintf(want, sizeof(want), "at 0x%llx on gfx90a", (unsigned long long)(va & ~4095ull));
+	snprintf(want, sizeof(want), "at 0x%llx on gfx9", (unsigned long long)(va & ~4095ull));
 	CHECK(heard.count == count + 1 && heard.gpu_id == gpu_id && strstr(heard.msg, want) &&
 	      strstr(heard.msg, kind), "fault report for %s: \"%s\"", kind, heard.msg);
 	pthread_mutex_unlock(&heard.lock);
@@ -433,6 +435,32 @@ static void check_faults(void)
 	fault(0x7f0012345678ull, 1, 0, "write to a read-only page");
 	fault(0x100000, 0, 0, "page not present");
 	fault(0x200000, 0, 1, "execute of a non-executable page");
+}
+
+/* A second GPU: the event page mapped to it, every signal block
+ * registered with it, and its faults named. */
+static void check_second_gpu(void)
+{
+	uint64_t user = stats().bo_bytes[KFDEMU_USERPTR];
+	aql_signal *s = th_signal(1);
+	aql_agent *second = NULL;
+	struct kfdemu_bo b;
+	uint32_t first_id = gpu_id;
+
+	CHECK(aql_agent_open(AQL_AGENT_AMD, 1, &second) == AQL_OK, "AMD agent 1: %s",
+	      aql_error_message());
+	if (!second)
+		return;
+	CHECK(bo_at_fn(s->event_mailbox_ptr, &b) == 0 && b.mapped == 3,
+	      "the event page is mapped to GPUs %#x", b.mapped);
+	CHECK(stats().bo_bytes[KFDEMU_USERPTR] == 2 * user,
+	      "%llu bytes of signals registered, %llu with one GPU",
+	      (unsigned long long)stats().bo_bytes[KFDEMU_USERPTR], (unsigned long long)user);
+	gpu_id = ((struct kfd_agent *)second)->node->gpu_id;
+	fault(0x300000, 0, 0, "page not present");
+	gpu_id = first_id;
+	aql_signal_destroy(s);
+	CHECK(aql_agent_destroy(second) == AQL_OK, "destroy: %s", aql_error_message());
 }
 
 int main(void)
@@ -457,6 +485,8 @@ int main(void)
 	check_timeouts_and_hints();
 	check_stress();
 	check_faults();
+	if (stats().gpus > 1)
+		check_second_gpu();
 	aql_signal_destroy(early);
 	CHECK(aql_agent_destroy(agent) == AQL_OK, "destroy: %s", aql_error_message());
 	return th_finish();
