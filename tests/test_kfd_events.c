@@ -18,7 +18,7 @@
  * - many waiters and producers, host and device stores mixed: no waiter
  *   is left asleep (a stress test for TSan);
  * - a GPU memory fault reaches the fault listeners with a message naming
- *   the address and the kind;
+ *   the address and the kind, a GPU reset one naming it;
  * - with two GPUs (gfx90a,gfx942): the second gets the event page and
  *   every signal block.
  */
@@ -42,6 +42,7 @@ static kfdemu_stats_fn stats_fn;
 static kfdemu_bo_at_fn bo_at_fn;
 static kfdemu_event_interrupt_fn interrupt_fn;
 static kfdemu_vm_fault_fn vm_fault_fn;
+static kfdemu_gpu_reset_fn gpu_reset_fn;
 static uint32_t gpu_id;
 
 static void *emu_sym(void *lib, const char *name)
@@ -62,6 +63,7 @@ static void load_emu(void)
 	*(void **)&bo_at_fn = emu_sym(lib, "kfdemu_bo_at");
 	*(void **)&interrupt_fn = emu_sym(lib, "kfdemu_event_interrupt");
 	*(void **)&vm_fault_fn = emu_sym(lib, "kfdemu_vm_fault");
+	*(void **)&gpu_reset_fn = emu_sym(lib, "kfdemu_gpu_reset");
 }
 
 static struct kfdemu_stats stats(void)
@@ -407,9 +409,19 @@ static void listen_fault(uint32_t id, aql_status st, const char *msg, void *user
 	pthread_mutex_unlock(&heard.lock);
 }
 
-static void fault(uint64_t va, int write, int exec, const char *kind)
+/* Until the listener heard n reports in all (bounded); under heard.lock. */
+static void heard_until(int n)
 {
 	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += (time_t)(TH_TIMEOUT_NS / 1000000000u);
+	while (heard.count < n && pthread_cond_timedwait(&heard.cond, &heard.lock, &until) == 0)
+		;
+}
+
+static void fault(uint64_t va, int write, int exec, const char *kind)
+{
 	char want[64];
 	int count;
 
@@ -417,15 +429,33 @@ static void fault(uint64_t va, int write, int exec, const char *kind)
 	count = heard.count;
 	pthread_mutex_unlock(&heard.lock);
 	vm_fault_fn(gpu_id, va, write, exec);
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += (time_t)(TH_TIMEOUT_NS / 1000000000u);
 	pthread_mutex_lock(&heard.lock);
-	while (heard.count == count &&
-	       pthread_cond_timedwait(&heard.cond, &heard.lock, &until) == 0)
-		;
+	heard_until(count + 1);
 	snprintf(want, sizeof(want), "at 0x%llx on gfx9", (unsigned long long)(va & ~4095ull));
 	CHECK(heard.count == count + 1 && heard.gpu_id == gpu_id && strstr(heard.msg, want) &&
 	      strstr(heard.msg, kind), "fault report for %s: \"%s\"", kind, heard.msg);
+	pthread_mutex_unlock(&heard.lock);
+}
+
+/* A GPU reset (a hang): reported once, for every GPU; then an ECC
+ * error. */
+static void reset(void)
+{
+	int count;
+
+	pthread_mutex_lock(&heard.lock);
+	count = heard.count;
+	pthread_mutex_unlock(&heard.lock);
+	gpu_reset_fn(gpu_id, 0);
+	pthread_mutex_lock(&heard.lock);
+	heard_until(count + 1);
+	CHECK(heard.count == count + 1 && heard.gpu_id == 0 && strstr(heard.msg, "GPU reset"),
+	      "reset report: \"%s\"", heard.msg);
+	/* an ECC reset after it: only the MEMORY event's error is news */
+	gpu_reset_fn(gpu_id, 1);
+	heard_until(count + 2);
+	CHECK(heard.count == count + 2 && heard.gpu_id == gpu_id &&
+	      strstr(heard.msg, "ECC error in SRAM"), "ECC report: \"%s\"", heard.msg);
 	pthread_mutex_unlock(&heard.lock);
 }
 
@@ -487,6 +517,8 @@ int main(void)
 	check_faults();
 	if (stats().gpus > 1)
 		check_second_gpu();
+	/* last: the watcher no longer watches for resets after one */
+	reset();
 	aql_signal_destroy(early);
 	CHECK(aql_agent_destroy(agent) == AQL_OK, "destroy: %s", aql_error_message());
 	return th_finish();

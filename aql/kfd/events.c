@@ -7,8 +7,9 @@
  * interrupt that makes amdkfd set the event (kfd_events.c
  * kfd_signal_event_interrupt). So each block of 64 pool signals gets a KFD
  * SIGNAL event (auto-reset, as ROCr's) and a slot of the process's event
- * page as mailbox; 4095 events cover 262 080 signals, a wake reaches at
- * most 64 signals and each waiter re-checks its own value.
+ * page as mailbox; the 4093 slots left beside the control and host
+ * events cover 261 952 signals, a wake reaches at most 64 signals and each
+ * waiter re-checks its own value.
  *
  * A sleep on events loses no set that comes after the waiter's last value
  * check (aql_wait_conds arms before it):
@@ -142,18 +143,23 @@ static void tell(uint32_t gpu_id, const char *msg)
 /* kfd_hsa_memory_exception_data, in words. */
 static void memory_fault(const struct kfd_hsa_memory_exception_data *m)
 {
-	static const char *const errors[] = { "", ", ECC error in SRAM", ", poisoned data consumed",
-					      ", GPU hang" };
+	static const char *const errors[] = { "", "ECC error in SRAM", "poisoned data consumed",
+					      "GPU hang" };
+	const char *error = m->ErrorType < 4 ? errors[m->ErrorType] : "RAS error";
 	char msg[256];
-	const char *kind = m->failure.ReadOnly	 ? "write to a read-only page" :
-			   m->failure.NoExecute	 ? "execute of a non-executable page" :
-			   m->failure.NotPresent ? "page not present" :
-						   "access refused";
 
-	snprintf(msg, sizeof(msg), "GPU memory fault at 0x%llx on %s (gpu_id %u): %s%s%s",
-		 (unsigned long long)m->va, gfx_of(m->gpu_id), m->gpu_id, kind,
-		 m->failure.imprecise ? " (address imprecise)" : "",
-		 m->ErrorType < 4 ? errors[m->ErrorType] : ", RAS error");
+	if (!m->failure.NotPresent && !m->failure.ReadOnly && !m->failure.NoExecute &&
+	    m->ErrorType)
+		snprintf(msg, sizeof(msg), "GPU memory error on %s (gpu_id %u): %s",
+			 gfx_of(m->gpu_id), m->gpu_id, error);
+	else
+		snprintf(msg, sizeof(msg), "GPU memory fault at 0x%llx on %s (gpu_id %u): %s%s%s%s",
+			 (unsigned long long)m->va, gfx_of(m->gpu_id), m->gpu_id,
+			 m->failure.ReadOnly   ? "write to a read-only page" :
+			 m->failure.NoExecute  ? "execute of a non-executable page" :
+			 m->failure.NotPresent ? "page not present" : "access refused",
+			 m->failure.imprecise ? " (address imprecise)" : "",
+			 m->ErrorType ? ", " : "", error);
 	tell(m->gpu_id, msg);
 }
 
