@@ -1655,22 +1655,22 @@ struct cpq {
 	struct qfix f;
 	uint32_t queue_id;
 	uint64_t next;			/* the next packet id */
+	char *bells;			/* the doorbell slice, mapped */
 	volatile uint64_t *bell;
 };
 
 static void cpq_open(struct cpq *q)
 {
 	struct kfd_ioctl_create_queue_args a;
-	char *bells;
 
 	fix_open(&q->f, "gfx90a");
 	a = q->f.args;
 	EQ(create(&q->f, &a), 0);
 	q->queue_id = a.queue_id;
 	q->next = 0;
-	bells = doorbells(&q->f, a.doorbell_offset);
-	CHECK((intptr_t)bells > 0, "doorbell mmap");
-	q->bell = (volatile uint64_t *)(bells + (a.doorbell_offset & 0x1fff));
+	q->bells = doorbells(&q->f, a.doorbell_offset);
+	CHECK((intptr_t)q->bells > 0, "doorbell mmap");
+	q->bell = (volatile uint64_t *)(q->bells + (a.doorbell_offset & 0x1fff));
 }
 
 /* Write a packet (body first, header last) at the next id; its id. */
@@ -2024,6 +2024,250 @@ static void check_cp_threads(void)
 	EQ(destroy(&q.f, q.queue_id), 0);
 }
 
+/*
+ * Kernel dispatch (kernels.c) on a code object built here: the layout lld
+ * gives an AMDGPU one (the first PT_LOAD holds the ELF header, the
+ * dynamic section, its hash, symbols and strings, and the descriptor) and
+ * one `saxpy.kd`, whose host build AQL_KFD_EMU_KERNELS names. The kernarg
+ * block is saxpy's (a, x, y, n), then a code object V5 hidden block.
+ */
+#define SAXPY_N 100u
+#define SAXPY_WG 32u
+#define HIDDEN 32u			/* align(28, 8) */
+#define KERNARG (HIDDEN + 256u)
+
+static void put_u(unsigned char *p, uint64_t v, int bytes)
+{
+	for (int i = 0; i < bytes; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* The image: ELF header, PT_LOAD and PT_DYNAMIC, .dynamic at 0x200, .hash
+ * at 0x300, .dynsym at 0x340, .dynstr at 0x3a0, the descriptor at 0x400,
+ * the entry at 0x500. */
+static void code_object(unsigned char *img, const char *kd_symbol)
+{
+	memset(img, 0, 4096);
+	memcpy(img, "\177ELF\2\1\1", 7);
+	put_u(img + 16, 3, 2);			/* ET_DYN */
+	put_u(img + 18, 224, 2);		/* EM_AMDGPU */
+	put_u(img + 20, 1, 4);
+	put_u(img + 32, 64, 8);			/* e_phoff */
+	put_u(img + 52, 64, 2);
+	put_u(img + 54, 56, 2);
+	put_u(img + 56, 2, 2);
+	put_u(img + 64, 1, 4);			/* PT_LOAD of the page */
+	put_u(img + 64 + 32, 4096, 8);
+	put_u(img + 64 + 40, 4096, 8);
+	put_u(img + 120, 2, 4);			/* PT_DYNAMIC */
+	put_u(img + 120 + 16, 0x200, 8);
+	put_u(img + 120 + 32, 0x40, 8);
+	put_u(img + 0x200, 4, 8);		/* DT_HASH */
+	put_u(img + 0x208, 0x300, 8);
+	put_u(img + 0x210, 6, 8);		/* DT_SYMTAB */
+	put_u(img + 0x218, 0x340, 8);
+	put_u(img + 0x220, 5, 8);		/* DT_STRTAB */
+	put_u(img + 0x228, 0x3a0, 8);
+	put_u(img + 0x300, 1, 4);		/* nbucket */
+	put_u(img + 0x304, 2, 4);		/* nchain */
+	put_u(img + 0x308, 1, 4);
+	put_u(img + 0x340 + 24, 1, 4);		/* st_name */
+	img[0x340 + 24 + 4] = 0x11;		/* GLOBAL OBJECT */
+	put_u(img + 0x340 + 24 + 8, 0x400, 8);
+	put_u(img + 0x340 + 24 + 16, 64, 8);
+	strcpy((char *)img + 0x3a1, kd_symbol);
+	put_u(img + 0x400 + 8, KERNARG, 4);	/* kernarg_size */
+	put_u(img + 0x400 + 16, 0x100, 8);	/* entry at 0x500 */
+}
+
+struct disp {
+	struct cpq q;
+	unsigned char *code;		/* EXECUTABLE USERPTR page */
+	unsigned char *data;		/* not EXECUTABLE */
+	unsigned char *kernarg;
+	float *x, *y;
+};
+
+static void disp_open(struct disp *d)
+{
+	uint64_t h, off;
+	uint32_t n = 0;
+
+	cpq_open(&d->q);
+	d->code = host_pages(4096);
+	d->data = host_pages(4096);
+	d->kernarg = host_pages(4096);
+	d->x = host_pages(4096);
+	d->y = host_pages(4096);
+	off = (uintptr_t)d->code;
+	EQ(alloc(d->q.f.kfd, d->q.f.id, off, 4096, F(USERPTR) | F(EXECUTABLE), &h, &off), 0);
+	EQ(map_bo(d->q.f.kfd, 1, h, &d->q.f.id, 1, &n), 0);
+	userptr(&d->q.f, d->data, 4096);
+	userptr(&d->q.f, d->kernarg, 4096);
+	userptr(&d->q.f, d->x, 4096);
+	userptr(&d->q.f, d->y, 4096);
+	code_object(d->code, "saxpy.kd");
+	code_object(d->data, "saxpy.kd");
+	/* run_one makes a queue per packet */
+	EQ(destroy(&d->q.f, d->q.queue_id), 0);
+}
+
+/* saxpy's kernarg block for packet p, hidden arguments as a runtime
+ * fills them. */
+static void saxpy_args(struct disp *d, const aql_dispatch_packet *p)
+{
+	unsigned char *k = d->kernarg, *h = k + HIDDEN;
+	const uint32_t grid[3] = { p->grid_size_x, p->grid_size_y, p->grid_size_z };
+	const uint16_t wg[3] = { p->workgroup_size_x, p->workgroup_size_y, p->workgroup_size_z };
+	float a = 2.0f;
+
+	memset(k, 0, KERNARG);
+	memcpy(k, &a, 4);
+	put_u(k + 8, (uintptr_t)d->x, 8);
+	put_u(k + 16, (uintptr_t)d->y, 8);
+	put_u(k + 24, SAXPY_N, 4);
+	for (int i = 0; i < 3; i++) {
+		put_u(h + 4 * i, grid[i] / wg[i], 4);
+		put_u(h + 12 + 2 * i, wg[i], 2);
+		put_u(h + 18 + 2 * i, grid[i] % wg[i], 2);
+	}
+	put_u(h + 64, p->setup & AQL_DISPATCH_DIMS_MASK, 2);
+	put_u(h + 120, p->group_segment_size, 4);
+	put_u(h + 200, (uintptr_t)d->q.f.amd, 8);
+}
+
+static aql_packet saxpy_packet(struct disp *d, unsigned char *code, aql_signal *done)
+{
+	aql_packet p = { 0 };
+
+	p.dispatch.header = aql_packet_header(AQL_PACKET_KERNEL_DISPATCH, 1, AQL_FENCE_SYSTEM,
+					      AQL_FENCE_SYSTEM);
+	p.dispatch.setup = 1;
+	p.dispatch.workgroup_size_x = SAXPY_WG;
+	p.dispatch.workgroup_size_y = p.dispatch.workgroup_size_z = 1;
+	p.dispatch.grid_size_x = SAXPY_N;
+	p.dispatch.grid_size_y = p.dispatch.grid_size_z = 1;
+	p.dispatch.kernel_object = (uintptr_t)code + 0x400;
+	p.dispatch.kernarg_address = (uintptr_t)d->kernarg;
+	p.dispatch.completion_signal = (uintptr_t)done;
+	return p;
+}
+
+/* Run p on a fresh queue: the CP code it ends with (0: completed), or -1
+ * when the queue stopped (a VM fault). */
+static int64_t run_one(struct disp *d, const aql_packet *p, int fill_args)
+{
+	struct kfd_ioctl_create_queue_args a = d->q.f.args;
+	aql_signal *done = (aql_signal *)(uintptr_t)p->dispatch.completion_signal;
+	aql_signal *inactive = &d->q.f.sig[20];
+	int64_t r = -2;
+
+	memset(d->q.f.amd, 0, sizeof(*d->q.f.amd));
+	for (uint32_t i = 0; i < RING_PACKETS; i++)
+		d->q.f.ring[i].header = AQL_PACKET_INVALID;
+	d->q.f.amd->queue_inactive_signal = (uintptr_t)inactive;
+	set(inactive, 0);
+	set(done, 1);
+	EQ(create(&d->q.f, &a), 0);
+	d->q.queue_id = a.queue_id;
+	d->q.bell = (volatile uint64_t *)(d->q.bells + (a.doorbell_offset & 0x1fff));
+	d->q.next = 0;
+	if (fill_args)
+		saxpy_args(d, &p->dispatch);
+	put(&d->q, p, 1);
+	for (uint64_t waited = 0; waited < TH_TIMEOUT_NS && r == -2; waited += 1000000) {
+		if (val(done) == 0)
+			r = 0;
+		else if (val(inactive))
+			r = val(inactive);
+		else if (stats().queues_halted)
+			r = -1;
+		else
+			th_sleep_ms(1);
+	}
+	EQ(destroy(&d->q.f, d->q.queue_id), 0);
+	return r;
+}
+
+static void check_dispatch_kernels(void)
+{
+	struct disp d;
+	aql_signal *done;
+	aql_packet p;
+
+	disp_open(&d);
+	done = &d.q.f.sig[21];
+	for (uint32_t i = 0; i < SAXPY_N; i++) {
+		d.x[i] = (float)i;
+		d.y[i] = 1.0f;
+	}
+	/* the host build runs over the grid, the last group partial */
+	p = saxpy_packet(&d, d.code, done);
+	EQ(run_one(&d, &p, 1), 0);
+	for (uint32_t i = 0; i < SAXPY_N; i++)
+		CHECK(d.y[i] == 2.0f * (float)i + 1.0f, "y[%u] = %g", i, (double)d.y[i]);
+	EQ(d.y[SAXPY_N], 0.0f);
+
+	/* each hidden argument the runtime got wrong: code 32 */
+	{
+		static const unsigned at[] = { 0, 12, 18, 64, 120, 200 };
+
+		for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+			saxpy_args(&d, &p.dispatch);
+			d.kernarg[HIDDEN + at[i]] ^= 1;
+			EQ(run_one(&d, &p, 0), 32);
+		}
+	}
+	/* the packet's own errors */
+	p = saxpy_packet(&d, d.code, done);
+	p.dispatch.workgroup_size_x = 2048;
+	EQ(run_one(&d, &p, 1), 64);
+	p = saxpy_packet(&d, d.code, done);
+	p.dispatch.grid_size_y = 2;
+	EQ(run_one(&d, &p, 1), 2);
+	p = saxpy_packet(&d, d.code, done);
+	p.dispatch.group_segment_size = 65537;
+	EQ(run_one(&d, &p, 1), 4);
+	p = saxpy_packet(&d, d.code, done);
+	p.dispatch.kernel_object += 8;
+	EQ(run_one(&d, &p, 1), 8);
+	p = saxpy_packet(&d, d.code, done);
+	p.dispatch.kernarg_address += 8;
+	EQ(run_one(&d, &p, 1), 32);
+	/* a kernel with no host build */
+	code_object(d.code, "nosuch.kd");
+	p = saxpy_packet(&d, d.code, done);
+	EQ(run_one(&d, &p, 1), 8);
+	EQ(val(done), 1);
+}
+
+/* A descriptor in memory that is not EXECUTABLE: the entry's fetch is an
+ * execute fault, the GPU's queues stop. */
+static void check_dispatch_nx(void)
+{
+	struct disp d;
+	struct kfd_ioctl_create_event_args mem;
+	struct kfd_event_data ev;
+	aql_packet p;
+	uint32_t res;
+
+	disp_open(&d);
+	EQ(create_event(d.q.f.kfd, KFD_IOC_EVENT_MEMORY, 0, 0, &mem), 0);
+	p = saxpy_packet(&d, d.data, &d.q.f.sig[21]);
+	EQ(run_one(&d, &p, 1), -1);
+	EQ(wait1(d.q.f.kfd, mem.event_id, 0, NULL, &res, &ev), 0);
+	EQ(res, KFD_IOC_WAIT_RESULT_COMPLETE);
+	/* the entry's page */
+	EQ(ev.memory_exception_data.va, (uintptr_t)d.data);
+	EQ(ev.memory_exception_data.failure.NoExecute, 1);
+}
+
+static void case_dispatch(void)
+{
+	in_child(check_dispatch_kernels, "check_dispatch_kernels");
+	in_child(check_dispatch_nx, "check_dispatch_nx");
+}
+
 static void queues_2025(void)
 {
 	check_queue_rules("gfx90a", 2025);
@@ -2107,6 +2351,9 @@ static void case_mem_fault(void)
 	check_cp_knob(2, 1);
 }
 
+/* AQL_KFD_EMU_KERNELS=<the host build of saxpy>, from the command line */
+static char kernels_env[4200];
+
 static const struct {
 	const char *name;
 	void (*run)(void);
@@ -2154,15 +2401,17 @@ static const struct {
 	{ "mem_fault", case_mem_fault, { "AQL_KFD_EMU_FAIL=mem_fault:2" } },
 	{ "bad_checks", case_bad_setting, { "AQL_KFD_EMU_CHECKS=6.5" } },
 	{ "bad_stop", case_bad_setting, { "AQL_KFD_EMU_FAIL=queue_stop" } },
+	{ "dispatch", case_dispatch, { kernels_env } },
 };
 
 int main(int argc, char **argv)
 {
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s libaqlkfdemu.so\n", argv[0]);
+	if (argc != 3) {
+		fprintf(stderr, "usage: %s libaqlkfdemu.so saxpy.host.so\n", argv[0]);
 		return 2;
 	}
 	lib_path = argv[1];
+	snprintf(kernels_env, sizeof(kernels_env), "AQL_KFD_EMU_KERNELS=%s", argv[2]);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		pid_t child;
 		int status;
@@ -2177,6 +2426,7 @@ int main(int argc, char **argv)
 			unsetenv("AQL_KFD_EMU_BAR");
 			unsetenv("AQL_KFD_EMU_VRAM");
 			unsetenv("AQL_KFD_EMU_CHECKS");
+			unsetenv("AQL_KFD_EMU_KERNELS");
 			for (int e = 0; e < 3 && cases[i].env[e]; e++)
 				putenv((char *)cases[i].env[e]);
 			th_passed = th_failed = 0;

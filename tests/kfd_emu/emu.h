@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "aql/kfd/kfd_abi.h"
+#include "aql/packet.h"
 #include "kfdemu.h"
 
 /* At most this many GPU nodes: AQL_KFD_EMU_GPUS names them. */
@@ -138,6 +139,9 @@ void emu_memory_queue_buffer_put(const struct emu_gpu *gpu, uint64_t handle);
  * thread, without sys.c's lock.
  */
 void *emu_memory_gpu_begin(const struct emu_gpu *gpu, uint64_t addr, uint64_t size);
+/* As emu_memory_gpu_begin, and the BO described in *out. */
+void *emu_memory_gpu_begin_bo(const struct emu_gpu *gpu, uint64_t addr, uint64_t size,
+			      struct kfdemu_bo *out);
 void emu_memory_gpu_end(void);
 
 /* kfd_priv.h: what a /dev/kfd mmap offset maps, in its top two bits. */
@@ -178,6 +182,17 @@ void emu_cp_stop(struct emu_cp *cp);
 int emu_cp_halted(const struct emu_cp *cp);
 /* Reset the fault knobs' packet count: a new process. */
 void emu_cp_reset(void);
+
+/*
+ * kernels.c: run the KERNEL_DISPATCH packet p of queue q on the host
+ * build of its kernel (AQL_KFD_EMU_KERNELS), on the CP's thread. 0 when
+ * it ran; a CP error code (queue_inactive_signal) with why saying what;
+ * or -1 for a VM fault at *fault_va (*fault_exec: an instruction fetch
+ * from memory that is not EXECUTABLE). Thread safe; one host dispatch
+ * runs at a time.
+ */
+int emu_kernel_dispatch(const struct emu_cp_queue *q, const aql_dispatch_packet *p, char *why,
+			size_t why_size, uint64_t *fault_va, int *fault_exec);
 
 /* sys.c, with its lock held: the render node file fd names, for
  * ACQUIRE_VM. 0 and *gpu, *file_id set; -EBADF where fd is not open;
