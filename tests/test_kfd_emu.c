@@ -8,10 +8,13 @@
  * the buffer objects (ALLOC/MAP/UNMAP/FREE, AVAILABLE_MEMORY, the render
  * node's mmap, the BAR and VRAM settings), the events (the event page,
  * SET/RESET, WAIT_EVENTS with and without the event age, the CP's
- * interrupt, a VM fault, a queue exception), the settings and the fault
+ * interrupt, a VM fault, a queue exception), user queues and the
+ * doorbells, the emulated CP (barriers, completions, CP errors, faults,
+ * kernel dispatch of saxpy's host build), the settings and the fault
  * points.
  *
- * Argument: the emulation library. It is opened by path and its table
+ * Arguments: the emulation library and saxpy's host build (for
+ * AQL_KFD_EMU_KERNELS). The library is opened by path and its table
  * used directly, as aql/kfd does. The emulation reads its settings once
  * per load, so each case runs in a forked child that sets them first.
  */
