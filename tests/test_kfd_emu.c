@@ -2156,14 +2156,12 @@ static aql_packet saxpy_packet(struct disp *d, unsigned char *code, aql_signal *
 	return p;
 }
 
-/* Run p on a fresh queue: the CP code it ends with (0: completed), or -1
- * when the queue stopped (a VM fault). */
-static int64_t run_one(struct disp *d, const aql_packet *p, int fill_args)
+/* Put p on a fresh queue and ring it. */
+static void start_one(struct disp *d, const aql_packet *p, int fill_args)
 {
 	struct kfd_ioctl_create_queue_args a = d->q.f.args;
 	aql_signal *done = (aql_signal *)(uintptr_t)p->dispatch.completion_signal;
 	aql_signal *inactive = &d->q.f.sig[20];
-	int64_t r = -2;
 
 	memset(d->q.f.amd, 0, sizeof(*d->q.f.amd));
 	for (uint32_t i = 0; i < RING_PACKETS; i++)
@@ -2178,6 +2176,16 @@ static int64_t run_one(struct disp *d, const aql_packet *p, int fill_args)
 	if (fill_args)
 		saxpy_args(d, &p->dispatch);
 	put(&d->q, p, 1);
+}
+
+/* How p ends: a CP code (0: completed), or -1 when the queue stopped
+ * (a VM fault). */
+static int64_t wait_one(struct disp *d, const aql_packet *p)
+{
+	aql_signal *done = (aql_signal *)(uintptr_t)p->dispatch.completion_signal;
+	aql_signal *inactive = &d->q.f.sig[20];
+	int64_t r = -2;
+
 	for (uint64_t waited = 0; waited < TH_TIMEOUT_NS && r == -2; waited += 1000000) {
 		if (val(done) == 0)
 			r = 0;
@@ -2188,6 +2196,16 @@ static int64_t run_one(struct disp *d, const aql_packet *p, int fill_args)
 		else
 			th_sleep_ms(1);
 	}
+	return r;
+}
+
+/* Run p on a fresh queue: how it ends (wait_one). */
+static int64_t run_one(struct disp *d, const aql_packet *p, int fill_args)
+{
+	int64_t r;
+
+	start_one(d, p, fill_args);
+	r = wait_one(d, p);
 	EQ(destroy(&d->q.f, d->q.queue_id), 0);
 	return r;
 }
@@ -2237,6 +2255,21 @@ static void check_dispatch_kernels(void)
 	p = saxpy_packet(&d, d.code, done);
 	p.dispatch.kernarg_address += 8;
 	EQ(run_one(&d, &p, 1), 32);
+	/* too little scratch: code 1; the runtime grows it and stores 0, the
+	 * CP runs the packet again: 4 groups of 1 wave, 48 bytes a lane */
+	p = saxpy_packet(&d, d.code, done);
+	p.dispatch.private_segment_size = 40;
+	start_one(&d, &p, 1);
+	EQ(wait_one(&d, &p), 1);
+	EQ(val(done), 1);
+	d.q.f.amd->scratch_wave64_lane_byte_size = 48;
+	d.q.f.amd->scratch_backing_memory_byte_size = 48 * 64 * 4 - 1;
+	set(&d.q.f.sig[20], 0);
+	EQ(wait_one(&d, &p), 1);
+	d.q.f.amd->scratch_backing_memory_byte_size = 48 * 64 * 4;
+	set(&d.q.f.sig[20], 0);
+	EQ(wait_one(&d, &p), 0);
+	EQ(destroy(&d.q.f, d.q.queue_id), 0);
 	/* a kernel with no host build */
 	code_object(d.code, "nosuch.kd");
 	p = saxpy_packet(&d, d.code, done);
@@ -2344,6 +2377,22 @@ static void case_create_fault(void)
 	}
 }
 
+/* Exit with a queue whose CP waits on a dependency: the library's
+ * destructor stops it (the case's exit status says it did not crash). */
+static void case_exit_live(void)
+{
+	struct cpq q;
+	aql_packet p;
+
+	cpq_open(&q);
+	set(&q.f.sig[0], 1);
+	set(&q.f.sig[1], 1);
+	p = barrier(AQL_PACKET_BARRIER_AND, &q.f.sig[0], NULL, &q.f.sig[1]);
+	put(&q, &p, 1);
+	settle();
+	EQ(stats().queues, 1);
+}
+
 static void case_queue_stop(void)
 {
 	check_cp_knob(3, 0);
@@ -2405,6 +2454,7 @@ static const struct {
 	{ "bad_checks", case_bad_setting, { "AQL_KFD_EMU_CHECKS=6.5" } },
 	{ "bad_stop", case_bad_setting, { "AQL_KFD_EMU_FAIL=queue_stop" } },
 	{ "dispatch", case_dispatch, { kernels_env } },
+	{ "exit_live", case_exit_live, { NULL } },
 };
 
 int main(int argc, char **argv)

@@ -87,6 +87,8 @@ struct emu_queue_props {
 	uint32_t num_xcc;
 	uint32_t lds_size;		/* bytes of LDS per work-group */
 	uint32_t max_queues;
+	uint32_t cus;			/* whole device */
+	uint32_t max_slots_scratch_cu;
 };
 void emu_model_queue_props(const struct emu_model *model, struct emu_queue_props *out);
 long emu_read_file(const char *path, char *buf, size_t size);

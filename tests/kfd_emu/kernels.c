@@ -218,6 +218,44 @@ static const char *check_hidden(const unsigned char *h, const aql_dispatch_packe
 	return NULL;
 }
 
+/*
+ * The queue's scratch for p (plan §9, ROCr DynamicScratchHandler): each
+ * wave in flight needs 64 lanes of align16(private_segment_size) bytes,
+ * with at most max_slots_scratch_cu waves per CU. Too little in the
+ * amd_queue_t's scratch fields is CP code 1, which the runtime answers by
+ * growing it and storing 0 (the CP then retries). 0 when enough; 1; or
+ * UINT32_MAX for a VM fault reading the amd_queue_t.
+ */
+static uint32_t scratch(const struct emu_cp_queue *q, const aql_dispatch_packet *p,
+			const struct emu_queue_props *props, char *why, size_t why_size,
+			uint64_t *fault_va)
+{
+	const aql_amd_queue *amd = emu_memory_gpu_begin(q->gpu, q->amd_queue, sizeof(*amd));
+	uint64_t lane = (p->private_segment_size + 15ull) & ~15ull, have, lane_have;
+	uint64_t per_group = (((uint64_t)p->workgroup_size_x * p->workgroup_size_y *
+			       p->workgroup_size_z) + 63) / 64;
+	uint64_t groups = (uint64_t)((p->grid_size_x + p->workgroup_size_x - 1) / p->workgroup_size_x) *
+			  ((p->grid_size_y + p->workgroup_size_y - 1) / p->workgroup_size_y) *
+			  ((p->grid_size_z + p->workgroup_size_z - 1) / p->workgroup_size_z);
+	uint64_t waves = groups * per_group, slots = (uint64_t)props->cus * props->max_slots_scratch_cu;
+
+	if (!amd) {
+		*fault_va = q->amd_queue;
+		return UINT32_MAX;
+	}
+	have = __atomic_load_n(&amd->scratch_backing_memory_byte_size, __ATOMIC_ACQUIRE);
+	lane_have = __atomic_load_n(&amd->scratch_wave64_lane_byte_size, __ATOMIC_ACQUIRE);
+	emu_memory_gpu_end();
+	if (waves > slots)
+		waves = slots;
+	if (lane_have < lane || have < lane * 64 * waves)
+		return (uint32_t)fail(why, why_size, 1, "scratch of %llu bytes (%llu per lane) for "
+				      "%llu bytes per lane and %llu waves",
+				      (unsigned long long)have, (unsigned long long)lane_have,
+				      (unsigned long long)lane, (unsigned long long)waves);
+	return 0;
+}
+
 int emu_kernel_dispatch(const struct emu_cp_queue *q, const aql_dispatch_packet *p, char *why,
 			size_t why_size, uint64_t *fault_va, int *fault_exec)
 {
@@ -251,6 +289,12 @@ int emu_kernel_dispatch(const struct emu_cp_queue *q, const aql_dispatch_packet 
 	if (p->group_segment_size > props.lds_size)
 		return fail(why, why_size, 4, "group segment %u bytes, over the %u of LDS",
 			    p->group_segment_size, props.lds_size);
+	if (p->private_segment_size) {
+		uint32_t r = scratch(q, p, &props, why, why_size, fault_va);
+
+		if (r)
+			return r == UINT32_MAX ? -1 : (int)r;
+	}
 	if (!p->kernel_object || p->kernel_object % 64)
 		return fail(why, why_size, 8, "kernel_object 0x%llx is not 64-byte aligned",
 			    (unsigned long long)p->kernel_object);
