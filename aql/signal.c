@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <pthread.h>
+#include <stdlib.h>
 
 #include <aql/signal.h>
 
@@ -22,15 +23,46 @@
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static aql_signal *pool_free;
+/* Every block, for events registered after it was made. */
+static aql_signal **blocks;
+static uint32_t nblocks, blocks_cap;
+static const struct aql_signal_events *events;
+
+aql_status aql_signal_events_register(const struct aql_signal_events *ev)
+{
+	aql_status st = AQL_OK;
+
+	pthread_mutex_lock(&pool_lock);
+	if (events && events != ev) {
+		st = aql_fail(AQL_ERR_BUSY, "signal events: another driver registered first");
+	} else if (!events) {
+		for (uint32_t i = 0; i < nblocks; i++)
+			ev->block(blocks[i], SIGNALS_PER_BLOCK);
+		__atomic_store_n(&events, ev, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&pool_lock);
+	return st;
+}
 
 static aql_status pool_grow(void)
 {
-	aql_signal *block;
-	aql_status st = aql_host_mem_alloc(SIGNALS_PER_BLOCK * sizeof(*block),
-					   _Alignof(aql_signal), (void **)&block);
+	aql_signal *block, **grown;
+	aql_status st;
 
+	if (nblocks == blocks_cap) {
+		grown = realloc(blocks, (blocks_cap ? 2 * blocks_cap : 16) * sizeof(*blocks));
+		if (!grown)
+			return aql_fail(AQL_ERR_NOMEM, "no memory for the signal pool's list");
+		blocks = grown;
+		blocks_cap = blocks_cap ? 2 * blocks_cap : 16;
+	}
+	st = aql_host_mem_alloc(SIGNALS_PER_BLOCK * sizeof(*block), _Alignof(aql_signal),
+				(void **)&block);
 	if (st != AQL_OK)
 		return st;
+	blocks[nblocks++] = block;
+	if (events)
+		events->block(block, SIGNALS_PER_BLOCK);
 	for (int i = 0; i < SIGNALS_PER_BLOCK; i++) {
 		block[i].queue_ptr = (uint64_t)(uintptr_t)pool_free;
 		pool_free = &block[i];
@@ -54,10 +86,9 @@ aql_status aql_signal_create(int64_t initial, aql_signal **out)
 	pthread_mutex_unlock(&pool_lock);
 	if (st != AQL_OK)
 		return st;
-	/* The wait words stay as they are: a late waker may still read them. */
+	/* The wait words stay as they are: a late waker may still read them.
+	 * So do the event fields: they are the block's (aql_signal_events). */
 	s->kind = AQL_SIGNAL_KIND_USER;
-	s->event_mailbox_ptr = 0;
-	s->event_id = 0;
 	s->start_ts = 0;
 	s->end_ts = 0;
 	s->queue_ptr = 0;
@@ -111,9 +142,18 @@ aql_status aql_signal_destroy(aql_signal *signal)
 	return AQL_OK;
 }
 
+/*
+ * Both wakes: with events registered a waiter sleeps on the events or,
+ * where they cannot have it sleep, on the futex words. The waiter's side
+ * of the order is in aql_wait_conds.
+ */
 void aql_signal_wake_waiters(aql_signal *signal)
 {
+	const struct aql_signal_events *ev = __atomic_load_n(&events, __ATOMIC_ACQUIRE);
+
 	aql_futex_bump_and_wake(&signal->wake_seq);
+	if (ev)
+		ev->wake(signal);
 }
 
 static int cond_met(const struct aql_wait_cond *c, int64_t *value)
@@ -151,7 +191,7 @@ aql_status aql_wait_conds(uint32_t n, const struct aql_wait_cond *conds,
 			  uint32_t *index, int64_t *observed)
 {
 	uint32_t *words[64], seqs[64];
-	uint64_t now = aql_now_ns();
+	uint64_t tickets[64], now = aql_now_ns();
 	uint64_t left = deadline_ns > now ? deadline_ns - now : 0;
 	uint64_t spin_end = spin_ns >= left ? deadline_ns : now + spin_ns;
 
@@ -167,22 +207,40 @@ aql_status aql_wait_conds(uint32_t n, const struct aql_wait_cond *conds,
 			now = aql_now_ns();
 	}
 	for (;;) {
-		/* Waiter half of the wake protocol in signal.h: announce, read
-		 * the sequence words, then re-check the values. */
+		const struct aql_signal_events *ev = __atomic_load_n(&events, __ATOMIC_ACQUIRE);
+		uint64_t until = deadline_ns;
+
+		/*
+		 * Waiter half of the wake protocol in signal.h: announce, read
+		 * the sequence words (and arm the events), then re-check the
+		 * values. A host store reads waiters after its value (both
+		 * seq_cst) and wakes the futex and the event; a device store
+		 * raises the event after its value, and ev->arm/sleep keep
+		 * every set after arm from being lost (aql/kfd/events.c).
+		 */
 		set_waiting(n, conds, 1);
 		for (uint32_t i = 0; i < n; i++) {
 			words[i] = &conds[i].signal->wake_seq;
 			seqs[i] = __atomic_load_n(words[i], __ATOMIC_ACQUIRE);
 		}
+		if (ev)
+			ev->arm(n, conds, tickets);
 		if (any_met(n, conds, index, observed)) {
+			if (ev)
+				ev->disarm(n, conds, tickets);
 			set_waiting(n, conds, -1);
 			return AQL_OK;
 		}
 		if (aql_now_ns() >= deadline_ns) {
+			if (ev)
+				ev->disarm(n, conds, tickets);
 			set_waiting(n, conds, -1);
 			return AQL_ERR_TIMEOUT;
 		}
-		aql_futex_wait_many(n, words, seqs, deadline_ns);
+		if (ev)
+			until = ev->sleep(n, conds, tickets, deadline_ns);
+		if (until)
+			aql_futex_wait_many(n, words, seqs, until < deadline_ns ? until : deadline_ns);
 		set_waiting(n, conds, -1);
 	}
 }

@@ -27,4 +27,43 @@ aql_status aql_wait_conds(uint32_t n, const struct aql_wait_cond *conds,
 			  uint64_t deadline_ns, uint64_t spin_ns,
 			  uint32_t *index, int64_t *observed);
 
+/*
+ * Driver events behind signals (aql/kfd/events.c), for stores the host
+ * does not make: a device that writes a signal's value cannot bump its
+ * futex word, but it can raise the event named in the signal's event_id
+ * and event_mailbox_ptr. Once registered (one set per process), every
+ * blocking wait and every wake goes through them; signals the pool did
+ * not make (event_id 0: a queue's own stop signal) are the ops' to map.
+ *
+ * block: signals [0, n) of a block of the pool, new or (at registration)
+ *	existing: set their event_id and event_mailbox_ptr (atomic stores).
+ *	Called with the pool's lock held.
+ * arm: the waiter announced itself (waiters++) and is about to check the
+ *	values a last time: note where the signals' events stand, in
+ *	ticket[0..n).
+ * disarm: the wait ends after arm without sleeping (a value was met, or
+ *	the deadline passed).
+ * sleep: after arm: sleep until one of those events is set after arm, or
+ *	deadline_ns (spurious returns allowed), and disarm. Returns 0 when
+ *	it slept; otherwise a time up to which the caller sleeps on the
+ *	futex words instead.
+ * wake: a host store to signal found waiters (after the futex wake).
+ */
+struct aql_signal_events {
+	void (*block)(aql_signal *block, uint32_t n);
+	void (*arm)(uint32_t n, const struct aql_wait_cond *conds, uint64_t *ticket);
+	void (*disarm)(uint32_t n, const struct aql_wait_cond *conds, const uint64_t *ticket);
+	uint64_t (*sleep)(uint32_t n, const struct aql_wait_cond *conds, const uint64_t *ticket,
+			  uint64_t deadline_ns);
+	void (*wake)(aql_signal *signal);
+};
+
+/*
+ * Route the blocking phase of waits on signals with events, and the wake
+ * of host stores to them, through events (which must live until exit);
+ * ops->block runs at once for every block the pool has. AQL_OK, or
+ * AQL_ERR_BUSY when other ops are registered. Thread safe.
+ */
+aql_status aql_signal_events_register(const struct aql_signal_events *events);
+
 #endif

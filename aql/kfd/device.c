@@ -3,9 +3,9 @@
  * The AMD agent's driver entry: /dev/kfd and its version, the topology's
  * GPU nodes as agents, and per GPU the render node, ACQUIRE_VM,
  * RUNTIME_ENABLE and the process apertures. An agent opened here
- * describes itself and has memory (memory.c); signals, copies and queues
- * come in later steps of issue 13, and until then their calls fail with
- * AQL_ERR_UNSUPPORTED.
+ * describes itself, has memory (memory.c) and signal events (events.c);
+ * copies and queues come in later steps of issue 13, and until then their
+ * calls fail with AQL_ERR_UNSUPPORTED.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -309,8 +309,9 @@ static void fill_info(const struct kfd_node *n, uint32_t index, aql_agent_info *
 		.max_queue_size = MAX_QUEUE_PACKETS,
 		.queue_features = 1,	/* kernel dispatch */
 		.numa_node = n->cpu_node,
-		/* The command processor writes completion signals. Waking a
-		 * sleeping host needs KFD events, which come with signals. */
+		/* The command processor writes completion signals and wakes
+		 * their waiters through KFD events (events.c); kernels wake
+		 * no one (that takes s_sendmsg with an event id). */
 		.signal_path = AQL_SIGNAL_PATH_DEVICE,
 		.wakes_host = 0,
 		.wavefront_size = n->wave_front_size,
@@ -402,6 +403,11 @@ static aql_status open_agent(uint32_t index, aql_agent **out)
 	a->node = n;
 	a->render_fd = gpus[n - p->topo.nodes].render_fd;
 	fill_info(n, index, &a->info);
+	st = kfd_events_open(a);
+	if (st != AQL_OK) {
+		free(a);
+		return st;
+	}
 	*out = &a->base;
 	return AQL_OK;
 }

@@ -137,5 +137,35 @@ void kfd_code_free(aql_agent *agent, void *base, size_t size);
 /* VRAM KFD would still allocate for the agent (AMDKFD_IOC_AVAILABLE_MEMORY,
  * KFD 1.9): 0 with a message where it cannot say. */
 aql_status kfd_mem_available(const struct kfd_agent *a, uint64_t *out);
+/*
+ * A GTT BO of size bytes on a's GPU for the runtime itself, at one
+ * address for the host and the GPU, never freed; *handle is its KFD
+ * handle (to map it on other GPUs). Errors as kfd_mem_alloc.
+ */
+aql_status kfd_gtt_alloc(aql_agent *agent, size_t size, void **out, uint64_t *handle);
+
+/*
+ * Signals and events (events.c). At the first AMD agent opened: the
+ * process's event page (32 KiB of GTT, 4096 slots), its MEMORY and
+ * HW_EXCEPTION events and the fault watcher, and the signal pool's events
+ * (aql_signal_events, util/wait.h): a KFD SIGNAL event per block of 64
+ * signals, whose id and mailbox (its slot of the page) go into every
+ * signal of the block, and each block registered with every GPU opened.
+ * Every agent open calls kfd_events_open(a): the page is mapped to a's
+ * GPU and the signal blocks registered with it. Errors: those of memory.c
+ * and AQL_ERR_DEVICE naming the ioctl that failed. Thread safe.
+ */
+aql_status kfd_events_open(struct kfd_agent *a);
+
+/*
+ * A GPU fault the watcher saw: gpu_id (0: every GPU) and a message naming
+ * the address and kind ("GPU memory fault at 0x... on gfx90a (gpu_id N):
+ * write to a read-only page"). Listeners (queue.c) put the GPU's queues
+ * into their error state with it. fn runs on the watcher thread; it must
+ * not call kfd_fault_listen.
+ */
+typedef void (*kfd_fault_fn)(uint32_t gpu_id, aql_status status, const char *msg, void *user);
+/* Add a listener, kept until exit. AQL_OK or AQL_ERR_NOMEM. Thread safe. */
+aql_status kfd_fault_listen(kfd_fault_fn fn, void *user);
 
 #endif

@@ -331,6 +331,27 @@ aql_status kfd_mem_alloc(aql_agent *agent, size_t size, void **out)
 			  KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE, PROT_NONE, size, out);
 }
 
+/*
+ * Host-visible system memory the GPU reaches (GTT), for the runtime's own
+ * structures: the event page (events.c). Kept until exit.
+ */
+aql_status kfd_gtt_alloc(aql_agent *agent, size_t size, void **out, uint64_t *handle)
+{
+	struct kfd_agent *a = agent_of(agent);
+	aql_status st;
+
+	st = alloc_kind(agent, BO_AGENT,
+			KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE |
+			KFD_IOC_ALLOC_MEM_FLAGS_COHERENT | KFD_IOC_ALLOC_MEM_FLAGS_UNCACHED,
+			PROT_READ | PROT_WRITE, size, out);
+	if (st != AQL_OK)
+		return st;
+	pthread_mutex_lock(&bo_lock);
+	*handle = bo_at(list_of(a), (uintptr_t)*out, BO_AGENT)->handle;
+	pthread_mutex_unlock(&bo_lock);
+	return AQL_OK;
+}
+
 /* Free the BO of kind starting at ptr; what is not one is reported. */
 static void free_kind(aql_agent *agent, enum bo_kind kind, void *ptr, const char *what)
 {

@@ -98,12 +98,15 @@ static struct bo *bo_by_handle(uint64_t handle)
 	return NULL;
 }
 
-static int overlaps(uint64_t va, uint64_t bytes)
+/* A BO of g, or one mapped to g's VM, in [va, va + bytes): each GPU has
+ * a VM of its own, so BOs of two GPUs may share an address. */
+static int overlaps(const struct emu_gpu *g, uint64_t va, uint64_t bytes)
 {
 	for (int i = 0; i < MAX_BOS; i++) {
 		const struct bo *b = &mem.bos[i];
 
-		if (b->used && va < b->va + b->bytes && b->va < va + bytes)
+		if (b->used && (b->gpu == g || (b->mapped & 1u << (g->node - 1))) &&
+		    va < b->va + b->bytes && b->va < va + bytes)
 			return 1;
 	}
 	return 0;
@@ -222,11 +225,12 @@ int emu_alloc_memory_of_gpu(void *data)
 	if (bytes < args->size)
 		return -ENOMEM;
 	/*
-	 * The emulation's own rule: a VA already holding a BO is -EINVAL
-	 * here, where the kernel refuses the overlap when it maps the VA
+	 * The emulation's own rule: a VA already holding a BO in the GPU's
+	 * VM is -EINVAL here, where the kernel refuses the overlap when it
+	 * maps the VA
 	 * (amdgpu_vm.c amdgpu_vm_bo_map, "conflict with", -EINVAL).
 	 */
-	if (overlaps(args->va_addr, bytes))
+	if (overlaps(g, args->va_addr, bytes))
 		return -EINVAL;
 	/* AQL_KFD_EMU_FAIL=alloc_enomem[:N] */
 	if (emu_config()->fail_alloc_after >= 0 &&
