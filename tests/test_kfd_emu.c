@@ -2270,6 +2270,22 @@ static void check_dispatch_kernels(void)
 	set(&d.q.f.sig[20], 0);
 	EQ(wait_one(&d, &p), 0);
 	EQ(destroy(&d.q.f, d.q.queue_id), 0);
+	/* a code object 4 KiB into a shared code BO */
+	{
+		unsigned char *two = host_pages(8192);
+		uint64_t h, off = (uintptr_t)two;
+		uint32_t n = 0;
+
+		EQ(alloc(d.q.f.kfd, d.q.f.id, off, 8192, F(USERPTR) | F(EXECUTABLE), &h, &off), 0);
+		EQ(map_bo(d.q.f.kfd, 1, h, &d.q.f.id, 1, &n), 0);
+		memset(two, 0xcc, 4096);
+		code_object(two + 4096, "saxpy.kd");
+		for (uint32_t i = 0; i < SAXPY_N; i++)
+			d.y[i] = 1.0f;
+		p = saxpy_packet(&d, two + 4096, done);
+		EQ(run_one(&d, &p, 1), 0);
+		EQ(d.y[SAXPY_N - 1], 2.0f * (float)(SAXPY_N - 1) + 1.0f);
+	}
 	/* a kernel with no host build */
 	code_object(d.code, "nosuch.kd");
 	p = saxpy_packet(&d, d.code, done);
@@ -2298,10 +2314,91 @@ static void check_dispatch_nx(void)
 	EQ(ev.memory_exception_data.failure.NoExecute, 1);
 }
 
+/* saxpy.gfx90a.hsaco from the command line, when clang could build it */
+static const char *hsaco_path;
+
+static uint64_t rd_le(const unsigned char *p, int bytes)
+{
+	uint64_t v = 0;
+
+	for (int i = bytes - 1; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/*
+ * The real code object, its PT_LOADs placed in an EXECUTABLE BO as
+ * ROCr's loader places them (base + p_vaddr; saxpy has no relocations),
+ * dispatched with its explicit arguments (code object V4: no V5 block).
+ */
+static void check_dispatch_hsaco(void)
+{
+	static unsigned char file[65536];
+	struct disp d;
+	FILE *f = fopen(hsaco_path, "rb");
+	size_t size = f ? fread(file, 1, sizeof(file), f) : 0;
+	uint64_t phoff = rd_le(file + 32, 8), h, off, kd_va = 0;
+	uint32_t phnum = (uint32_t)rd_le(file + 56, 2), n = 0;
+	unsigned char *base;
+	aql_packet p;
+	float a = 3.0f;
+
+	if (f)
+		fclose(f);
+	CHECK(size > 64 && size < sizeof(file), "read %s", hsaco_path);
+	if (size <= 64 || size >= sizeof(file))
+		return;
+	disp_open(&d);
+	base = host_pages(65536);
+	off = (uintptr_t)base;
+	EQ(alloc(d.q.f.kfd, d.q.f.id, off, 65536, F(USERPTR) | F(EXECUTABLE), &h, &off), 0);
+	EQ(map_bo(d.q.f.kfd, 1, h, &d.q.f.id, 1, &n), 0);
+	for (uint32_t i = 0; i < phnum; i++) {
+		const unsigned char *ph = file + phoff + (uint64_t)i * 56;
+
+		if (rd_le(ph, 4) == 1 && rd_le(ph + 16, 8) + rd_le(ph + 40, 8) <= 65536)
+			memcpy(base + rd_le(ph + 16, 8), file + rd_le(ph + 8, 8), rd_le(ph + 32, 8));
+	}
+	/* saxpy.kd's value, from the file's section headers (SHT_DYNSYM) */
+	for (uint32_t i = 0; i < rd_le(file + 60, 2); i++) {
+		const unsigned char *sh = file + rd_le(file + 40, 8) + (uint64_t)i * 64;
+		const unsigned char *str;
+
+		if (rd_le(sh + 4, 4) != 11)
+			continue;
+		str = file + rd_le(file + rd_le(file + 40, 8) + rd_le(sh + 40, 4) * 64 + 24, 8);
+		for (uint64_t s = 0; s < rd_le(sh + 32, 8); s += 24) {
+			const unsigned char *sym = file + rd_le(sh + 24, 8) + s;
+
+			if (!strcmp((const char *)str + rd_le(sym, 4), "saxpy.kd"))
+				kd_va = (uintptr_t)base + rd_le(sym + 8, 8);
+		}
+	}
+	CHECK(kd_va, "saxpy.kd in %s", hsaco_path);
+	if (!kd_va)
+		return;
+	for (uint32_t i = 0; i < SAXPY_N; i++) {
+		d.x[i] = (float)i;
+		d.y[i] = 1.0f;
+	}
+	p = saxpy_packet(&d, d.code, &d.q.f.sig[21]);
+	p.dispatch.kernel_object = kd_va;
+	memset(d.kernarg, 0, 512);
+	memcpy(d.kernarg, &a, 4);
+	put_u(d.kernarg + 8, (uintptr_t)d.x, 8);
+	put_u(d.kernarg + 16, (uintptr_t)d.y, 8);
+	put_u(d.kernarg + 24, SAXPY_N, 4);
+	EQ(run_one(&d, &p, 0), 0);
+	for (uint32_t i = 0; i < SAXPY_N; i++)
+		CHECK(d.y[i] == 3.0f * (float)i + 1.0f, "y[%u] = %g", i, (double)d.y[i]);
+}
+
 static void case_dispatch(void)
 {
 	in_child(check_dispatch_kernels, "check_dispatch_kernels");
 	in_child(check_dispatch_nx, "check_dispatch_nx");
+	if (hsaco_path)
+		in_child(check_dispatch_hsaco, "check_dispatch_hsaco");
 }
 
 static void queues_2025(void)
@@ -2459,11 +2556,13 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: %s libaqlkfdemu.so saxpy.host.so\n", argv[0]);
+	if (argc != 3 && argc != 4) {
+		fprintf(stderr, "usage: %s libaqlkfdemu.so saxpy.host.so [saxpy.gfx90a.hsaco]\n",
+			argv[0]);
 		return 2;
 	}
 	lib_path = argv[1];
+	hsaco_path = argc == 4 ? argv[3] : NULL;
 	snprintf(kernels_env, sizeof(kernels_env), "AQL_KFD_EMU_KERNELS=%s", argv[2]);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		pid_t child;

@@ -3,7 +3,8 @@
  * Kernel dispatch for the emulated CP (cp.c). The packet's kernel_object
  * is found in the code BO the agent's loader filled (the first PT_LOAD
  * holds the ELF header, the dynamic symbols and the descriptors, as lld
- * lays out AMDGPU code objects); the `.kd` symbol at that address names
+ * lays out AMDGPU code objects; the image starts at the BO or at a
+ * 256-byte boundary in it); the `.kd` symbol at that address names
  * the kernel, whose host build (a host code object from
  * AQL_KFD_EMU_KERNELS, colon-separated, as AQL_CUDA_EMU_KERNELS for the
  * CUDA emulation) runs on a private CPU agent over the packet's grid with
@@ -327,11 +328,20 @@ int emu_kernel_dispatch(const struct emu_cp_queue *q, const aql_dispatch_packet 
 		*fault_exec = 1;
 		return -1;
 	}
-	if (kd_name(img, bo.size, p->kernel_object - bo.va, name, sizeof(name))) {
-		emu_memory_gpu_end();
-		return fail(why, why_size, 8, "no .kd symbol at kernel_object 0x%llx in the "
-			    "code object at 0x%llx", (unsigned long long)p->kernel_object,
-			    (unsigned long long)bo.va);
+	/* the image starts at the BO or, where the loader shares a BO among
+	 * code objects, at an AMD_ISA_ALIGN_BYTES (256) boundary below the
+	 * descriptor */
+	for (uint64_t base = (p->kernel_object - bo.va) & ~255ull;; base -= 256) {
+		if (!kd_name(img + base, bo.size - base, p->kernel_object - bo.va - base, name,
+			     sizeof(name)))
+			break;
+		if (base == 0) {
+			emu_memory_gpu_end();
+			return fail(why, why_size, 8, "no .kd symbol at kernel_object 0x%llx in "
+				    "a code object of the BO at 0x%llx",
+				    (unsigned long long)p->kernel_object,
+				    (unsigned long long)bo.va);
+		}
 	}
 	emu_memory_gpu_end();
 	if (p->group_segment_size < kd.group_fixed)
