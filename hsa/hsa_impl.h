@@ -22,6 +22,8 @@
 #ifndef AQL_HSA_IMPL_H
 #define AQL_HSA_IMPL_H
 
+#include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
@@ -40,6 +42,16 @@ enum hsa_rt_region_kind {
 	HSA_RT_REGION_AGENT,		/* the agent's own memory (aql_agent_mem_alloc) */
 };
 
+/*
+ * Timestamps (HSA_SYSTEM_INFO_TIMESTAMP, signal wait timeouts, profiling)
+ * are CLOCK_MONOTONIC nanoseconds, the clock aql's CPU agent stamps
+ * completion signals with; every agent's ticks are the system's.
+ */
+#define HSA_RT_TIMESTAMP_FREQUENCY 1000000000u
+/* Memory regions and pools hand out whole pages (RUNTIME_ALLOC_GRANULE and
+ * RUNTIME_ALLOC_ALIGNMENT of every region and pool). */
+#define HSA_RT_ALLOC_GRANULE 4096u
+
 struct hsa_rt_agent;
 
 struct hsa_rt_region {
@@ -47,6 +59,7 @@ struct hsa_rt_region {
 	enum hsa_rt_region_kind kind;
 	uint32_t global_flags;		/* hsa_region_global_flag_t bits */
 	uint64_t size;			/* bytes the region reports */
+	uint64_t alloc_max;		/* largest allocation (ALLOC_MAX_SIZE) */
 };
 
 struct hsa_rt_isa {
@@ -115,6 +128,26 @@ static inline hsa_status_t hsa_rt_check_init(void)
  * function or feature.
  */
 hsa_status_t hsa_rt_unprovided(hsa_status_t status, const char *what);
+
+/*
+ * A set of live objects, so that a handle is checked before it is
+ * followed: executables, code object readers, signal groups, queues.
+ * Few live at once, so a list is enough.
+ */
+struct hsa_rt_set {
+	pthread_mutex_t lock;
+	void **items;
+	size_t count, cap;
+};
+
+#define HSA_RT_SET_INIT { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0 }
+
+/* Add item: 0, or -1 when out of memory. */
+int hsa_rt_set_add(struct hsa_rt_set *set, void *item);
+/* Remove item: 1 if it was there, else 0 (the handle was not live). */
+int hsa_rt_set_remove(struct hsa_rt_set *set, const void *item);
+/* 1 if item is live. */
+int hsa_rt_set_has(struct hsa_rt_set *set, const void *item);
 
 /* The table entry of a handle, or NULL when it is not one. */
 struct hsa_rt_agent *hsa_rt_agent_from(hsa_agent_t agent);

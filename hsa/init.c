@@ -35,6 +35,10 @@ static void add_region(struct hsa_rt_agent *a, enum hsa_rt_region_kind kind,
 	r->kind = kind;
 	r->global_flags = global_flags;
 	r->size = size;
+	/* Host memory comes from aql's data pools, each a reserve of
+	 * AQL_MEM_DEFAULT_MAX_SIZE bytes. */
+	r->alloc_max = kind == HSA_RT_REGION_AGENT || size < AQL_MEM_DEFAULT_MAX_SIZE
+		       ? size : AQL_MEM_DEFAULT_MAX_SIZE;
 }
 
 /*
