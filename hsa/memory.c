@@ -285,3 +285,17 @@ hsa_status_t hsa_amd_memory_fill(void *ptr, uint32_t value, size_t count)
 		p[i] = value;
 	return HSA_STATUS_SUCCESS;
 }
+
+/* aql does not migrate memory between pools, so no pair of pools can. */
+hsa_status_t hsa_amd_memory_pool_can_migrate(hsa_amd_memory_pool_t src_memory_pool,
+					     hsa_amd_memory_pool_t dst_memory_pool, bool *result)
+{
+	HSA_RT_CHECK_INIT();
+	if (!hsa_rt_region_from(src_memory_pool.handle) || !hsa_rt_region_from(dst_memory_pool.handle))
+		return hsa_rt_fail((hsa_status_t)HSA_STATUS_ERROR_INVALID_MEMORY_POOL,
+				   "a memory pool handle is not a pool");
+	if (!result)
+		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_ARGUMENT, "result is NULL");
+	*result = false;
+	return HSA_STATUS_SUCCESS;
+}
