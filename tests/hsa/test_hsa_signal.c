@@ -59,14 +59,6 @@ static void value_ops(hsa_signal_t s)
 	}
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 struct setter {
 	hsa_signal_t signal;
 	hsa_signal_value_t value;
@@ -101,10 +93,10 @@ static void waits(hsa_signal_t s)
 			CHECK(wait[i](s, HSA_SIGNAL_CONDITION_GTE, 5, UINT64_MAX, hints[h]) == 5, "GTE");
 
 			/* Not met: back after the timeout with the current value. */
-			t0 = now_ns();
+			t0 = ht_now_ns();
 			v = wait[i](s, HSA_SIGNAL_CONDITION_EQ, 0, 2000000, hints[h]);
 			CHECK(v == 5, "timed-out wait %u/%u gives the value: %ld", i, h, (long)v);
-			CHECK(now_ns() - t0 >= 2000000, "timed-out wait %u/%u returned early", i, h);
+			CHECK(ht_now_ns() - t0 >= 2000000, "timed-out wait %u/%u returned early", i, h);
 
 			/* Met by another thread while waiting. */
 			pthread_t t;
