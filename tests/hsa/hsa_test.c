@@ -28,6 +28,19 @@ void ht_require_aql(const char *path)
 	}
 }
 
+void ht_publish(void *slot, uint16_t header, uint16_t setup)
+{
+	__atomic_store_n((uint32_t *)slot, header | (uint32_t)setup << 16, __ATOMIC_RELEASE);
+}
+
+uint16_t ht_header(hsa_packet_type_t type)
+{
+	return (uint16_t)(type << HSA_PACKET_HEADER_TYPE |
+			  1 << HSA_PACKET_HEADER_BARRIER |
+			  HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE |
+			  HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE);
+}
+
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define HT_SANITIZED 1
 #elif defined(__has_feature)

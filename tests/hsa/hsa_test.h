@@ -45,6 +45,21 @@ const char *ht_status_text(hsa_status_t st);
  */
 void ht_require_aql(const char *path);
 
+/* The CPU agent (hsa_iterate_agents, HSA_AGENT_INFO_DEVICE), or exit(1). */
+hsa_agent_t ht_cpu_agent(void);
+
+/* The first global region of agent with all of the flags (hsa_region_global_flag_t), or exit(1). */
+hsa_region_t ht_region(hsa_agent_t agent, uint32_t flags);
+
+/*
+ * Publish a packet written into slot: its header (and setup, in the
+ * same 32-bit store) last, with release order, as HSA asks.
+ */
+void ht_publish(void *slot, uint16_t header, uint16_t setup);
+
+/* A header of type with system-scope fences and the barrier bit. */
+uint16_t ht_header(hsa_packet_type_t type);
+
 /* As tests/helpers.h: a bound for waits, longer under sanitizers. */
 uint64_t ht_timeout_ns(void);
 
