@@ -176,7 +176,7 @@ VALUE_RMW_ALL_ORDERS(CAS)
  * ROCr's BLOCKED waits spin a little before sleeping, as aql's
  * SPIN_BLOCK does; ACTIVE never sleeps.
  */
-static enum aql_wait_hint wait_hint(hsa_wait_state_t hint)
+static enum aql_wait_hint aql_hint(hsa_wait_state_t hint)
 {
 	return hint == HSA_WAIT_STATE_ACTIVE ? AQL_WAIT_ACTIVE : AQL_WAIT_SPIN_BLOCK;
 }
@@ -195,7 +195,7 @@ static hsa_signal_value_t wait_value(hsa_signal_t signal, hsa_signal_condition_t
 	if (!signal.handle)
 		return 0;
 	if (aql_signal_wait(sig(signal), (enum aql_signal_condition)condition, compare_value,
-			    timeout_hint, wait_hint(wait_state_hint), &observed) == AQL_OK)
+			    timeout_hint, aql_hint(wait_state_hint), &observed) == AQL_OK)
 		return observed;
 	return aql_signal_load(sig(signal), order);
 }
@@ -218,7 +218,7 @@ WAIT(acquire, AQL_ACQUIRE)
 /* Up to 64 signals, aql_signal_wait_any()'s limit; UINT32_MAX on timeout. */
 uint32_t hsa_amd_signal_wait_any(uint32_t signal_count, hsa_signal_t *signals,
 				 hsa_signal_condition_t *conds, hsa_signal_value_t *values,
-				 uint64_t timeout_hint, hsa_wait_state_t wait_hint_,
+				 uint64_t timeout_hint, hsa_wait_state_t wait_hint,
 				 hsa_signal_value_t *satisfying_value)
 {
 	aql_signal *s[64];
@@ -234,7 +234,7 @@ uint32_t hsa_amd_signal_wait_any(uint32_t signal_count, hsa_signal_t *signals,
 		s[i] = sig(signals[i]);
 		c[i] = (enum aql_signal_condition)conds[i];
 	}
-	if (aql_signal_wait_any(signal_count, s, c, values, timeout_hint, wait_hint(wait_hint_),
+	if (aql_signal_wait_any(signal_count, s, c, values, timeout_hint, aql_hint(wait_hint),
 				&index, &observed) != AQL_OK)
 		return UINT32_MAX;
 	if (satisfying_value)
@@ -330,7 +330,7 @@ static hsa_status_t group_wait_any(hsa_signal_group_t signal_group,
 		c[i] = (enum aql_signal_condition)conditions[i];
 	}
 	st = aql_signal_wait_any(g->count, g->signals, c, compare_values, AQL_TIMEOUT_INFINITE,
-				 wait_hint(wait_state_hint), &index, &observed);
+				 aql_hint(wait_state_hint), &index, &observed);
 	if (st != AQL_OK)
 		return hsa_rt_from_aql(st, HSA_STATUS_ERROR_INVALID_ARGUMENT);
 	signal->handle = aql_signal_handle(g->signals[index]);
