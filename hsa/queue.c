@@ -29,20 +29,15 @@ static inline aql_amd_queue *amd(const hsa_queue_t *queue)
 	return (aql_amd_queue *)(uintptr_t)queue;
 }
 
+static int is_queue_of(const void *item, const void *key)
+{
+	return (const void *)((const struct rt_queue *)item)->queue->amd == key;
+}
+
 /* The live queue whose control block is queue, or NULL. */
 static struct rt_queue *find_queue(const hsa_queue_t *queue)
 {
-	struct rt_queue *found = NULL;
-
-	pthread_mutex_lock(&queues.lock);
-	for (size_t i = 0; i < queues.count && !found; i++) {
-		struct rt_queue *q = queues.items[i];
-
-		if ((const void *)q->queue->amd == (const void *)queue)
-			found = q;
-	}
-	pthread_mutex_unlock(&queues.lock);
-	return found;
+	return hsa_rt_set_find(&queues, is_queue_of, queue);
 }
 
 /* aql's report of a stopped queue, as HSA's error callback. */
@@ -250,8 +245,9 @@ hsa_status_t hsa_amd_profiling_get_dispatch_time(hsa_agent_t agent, hsa_signal_t
 	if (!hsa_rt_agent_from(agent))
 		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_AGENT, "0x%llx is not an agent",
 				   (unsigned long long)agent.handle);
-	if (!s)
-		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_SIGNAL, "the signal handle is 0");
+	if (!hsa_rt_signal_live(signal))
+		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_SIGNAL, "0x%llx is not a live signal",
+				   (unsigned long long)signal.handle);
 	if (!time)
 		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_ARGUMENT, "time is NULL");
 	time->start = __atomic_load_n(&s->start_ts, __ATOMIC_ACQUIRE);

@@ -5,16 +5,32 @@
  * the handle unchanged. HSA 1.0's acquire/release/acq_rel spellings are
  * the 1.2 scacquire/screlease/scacq_screl forms. The value operations
  * return nothing, so a zero handle is ignored (a load gives 0) rather
- * than followed.
+ * than followed; they take any other handle as it is, as ROCr's do.
+ * Calls that return a status check it against the set of signals made
+ * here, so a signal destroyed twice, or a queue's doorbell, is refused
+ * instead of being handed back to aql's pool.
  */
 #include <stdlib.h>
 #include <aql/signal.h>
 
 #include "hsa_impl.h"
 
+static struct hsa_rt_set signals = HSA_RT_SET_INIT;
+
 static inline aql_signal *sig(hsa_signal_t s)
 {
 	return aql_signal_from_handle(s.handle);
+}
+
+int hsa_rt_signal_live(hsa_signal_t signal)
+{
+	return hsa_rt_set_has(&signals, sig(signal));
+}
+
+static hsa_status_t bad_signal(hsa_signal_t signal)
+{
+	return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_SIGNAL, "0x%llx is not a live signal",
+			   (unsigned long long)signal.handle);
 }
 
 static hsa_status_t check_consumers(uint32_t num_consumers, const hsa_agent_t *consumers)
@@ -55,6 +71,10 @@ hsa_status_t hsa_amd_signal_create(hsa_signal_value_t initial_value, uint32_t nu
 	st = aql_signal_create(initial_value, &s);
 	if (st != AQL_OK)
 		return hsa_rt_from_aql(st, HSA_STATUS_ERROR_OUT_OF_RESOURCES);
+	if (hsa_rt_set_add(&signals, s)) {
+		aql_signal_destroy(s);
+		return hsa_rt_fail(HSA_STATUS_ERROR_OUT_OF_RESOURCES, "no memory to track the signal");
+	}
 	signal->handle = aql_signal_handle(s);
 	return HSA_STATUS_SUCCESS;
 }
@@ -70,11 +90,14 @@ hsa_status_t hsa_signal_destroy(hsa_signal_t signal)
 	aql_status st;
 
 	HSA_RT_CHECK_INIT();
-	if (!signal.handle)
-		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_SIGNAL, "the signal handle is 0");
+	if (!hsa_rt_set_remove(&signals, sig(signal)))
+		return bad_signal(signal);
 	st = aql_signal_destroy(sig(signal));
-	if (st != AQL_OK)
+	if (st != AQL_OK) {
+		/* Still in use by a packet in flight: it stays live. */
+		hsa_rt_set_add(&signals, sig(signal));
 		return hsa_rt_from_aql(st, HSA_STATUS_ERROR_INVALID_SIGNAL);
+	}
 	return HSA_STATUS_SUCCESS;
 }
 
@@ -82,8 +105,8 @@ hsa_status_t hsa_amd_signal_value_pointer(hsa_signal_t signal,
 					  volatile hsa_signal_value_t **value_ptr)
 {
 	HSA_RT_CHECK_INIT();
-	if (!signal.handle)
-		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_SIGNAL, "the signal handle is 0");
+	if (!hsa_rt_signal_live(signal))
+		return bad_signal(signal);
 	if (!value_ptr)
 		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_ARGUMENT, "value_ptr is NULL");
 	*value_ptr = &sig(signal)->value;
@@ -268,9 +291,10 @@ hsa_status_t hsa_signal_group_create(uint32_t num_signals, const hsa_signal_t *s
 	if (st != HSA_STATUS_SUCCESS)
 		return st;
 	for (uint32_t i = 0; i < num_signals; i++) {
-		if (!signals[i].handle)
-			return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_ARGUMENT,
-					   "signals[%u] is 0", i);
+		if (!hsa_rt_signal_live(signals[i]))
+			return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_SIGNAL,
+					   "signals[%u] (0x%llx) is not a live signal", i,
+					   (unsigned long long)signals[i].handle);
 		for (uint32_t j = 0; j < i; j++)
 			if (signals[j].handle == signals[i].handle)
 				return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_ARGUMENT,

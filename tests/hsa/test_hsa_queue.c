@@ -176,6 +176,8 @@ static void barriers(hsa_agent_t cpu)
 	CHECK(held(c), "AND: nothing met yet");
 	hsa_signal_store_screlease(d1, 0);
 	CHECK(held(c), "AND: one of two met");
+	/* A signal a packet in flight uses is not destroyed, and stays live. */
+	CHECK_ST(hsa_signal_destroy(d2), HSA_STATUS_ERROR);
 	hsa_signal_store_screlease(d2, 0);
 	CHECK(done(c), "AND: both met");
 
@@ -281,6 +283,8 @@ int main(int argc, char **argv)
 	error_callback(cpu);
 	CHECK_OK(hsa_queue_create(cpu, 4, HSA_QUEUE_TYPE_SINGLE, NULL, NULL, 0, 0, &q));
 	CHECK_ST(hsa_queue_inactivate(q), HSA_STATUS_ERROR_INVALID_QUEUE);
+	/* The doorbell is the queue's, not the program's to destroy. */
+	CHECK_ST(hsa_signal_destroy(q->doorbell_signal), HSA_STATUS_ERROR_INVALID_SIGNAL);
 	CHECK_ST(hsa_amd_profiling_set_profiler_enabled(NULL, 1), HSA_STATUS_ERROR_INVALID_QUEUE);
 	CHECK_OK(hsa_queue_destroy(q));
 	CHECK_OK(hsa_shut_down());

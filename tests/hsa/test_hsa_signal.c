@@ -151,7 +151,8 @@ static void groups(hsa_signal_t a, hsa_signal_t b)
 static void errors(hsa_signal_t s)
 {
 	hsa_agent_t bogus = { 0x1234 };
-	hsa_signal_t t;
+	hsa_signal_group_t g;
+	hsa_signal_t t, u, v;
 	volatile hsa_signal_value_t *p = NULL;
 	const char *text = NULL;
 
@@ -160,7 +161,19 @@ static void errors(hsa_signal_t s)
 	CHECK_ST(hsa_signal_create(0, 0, NULL, NULL), HSA_STATUS_ERROR_INVALID_ARGUMENT);
 	CHECK_ST(hsa_signal_destroy((hsa_signal_t){ 0 }), HSA_STATUS_ERROR_INVALID_SIGNAL);
 	CHECK_OK(hsa_status_string(HSA_STATUS_ERROR_INVALID_SIGNAL, &text));
-	CHECK(text && strstr(text, "handle is 0"), "the text says why: %s", text ? text : "NULL");
+	CHECK(text && strstr(text, "not a live signal"), "the text says why: %s",
+	      text ? text : "NULL");
+	/* Destroyed twice: refused, and aql's pool hands the signal out once. */
+	CHECK_OK(hsa_signal_create(3, 0, NULL, &t));
+	CHECK_OK(hsa_signal_destroy(t));
+	CHECK_ST(hsa_signal_destroy(t), HSA_STATUS_ERROR_INVALID_SIGNAL);
+	CHECK_ST(hsa_amd_signal_value_pointer(t, &p), HSA_STATUS_ERROR_INVALID_SIGNAL);
+	CHECK_ST(hsa_signal_group_create(1, &t, 0, NULL, &g), HSA_STATUS_ERROR_INVALID_SIGNAL);
+	CHECK_OK(hsa_signal_create(0, 0, NULL, &u));
+	CHECK_OK(hsa_signal_create(0, 0, NULL, &v));
+	CHECK(u.handle != v.handle, "two live signals are two");
+	CHECK_OK(hsa_signal_destroy(u));
+	CHECK_OK(hsa_signal_destroy(v));
 	CHECK_ST(hsa_amd_signal_create(0, 0, NULL, HSA_AMD_SIGNAL_IPC, &t),
 		 HSA_STATUS_ERROR_INVALID_ARGUMENT);
 	CHECK_OK(hsa_amd_signal_value_pointer(s, &p));
