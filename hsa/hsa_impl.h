@@ -152,6 +152,20 @@ int hsa_rt_set_has(struct hsa_rt_set *set, const void *item);
 void *hsa_rt_set_find(struct hsa_rt_set *set, int (*match)(const void *item, const void *key),
 		      const void *key);
 
+/* Remove and return any live item, or NULL when the set is empty. */
+void *hsa_rt_set_pop(struct hsa_rt_set *set);
+
+/*
+ * The last hsa_shut_down() releases what the program left, as ROCr does:
+ * queues first (their processors stop), then executables and readers,
+ * signal groups and signals, and blocks of agent memory, before the
+ * agents are closed. Handles to them are dead afterwards.
+ */
+void hsa_rt_release_queues(void);
+void hsa_rt_release_executables(void);
+void hsa_rt_release_signals(void);
+void hsa_rt_release_memory(void);
+
 /* 1 if signal was made by hsa_signal_create() and not destroyed since. */
 int hsa_rt_signal_live(hsa_signal_t signal);
 

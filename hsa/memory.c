@@ -99,6 +99,16 @@ static hsa_status_t release(void *ptr)
 	return st == AQL_OK ? HSA_STATUS_SUCCESS : hsa_rt_from_aql(st, HSA_STATUS_ERROR_INVALID_ARGUMENT);
 }
 
+void hsa_rt_release_memory(void)
+{
+	struct agent_block *b;
+
+	while ((b = hsa_rt_set_pop(&agent_blocks))) {
+		aql_agent_mem_free(b->owner->agent, b->base);
+		free(b);
+	}
+}
+
 hsa_status_t hsa_memory_allocate(hsa_region_t region, size_t size, void **ptr)
 {
 	struct hsa_rt_region *r;

@@ -132,6 +132,16 @@ hsa_status_t hsa_queue_destroy(hsa_queue_t *queue)
 	return HSA_STATUS_SUCCESS;
 }
 
+void hsa_rt_release_queues(void)
+{
+	struct rt_queue *q;
+
+	while ((q = hsa_rt_set_pop(&queues))) {
+		aql_queue_destroy(q->queue);
+		free(q);
+	}
+}
+
 hsa_status_t hsa_queue_inactivate(hsa_queue_t *queue)
 {
 	HSA_RT_CHECK_INIT();

@@ -118,3 +118,19 @@ void *hsa_rt_set_find(struct hsa_rt_set *set, int (*match)(const void *item, con
 	pthread_mutex_unlock(&set->lock);
 	return found;
 }
+
+void *hsa_rt_set_pop(struct hsa_rt_set *set)
+{
+	void *item = NULL;
+
+	pthread_mutex_lock(&set->lock);
+	for (size_t i = 0; i < set->cap && !item; i++) {
+		if (set->slots[i] && set->slots[i] != TOMBSTONE) {
+			item = set->slots[i];
+			set->slots[i] = TOMBSTONE;
+			set->count--;
+		}
+	}
+	pthread_mutex_unlock(&set->lock);
+	return item;
+}

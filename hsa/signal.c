@@ -327,6 +327,17 @@ hsa_status_t hsa_signal_group_destroy(hsa_signal_group_t signal_group)
 	return HSA_STATUS_SUCCESS;
 }
 
+void hsa_rt_release_signals(void)
+{
+	struct group *g;
+	aql_signal *s;
+
+	while ((g = hsa_rt_set_pop(&groups)))
+		free(g);
+	while ((s = hsa_rt_set_pop(&signals)))
+		aql_signal_destroy(s);
+}
+
 static hsa_status_t group_wait_any(hsa_signal_group_t signal_group,
 				   const hsa_signal_condition_t *conditions,
 				   const hsa_signal_value_t *compare_values,
