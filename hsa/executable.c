@@ -345,36 +345,66 @@ hsa_status_t hsa_executable_validate(hsa_executable_t executable, uint32_t *resu
 }
 
 /*
- * Unload every code object. One still running a kernel (AQL_ERR_BUSY)
- * stays, with the executable, and the call fails naming it.
+ * Unload every code object of e. One still running a kernel
+ * (AQL_ERR_BUSY) stays, with those before it, and its status is returned.
  */
+static aql_status unload(struct executable *e)
+{
+	aql_status st = AQL_OK;
+
+	pthread_mutex_lock(&e->lock);
+	while (e->count && st == AQL_OK) {
+		struct loaded *l = e->loaded[e->count - 1];
+
+		st = aql_code_object_destroy(l->co);
+		if (st == AQL_OK) {
+			free_loaded(l);
+			e->count--;
+		}
+	}
+	pthread_mutex_unlock(&e->lock);
+	return st;
+}
+
+static void free_executable(struct executable *e)
+{
+	pthread_mutex_destroy(&e->lock);
+	free(e->loaded);
+	free(e);
+}
+
+/* A code object still in use by a packet in flight keeps the executable. */
 hsa_status_t hsa_executable_destroy(hsa_executable_t executable)
 {
 	struct executable *e;
-	aql_status st = AQL_OK;
+	aql_status st;
 
 	HSA_RT_CHECK_INIT();
 	e = exec_from(executable);
 	if (!e)
 		return bad_exec(executable);
-	pthread_mutex_lock(&e->lock);
-	while (e->count) {
-		struct loaded *l = e->loaded[e->count - 1];
-
-		st = aql_code_object_destroy(l->co);
-		if (st != AQL_OK)
-			break;
-		free_loaded(l);
-		e->count--;
-	}
-	pthread_mutex_unlock(&e->lock);
+	st = unload(e);
 	if (st != AQL_OK)
 		return hsa_rt_from_aql(st, HSA_STATUS_ERROR_RESOURCE_FREE);
 	hsa_rt_set_remove(&executables, e);
-	pthread_mutex_destroy(&e->lock);
-	free(e->loaded);
-	free(e);
+	free_executable(e);
 	return HSA_STATUS_SUCCESS;
+}
+
+/* After the queues: no kernel of these code objects can be in flight. */
+void hsa_rt_release_executables(void)
+{
+	struct executable *e;
+	struct reader *r;
+
+	while ((e = hsa_rt_set_pop(&executables))) {
+		unload(e);
+		free_executable(e);
+	}
+	while ((r = hsa_rt_set_pop(&readers))) {
+		free(r->owned);
+		free(r);
+	}
 }
 
 hsa_status_t hsa_executable_get_info(hsa_executable_t executable, hsa_executable_info_t attribute,

@@ -131,23 +131,43 @@ hsa_status_t hsa_rt_unprovided(hsa_status_t status, const char *what);
 
 /*
  * A set of live objects, so that a handle is checked before it is
- * followed: executables, code object readers, signal groups, queues.
- * Few live at once, so a list is enough.
+ * followed: signals, signal groups, queues, executables, their symbols,
+ * code object readers, blocks of agent memory (hsa/set.c).
  */
 struct hsa_rt_set {
 	pthread_mutex_t lock;
-	void **items;
-	size_t count, cap;
+	void **slots;
+	size_t cap, count, used;	/* used: count plus tombstones */
 };
 
-#define HSA_RT_SET_INIT { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0 }
+#define HSA_RT_SET_INIT { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0 }
 
-/* Add item: 0, or -1 when out of memory. */
+/* Add item (not NULL, not yet in the set): 0, or -1 when out of memory. */
 int hsa_rt_set_add(struct hsa_rt_set *set, void *item);
 /* Remove item: 1 if it was there, else 0 (the handle was not live). */
 int hsa_rt_set_remove(struct hsa_rt_set *set, const void *item);
 /* 1 if item is live. */
 int hsa_rt_set_has(struct hsa_rt_set *set, const void *item);
+/* A live item that match() accepts for key, or NULL; match runs under the set's lock. */
+void *hsa_rt_set_find(struct hsa_rt_set *set, int (*match)(const void *item, const void *key),
+		      const void *key);
+
+/* Remove and return any live item, or NULL when the set is empty. */
+void *hsa_rt_set_pop(struct hsa_rt_set *set);
+
+/*
+ * The last hsa_shut_down() releases what the program left, as ROCr does:
+ * queues first (their processors stop), then executables and readers,
+ * signal groups and signals, and blocks of agent memory, before the
+ * agents are closed. Handles to them are dead afterwards.
+ */
+void hsa_rt_release_queues(void);
+void hsa_rt_release_executables(void);
+void hsa_rt_release_signals(void);
+void hsa_rt_release_memory(void);
+
+/* 1 if signal was made by hsa_signal_create() and not destroyed since. */
+int hsa_rt_signal_live(hsa_signal_t signal);
 
 /* The table entry of a handle, or NULL when it is not one. */
 struct hsa_rt_agent *hsa_rt_agent_from(hsa_agent_t agent);

@@ -3,7 +3,8 @@
  * hsa_init / hsa_shut_down: a process-wide reference count. The first
  * hsa_init() builds the agent table from libaql's agents (the CPU agent,
  * then every NVIDIA and AMD agent libaql finds); the last hsa_shut_down()
- * closes the agents it opened. The CPU agent is libaql's default agent,
+ * releases what the program left (hsa_impl.h) and closes the agents it
+ * opened. The CPU agent is libaql's default agent,
  * which lives until exit, so a later hsa_init() finds the same one.
  */
 #include <pthread.h>
@@ -128,6 +129,10 @@ static hsa_status_t build_table(void)
 
 static void clear_table(void)
 {
+	hsa_rt_release_queues();
+	hsa_rt_release_executables();
+	hsa_rt_release_signals();
+	hsa_rt_release_memory();
 	for (uint32_t i = 0; i < hsa_rt.agent_count; i++)
 		if (hsa_rt.agents[i].owned)
 			aql_agent_destroy(hsa_rt.agents[i].agent);

@@ -20,21 +20,26 @@ struct agent_block {
 
 static struct hsa_rt_set agent_blocks = HSA_RT_SET_INIT;
 
+struct range {
+	const char *p;
+	size_t size;
+};
+
+static int holds(const void *item, const void *key)
+{
+	const struct agent_block *b = item;
+	const struct range *r = key;
+
+	return r->p >= b->base && r->p < b->base + b->size &&
+	       r->size <= (size_t)(b->base + b->size - r->p);
+}
+
 /* The agent-memory block holding [ptr, ptr + size), or NULL. */
 static struct agent_block *find_block(const void *ptr, size_t size)
 {
-	struct agent_block *found = NULL;
-	const char *p = ptr;
+	struct range r = { ptr, size };
 
-	pthread_mutex_lock(&agent_blocks.lock);
-	for (size_t i = 0; i < agent_blocks.count && !found; i++) {
-		struct agent_block *b = agent_blocks.items[i];
-
-		if (p >= b->base && p < b->base + b->size && size <= (size_t)(b->base + b->size - p))
-			found = b;
-	}
-	pthread_mutex_unlock(&agent_blocks.lock);
-	return found;
+	return hsa_rt_set_find(&agent_blocks, holds, &r);
 }
 
 static hsa_status_t allocate(struct hsa_rt_region *r, size_t size, void **ptr)
@@ -92,6 +97,16 @@ static hsa_status_t release(void *ptr)
 	}
 	st = aql_mem_free_checked(ptr);
 	return st == AQL_OK ? HSA_STATUS_SUCCESS : hsa_rt_from_aql(st, HSA_STATUS_ERROR_INVALID_ARGUMENT);
+}
+
+void hsa_rt_release_memory(void)
+{
+	struct agent_block *b;
+
+	while ((b = hsa_rt_set_pop(&agent_blocks))) {
+		aql_agent_mem_free(b->owner->agent, b->base);
+		free(b);
+	}
 }
 
 hsa_status_t hsa_memory_allocate(hsa_region_t region, size_t size, void **ptr)

@@ -6,9 +6,9 @@
  * doorbell itself drives aql's packet processor directly. The index
  * functions act on amd_queue_t's write_dispatch_id and read_dispatch_id.
  *
- * Every queue stamps completion signals with start and end times, since
- * an aql queue chooses that when it is created and
- * hsa_amd_profiling_set_profiler_enabled() may come at any time after.
+ * Profiling is the ENABLE_PROFILING bit of amd_queue_t's queue_properties,
+ * which the CPU agent reads per packet, as ROCr's CP does; queues start
+ * without it, since stamping costs two clock reads a packet.
  */
 #include <stdlib.h>
 #include <aql/queue.h>
@@ -17,6 +17,7 @@
 
 struct rt_queue {
 	aql_queue *queue;
+	struct hsa_rt_agent *agent;
 	void (*callback)(hsa_status_t status, hsa_queue_t *source, void *data);
 	void *data;
 };
@@ -28,20 +29,15 @@ static inline aql_amd_queue *amd(const hsa_queue_t *queue)
 	return (aql_amd_queue *)(uintptr_t)queue;
 }
 
+static int is_queue_of(const void *item, const void *key)
+{
+	return (const void *)((const struct rt_queue *)item)->queue->amd == key;
+}
+
 /* The live queue whose control block is queue, or NULL. */
 static struct rt_queue *find_queue(const hsa_queue_t *queue)
 {
-	struct rt_queue *found = NULL;
-
-	pthread_mutex_lock(&queues.lock);
-	for (size_t i = 0; i < queues.count && !found; i++) {
-		struct rt_queue *q = queues.items[i];
-
-		if ((const void *)q->queue->amd == (const void *)queue)
-			found = q;
-	}
-	pthread_mutex_unlock(&queues.lock);
-	return found;
+	return hsa_rt_set_find(&queues, is_queue_of, queue);
 }
 
 /* aql's report of a stopped queue, as HSA's error callback. */
@@ -95,11 +91,11 @@ hsa_status_t hsa_queue_create(hsa_agent_t agent, uint32_t size, hsa_queue_type32
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return hsa_rt_fail(HSA_STATUS_ERROR_OUT_OF_RESOURCES, "no memory for the queue");
+	q->agent = a;
 	q->callback = callback;
 	q->data = data;
 	config.size = size;
 	config.type = type == HSA_QUEUE_TYPE_SINGLE ? AQL_QUEUE_SINGLE : AQL_QUEUE_MULTI;
-	config.flags = AQL_QUEUE_PROFILING;
 	if (callback) {
 		config.error_callback = on_error;
 		config.error_user = q;
@@ -136,6 +132,16 @@ hsa_status_t hsa_queue_destroy(hsa_queue_t *queue)
 	return HSA_STATUS_SUCCESS;
 }
 
+void hsa_rt_release_queues(void)
+{
+	struct rt_queue *q;
+
+	while ((q = hsa_rt_set_pop(&queues))) {
+		aql_queue_destroy(q->queue);
+		free(q);
+	}
+}
+
 hsa_status_t hsa_queue_inactivate(hsa_queue_t *queue)
 {
 	HSA_RT_CHECK_INIT();
@@ -156,13 +162,26 @@ hsa_status_t hsa_soft_queue_create(hsa_region_t region, uint32_t size, hsa_queue
 				 "hsa_soft_queue_create (queues served by the program itself)");
 }
 
+/* Packets the processor has not started yet are stamped (or not). */
 hsa_status_t hsa_amd_profiling_set_profiler_enabled(hsa_queue_t *queue, int enable)
 {
+	struct rt_queue *q;
+
 	HSA_RT_CHECK_INIT();
-	if (!queue || !find_queue(queue))
+	q = queue ? find_queue(queue) : NULL;
+	if (!q)
 		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_QUEUE, "%p is not a live queue",
 				   (void *)queue);
-	(void)enable;
+	if (enable && q->agent->info.kind != AQL_AGENT_CPU)
+		return hsa_rt_unprovided(HSA_STATUS_ERROR,
+					 "profiling on a GPU agent's queue (the CPU agent stamps)");
+	if (enable)
+		__atomic_fetch_or(&amd(queue)->queue_properties,
+				  (uint32_t)AQL_AMD_QUEUE_PROPERTY_ENABLE_PROFILING, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_and(&amd(queue)->queue_properties,
+				   ~(uint32_t)AQL_AMD_QUEUE_PROPERTY_ENABLE_PROFILING,
+				   __ATOMIC_RELAXED);
 	return HSA_STATUS_SUCCESS;
 }
 
@@ -236,8 +255,9 @@ hsa_status_t hsa_amd_profiling_get_dispatch_time(hsa_agent_t agent, hsa_signal_t
 	if (!hsa_rt_agent_from(agent))
 		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_AGENT, "0x%llx is not an agent",
 				   (unsigned long long)agent.handle);
-	if (!s)
-		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_SIGNAL, "the signal handle is 0");
+	if (!hsa_rt_signal_live(signal))
+		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_SIGNAL, "0x%llx is not a live signal",
+				   (unsigned long long)signal.handle);
 	if (!time)
 		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_ARGUMENT, "time is NULL");
 	time->start = __atomic_load_n(&s->start_ts, __ATOMIC_ACQUIRE);

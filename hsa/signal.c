@@ -5,16 +5,32 @@
  * the handle unchanged. HSA 1.0's acquire/release/acq_rel spellings are
  * the 1.2 scacquire/screlease/scacq_screl forms. The value operations
  * return nothing, so a zero handle is ignored (a load gives 0) rather
- * than followed.
+ * than followed; they take any other handle as it is, as ROCr's do.
+ * Calls that return a status check it against the set of signals made
+ * here, so a signal destroyed twice, or a queue's doorbell, is refused
+ * instead of being handed back to aql's pool.
  */
 #include <stdlib.h>
 #include <aql/signal.h>
 
 #include "hsa_impl.h"
 
+static struct hsa_rt_set signals = HSA_RT_SET_INIT;
+
 static inline aql_signal *sig(hsa_signal_t s)
 {
 	return aql_signal_from_handle(s.handle);
+}
+
+int hsa_rt_signal_live(hsa_signal_t signal)
+{
+	return hsa_rt_set_has(&signals, sig(signal));
+}
+
+static hsa_status_t bad_signal(hsa_signal_t signal)
+{
+	return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_SIGNAL, "0x%llx is not a live signal",
+			   (unsigned long long)signal.handle);
 }
 
 static hsa_status_t check_consumers(uint32_t num_consumers, const hsa_agent_t *consumers)
@@ -55,6 +71,10 @@ hsa_status_t hsa_amd_signal_create(hsa_signal_value_t initial_value, uint32_t nu
 	st = aql_signal_create(initial_value, &s);
 	if (st != AQL_OK)
 		return hsa_rt_from_aql(st, HSA_STATUS_ERROR_OUT_OF_RESOURCES);
+	if (hsa_rt_set_add(&signals, s)) {
+		aql_signal_destroy(s);
+		return hsa_rt_fail(HSA_STATUS_ERROR_OUT_OF_RESOURCES, "no memory to track the signal");
+	}
 	signal->handle = aql_signal_handle(s);
 	return HSA_STATUS_SUCCESS;
 }
@@ -70,11 +90,14 @@ hsa_status_t hsa_signal_destroy(hsa_signal_t signal)
 	aql_status st;
 
 	HSA_RT_CHECK_INIT();
-	if (!signal.handle)
-		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_SIGNAL, "the signal handle is 0");
+	if (!hsa_rt_set_remove(&signals, sig(signal)))
+		return bad_signal(signal);
 	st = aql_signal_destroy(sig(signal));
-	if (st != AQL_OK)
+	if (st != AQL_OK) {
+		/* Still in use by a packet in flight: it stays live. */
+		hsa_rt_set_add(&signals, sig(signal));
 		return hsa_rt_from_aql(st, HSA_STATUS_ERROR_INVALID_SIGNAL);
+	}
 	return HSA_STATUS_SUCCESS;
 }
 
@@ -82,8 +105,8 @@ hsa_status_t hsa_amd_signal_value_pointer(hsa_signal_t signal,
 					  volatile hsa_signal_value_t **value_ptr)
 {
 	HSA_RT_CHECK_INIT();
-	if (!signal.handle)
-		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_SIGNAL, "the signal handle is 0");
+	if (!hsa_rt_signal_live(signal))
+		return bad_signal(signal);
 	if (!value_ptr)
 		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_ARGUMENT, "value_ptr is NULL");
 	*value_ptr = &sig(signal)->value;
@@ -176,7 +199,7 @@ VALUE_RMW_ALL_ORDERS(CAS)
  * ROCr's BLOCKED waits spin a little before sleeping, as aql's
  * SPIN_BLOCK does; ACTIVE never sleeps.
  */
-static enum aql_wait_hint wait_hint(hsa_wait_state_t hint)
+static enum aql_wait_hint aql_hint(hsa_wait_state_t hint)
 {
 	return hint == HSA_WAIT_STATE_ACTIVE ? AQL_WAIT_ACTIVE : AQL_WAIT_SPIN_BLOCK;
 }
@@ -195,7 +218,7 @@ static hsa_signal_value_t wait_value(hsa_signal_t signal, hsa_signal_condition_t
 	if (!signal.handle)
 		return 0;
 	if (aql_signal_wait(sig(signal), (enum aql_signal_condition)condition, compare_value,
-			    timeout_hint, wait_hint(wait_state_hint), &observed) == AQL_OK)
+			    timeout_hint, aql_hint(wait_state_hint), &observed) == AQL_OK)
 		return observed;
 	return aql_signal_load(sig(signal), order);
 }
@@ -218,7 +241,7 @@ WAIT(acquire, AQL_ACQUIRE)
 /* Up to 64 signals, aql_signal_wait_any()'s limit; UINT32_MAX on timeout. */
 uint32_t hsa_amd_signal_wait_any(uint32_t signal_count, hsa_signal_t *signals,
 				 hsa_signal_condition_t *conds, hsa_signal_value_t *values,
-				 uint64_t timeout_hint, hsa_wait_state_t wait_hint_,
+				 uint64_t timeout_hint, hsa_wait_state_t wait_hint,
 				 hsa_signal_value_t *satisfying_value)
 {
 	aql_signal *s[64];
@@ -234,7 +257,7 @@ uint32_t hsa_amd_signal_wait_any(uint32_t signal_count, hsa_signal_t *signals,
 		s[i] = sig(signals[i]);
 		c[i] = (enum aql_signal_condition)conds[i];
 	}
-	if (aql_signal_wait_any(signal_count, s, c, values, timeout_hint, wait_hint(wait_hint_),
+	if (aql_signal_wait_any(signal_count, s, c, values, timeout_hint, aql_hint(wait_hint),
 				&index, &observed) != AQL_OK)
 		return UINT32_MAX;
 	if (satisfying_value)
@@ -268,9 +291,10 @@ hsa_status_t hsa_signal_group_create(uint32_t num_signals, const hsa_signal_t *s
 	if (st != HSA_STATUS_SUCCESS)
 		return st;
 	for (uint32_t i = 0; i < num_signals; i++) {
-		if (!signals[i].handle)
-			return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_ARGUMENT,
-					   "signals[%u] is 0", i);
+		if (!hsa_rt_signal_live(signals[i]))
+			return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_SIGNAL,
+					   "signals[%u] (0x%llx) is not a live signal", i,
+					   (unsigned long long)signals[i].handle);
 		for (uint32_t j = 0; j < i; j++)
 			if (signals[j].handle == signals[i].handle)
 				return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_ARGUMENT,
@@ -303,6 +327,17 @@ hsa_status_t hsa_signal_group_destroy(hsa_signal_group_t signal_group)
 	return HSA_STATUS_SUCCESS;
 }
 
+void hsa_rt_release_signals(void)
+{
+	struct group *g;
+	aql_signal *s;
+
+	while ((g = hsa_rt_set_pop(&groups)))
+		free(g);
+	while ((s = hsa_rt_set_pop(&signals)))
+		aql_signal_destroy(s);
+}
+
 static hsa_status_t group_wait_any(hsa_signal_group_t signal_group,
 				   const hsa_signal_condition_t *conditions,
 				   const hsa_signal_value_t *compare_values,
@@ -330,7 +365,7 @@ static hsa_status_t group_wait_any(hsa_signal_group_t signal_group,
 		c[i] = (enum aql_signal_condition)conditions[i];
 	}
 	st = aql_signal_wait_any(g->count, g->signals, c, compare_values, AQL_TIMEOUT_INFINITE,
-				 wait_hint(wait_state_hint), &index, &observed);
+				 aql_hint(wait_state_hint), &index, &observed);
 	if (st != AQL_OK)
 		return hsa_rt_from_aql(st, HSA_STATUS_ERROR_INVALID_ARGUMENT);
 	signal->handle = aql_signal_handle(g->signals[index]);

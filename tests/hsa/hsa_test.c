@@ -3,6 +3,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "hsa_test.h"
 
@@ -56,6 +57,14 @@ uint64_t ht_timeout_ns(void)
 #else
 	return 10000000000ull;
 #endif
+}
+
+uint64_t ht_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 int ht_finish(void)

@@ -63,6 +63,9 @@ uint16_t ht_header(hsa_packet_type_t type);
 /* As tests/helpers.h: a bound for waits, longer under sanitizers. */
 uint64_t ht_timeout_ns(void);
 
+/* CLOCK_MONOTONIC, ns. */
+uint64_t ht_now_ns(void);
+
 /* Print "N passed, M failed" and return the exit status. */
 int ht_finish(void);
 

@@ -86,9 +86,6 @@ static void indices(hsa_agent_t cpu)
 	static const store_fn store_w[] = { hsa_queue_store_write_index_relaxed,
 					    hsa_queue_store_write_index_screlease,
 					    hsa_queue_store_write_index_release };
-	static const store_fn store_r[] = { hsa_queue_store_read_index_relaxed,
-					    hsa_queue_store_read_index_screlease,
-					    hsa_queue_store_read_index_release };
 	hsa_queue_t *q;
 	uint64_t w = 0;
 
@@ -115,10 +112,9 @@ static void indices(hsa_agent_t cpu)
 	for (unsigned i = 0; i < 3; i++) {
 		store_w[i](q, 100 + i);
 		CHECK(load_w[i](q) == 100 + i, "store write index %u", i);
-		/* The read index is the processor's; storing its own value keeps it. */
-		store_r[i](q, load_r[i](q));
-		CHECK(load_r[i](q) == 0, "store read index %u", i);
 	}
+	/* The read index is the packet processor's to store (aql's, as the CP's
+	 * on ROCr), so the store_read_index functions are not called here. */
 	store_w[0](q, 0);
 	CHECK_OK(hsa_queue_destroy(q));
 	CHECK_ST(hsa_queue_destroy(q), HSA_STATUS_ERROR_INVALID_QUEUE);
@@ -151,11 +147,26 @@ static void barriers(hsa_agent_t cpu)
 		ok = done(c);
 	}
 	CHECK(ok, "25 barriers through a 4-slot ring");
+	/* The processor moves the read index on after the completion signal. */
+	for (uint64_t t0 = ht_now_ns(); hsa_queue_load_read_index_scacquire(q) != 25 &&
+					ht_now_ns() - t0 < ht_timeout_ns();)
+		;
 	CHECK(hsa_queue_load_read_index_scacquire(q) == 25, "read index %llu",
 	      (unsigned long long)hsa_queue_load_read_index_scacquire(q));
 	CHECK_OK(hsa_amd_profiling_get_dispatch_time(cpu, c, &t));
 	CHECK(t.start && t.start <= t.end, "dispatch time %llu..%llu",
 	      (unsigned long long)t.start, (unsigned long long)t.end);
+
+	/* Profiling off: a new signal keeps its zero stamps. */
+	CHECK_OK(hsa_amd_profiling_set_profiler_enabled(q, 0));
+	and_.completion_signal = d1;
+	submit(q, &and_, ht_header(HSA_PACKET_TYPE_BARRIER_AND));
+	CHECK(done(d1), "unprofiled barrier");
+	CHECK_OK(hsa_amd_profiling_get_dispatch_time(cpu, d1, &t));
+	CHECK(t.start == 0 && t.end == 0, "no stamps: %llu..%llu",
+	      (unsigned long long)t.start, (unsigned long long)t.end);
+	hsa_signal_store_relaxed(d1, 1);
+	and_.completion_signal = c;
 
 	/* AND waits for every dependency. */
 	and_.dep_signal[0] = d1;
@@ -165,6 +176,8 @@ static void barriers(hsa_agent_t cpu)
 	CHECK(held(c), "AND: nothing met yet");
 	hsa_signal_store_screlease(d1, 0);
 	CHECK(held(c), "AND: one of two met");
+	/* A signal a packet in flight uses is not destroyed, and stays live. */
+	CHECK_ST(hsa_signal_destroy(d2), HSA_STATUS_ERROR);
 	hsa_signal_store_screlease(d2, 0);
 	CHECK(done(c), "AND: both met");
 
@@ -270,6 +283,8 @@ int main(int argc, char **argv)
 	error_callback(cpu);
 	CHECK_OK(hsa_queue_create(cpu, 4, HSA_QUEUE_TYPE_SINGLE, NULL, NULL, 0, 0, &q));
 	CHECK_ST(hsa_queue_inactivate(q), HSA_STATUS_ERROR_INVALID_QUEUE);
+	/* The doorbell is the queue's, not the program's to destroy. */
+	CHECK_ST(hsa_signal_destroy(q->doorbell_signal), HSA_STATUS_ERROR_INVALID_SIGNAL);
 	CHECK_ST(hsa_amd_profiling_set_profiler_enabled(NULL, 1), HSA_STATUS_ERROR_INVALID_QUEUE);
 	CHECK_OK(hsa_queue_destroy(q));
 	CHECK_OK(hsa_shut_down());

@@ -59,14 +59,6 @@ static void value_ops(hsa_signal_t s)
 	}
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 struct setter {
 	hsa_signal_t signal;
 	hsa_signal_value_t value;
@@ -101,10 +93,10 @@ static void waits(hsa_signal_t s)
 			CHECK(wait[i](s, HSA_SIGNAL_CONDITION_GTE, 5, UINT64_MAX, hints[h]) == 5, "GTE");
 
 			/* Not met: back after the timeout with the current value. */
-			t0 = now_ns();
+			t0 = ht_now_ns();
 			v = wait[i](s, HSA_SIGNAL_CONDITION_EQ, 0, 2000000, hints[h]);
 			CHECK(v == 5, "timed-out wait %u/%u gives the value: %ld", i, h, (long)v);
-			CHECK(now_ns() - t0 >= 2000000, "timed-out wait %u/%u returned early", i, h);
+			CHECK(ht_now_ns() - t0 >= 2000000, "timed-out wait %u/%u returned early", i, h);
 
 			/* Met by another thread while waiting. */
 			pthread_t t;
@@ -159,7 +151,8 @@ static void groups(hsa_signal_t a, hsa_signal_t b)
 static void errors(hsa_signal_t s)
 {
 	hsa_agent_t bogus = { 0x1234 };
-	hsa_signal_t t;
+	hsa_signal_group_t g;
+	hsa_signal_t t, u, v;
 	volatile hsa_signal_value_t *p = NULL;
 	const char *text = NULL;
 
@@ -168,7 +161,19 @@ static void errors(hsa_signal_t s)
 	CHECK_ST(hsa_signal_create(0, 0, NULL, NULL), HSA_STATUS_ERROR_INVALID_ARGUMENT);
 	CHECK_ST(hsa_signal_destroy((hsa_signal_t){ 0 }), HSA_STATUS_ERROR_INVALID_SIGNAL);
 	CHECK_OK(hsa_status_string(HSA_STATUS_ERROR_INVALID_SIGNAL, &text));
-	CHECK(text && strstr(text, "handle is 0"), "the text says why: %s", text ? text : "NULL");
+	CHECK(text && strstr(text, "not a live signal"), "the text says why: %s",
+	      text ? text : "NULL");
+	/* Destroyed twice: refused, and aql's pool hands the signal out once. */
+	CHECK_OK(hsa_signal_create(3, 0, NULL, &t));
+	CHECK_OK(hsa_signal_destroy(t));
+	CHECK_ST(hsa_signal_destroy(t), HSA_STATUS_ERROR_INVALID_SIGNAL);
+	CHECK_ST(hsa_amd_signal_value_pointer(t, &p), HSA_STATUS_ERROR_INVALID_SIGNAL);
+	CHECK_ST(hsa_signal_group_create(1, &t, 0, NULL, &g), HSA_STATUS_ERROR_INVALID_SIGNAL);
+	CHECK_OK(hsa_signal_create(0, 0, NULL, &u));
+	CHECK_OK(hsa_signal_create(0, 0, NULL, &v));
+	CHECK(u.handle != v.handle, "two live signals are two");
+	CHECK_OK(hsa_signal_destroy(u));
+	CHECK_OK(hsa_signal_destroy(v));
 	CHECK_ST(hsa_amd_signal_create(0, 0, NULL, HSA_AMD_SIGNAL_IPC, &t),
 		 HSA_STATUS_ERROR_INVALID_ARGUMENT);
 	CHECK_OK(hsa_amd_signal_value_pointer(s, &p));
