@@ -73,11 +73,14 @@ def main():
     check(m is not None and os.path.realpath(m.group(1)) == os.path.realpath(lib),
           'rocminfo loads %s (got %s)' % (lib, m.group(1) if m else None))
 
-    # Under ASan or TSan the runtime must come first in a program built
-    # without it; rocminfo's own leaks (its ISA names) are not aql's.
-    preload = sanitizer_runtimes(lib) + [os.path.abspath(args.shim)]
+    # Under ASan or TSan, rocminfo (built without them) must preload the
+    # library's sanitizer runtime. The shim goes first all the same: a
+    # runtime ahead of it would intercept rocminfo's calls and make them
+    # from its own code, which the shim passes through. ASan is told not
+    # to insist on coming first; rocminfo's own leaks are not aql's.
+    preload = [os.path.abspath(args.shim)] + sanitizer_runtimes(lib)
     env['LD_PRELOAD'] = ':'.join(preload)
-    env['ASAN_OPTIONS'] = env.get('ASAN_OPTIONS', '') + ':detect_leaks=0'
+    env['ASAN_OPTIONS'] = env.get('ASAN_OPTIONS', '') + ':verify_asan_link_order=0:detect_leaks=0'
 
     info = json.loads(subprocess.run([args.info, '--json'], env=env, stdout=subprocess.PIPE,
                                      text=True, check=True, timeout=TIMEOUT).stdout)
