@@ -14,11 +14,12 @@ exec 3>&1 1>&2
 # optional peer of aql-bench --load; liburing reads files into buffers;
 # spin checks the channel protocol's model (tests/model); zlib and zstd
 # decompress offload bundles; librocrand1 (and python3-yaml for
-# llvm-readelf's notes) is the real HIP library tests/bundles checks.
+# llvm-readelf's notes) is the real HIP library tests/bundles checks;
+# rocminfo (built for ROCr) runs on aql's libhsa-runtime64 (tests/hsa).
 packages=(gcc meson ninja-build pkg-config libhsa-runtime-dev libelf-dev liburing-dev spin
 	zlib1g-dev libzstd-dev librocrand1 python3-yaml
 	clang-14 lld-14 llvm-14 clang-tools-14 libclang-rt-14-dev
-	clang-16 lld-16 llvm-16 libamd-comgr-dev)
+	clang-16 lld-16 llvm-16 libamd-comgr-dev rocminfo)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

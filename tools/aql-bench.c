@@ -5,7 +5,8 @@
  * mode runs per invocation; each mode's file in tools/bench/ says what its
  * metrics measure and how:
  *
- *	(default)	dispatch.c: dispatch round trips and throughput
+ *	(default)	dispatch.c: dispatch round trips and throughput, and
+ *			hsa.c: the same through aql's libhsa-runtime64.so.1
  *	--load FILE	load.c: code-object loading, metadata vs comgr
  *	--read FILE	read.c: file loads, io_uring vs read()
  *	--channel	channel.c: device-to-host channels, vs DPDK rte_ring

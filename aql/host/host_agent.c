@@ -71,7 +71,6 @@ struct processor {
 	struct host_agent *agent;
 	struct aql_wg_exec *exec;
 	pthread_t thread;
-	int profiling;
 };
 
 enum outcome { DONE, STOPPED, FAILED };
@@ -316,10 +315,14 @@ static enum outcome process(struct processor *p, aql_packet *slot, uint16_t head
 	uint64_t start = 0, handle;
 	enum outcome out;
 	aql_signal *signal;
+	/* Read per packet, as a CP reads it: the HSA layer's
+	 * hsa_amd_profiling_set_profiler_enabled() flips it on a live queue. */
+	int profiling = __atomic_load_n(&p->q->pub.amd->queue_properties, __ATOMIC_RELAXED) &
+			AQL_AMD_QUEUE_PROPERTY_ENABLE_PROFILING;
 
 	/* Any acquire scope is already met: the header and every dependency
 	 * signal are loaded with acquire order, and host memory is coherent. */
-	if (p->profiling)
+	if (profiling)
 		start = aql_now_ns();
 	out = run_packet(p, slot, header, id);
 	if (out != DONE)
@@ -328,9 +331,10 @@ static enum outcome process(struct processor *p, aql_packet *slot, uint16_t head
 	aql_queue_finish(slot);
 	if (handle) {
 		signal = aql_signal_from_handle(handle);
-		if (p->profiling) {
-			signal->start_ts = start;
-			signal->end_ts = aql_now_ns();
+		/* Atomic: packets of several queues may share the signal. */
+		if (profiling) {
+			__atomic_store_n(&signal->start_ts, start, __ATOMIC_RELAXED);
+			__atomic_store_n(&signal->end_ts, aql_now_ns(), __ATOMIC_RELAXED);
 		}
 		/* The release fence scope becomes the decrement's order. */
 		aql_signal_sub(signal, 1, aql_header_release(header) != AQL_FENCE_NONE
@@ -417,7 +421,6 @@ static aql_status queue_attach(aql_agent *agent, struct aql_queue_impl *q)
 		return aql_fail(AQL_ERR_NOMEM, "CPU agent: no memory for a packet processor");
 	*p = (struct processor){ .q = q, .agent = host(agent) };
 	p->stop.kind = AQL_SIGNAL_KIND_USER;
-	p->profiling = (q->flags & AQL_QUEUE_PROFILING) != 0;
 	st = aql_wg_exec_create(MAX_WORKGROUP, &p->exec);
 	if (st != AQL_OK) {
 		free(p);

@@ -61,6 +61,8 @@ _Static_assert(sizeof(aql_amd_queue) == 256, "amd_queue_t is 256 bytes");
 
 enum aql_amd_queue_property {
 	AQL_AMD_QUEUE_PROPERTY_IS_PTR64 = 1u << 1,
+	/* Set from AQL_QUEUE_PROFILING; the CPU agent reads it per packet,
+	 * so setting or clearing it later turns the stamps on or off. */
 	AQL_AMD_QUEUE_PROPERTY_ENABLE_PROFILING = 1u << 3,
 };
 

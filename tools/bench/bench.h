@@ -143,6 +143,17 @@ int bench_launch_raw(struct ctx *ctx, struct result *res);
 int bench_launch_typed(struct ctx *ctx, struct result *res);
 int bench_launch_overhead(struct ctx *ctx, struct result *res);
 
+/* dispatch.c's empty host-kernel dispatch; completion may be NULL. */
+aql_packet empty_dispatch(int barrier, aql_signal *completion);
+
+#ifdef AQL_BENCH_HSA
+int bench_rtt_spin_hsa(struct ctx *ctx, struct result *res);
+int bench_rtt_block_hsa(struct ctx *ctx, struct result *res);
+int bench_tput_hsa(struct ctx *ctx, struct result *res);
+/* hsa_shut_down() of the library the HSA rows loaded, if they did. */
+void bench_hsa_cleanup(void);
+#endif
+
 extern const struct mode bench_mode_dispatch;
 extern const struct mode bench_mode_load;
 extern const struct mode bench_mode_read;

@@ -82,7 +82,7 @@ static const aql_host_kernel_descriptor empty_kd =
 
 static _Alignas(16) struct empty_kernarg empty_args;
 
-static aql_packet empty_dispatch(int barrier, aql_signal *completion)
+aql_packet empty_dispatch(int barrier, aql_signal *completion)
 {
 	aql_packet p;
 	aql_dispatch_packet *d = &p.dispatch;
@@ -677,6 +677,11 @@ static const struct bench dispatch_benches[] = {
 	{ "launch_raw_ns",		 bench_launch_raw },
 	{ "launch_typed_ns",		 bench_launch_typed },
 	{ "launch_overhead_ns",		 bench_launch_overhead },
+#ifdef AQL_BENCH_HSA
+	{ "dispatch_rtt_spin_hsa",	 bench_rtt_spin_hsa },
+	{ "dispatch_rtt_block_hsa",	 bench_rtt_block_hsa },
+	{ "dispatch_throughput_hsa",	 bench_tput_hsa },
+#endif
 };
 
 static const struct goal dispatch_goals[] = {
@@ -701,7 +706,27 @@ static const struct goal dispatch_goals[] = {
 	{ "goal_launch_overhead_ns",
 	  "launch_overhead_ns p50 (ns, 4-argument kernel)",
 	  "launch_overhead_ns", NULL, false, 50, "ns" },
+#ifdef AQL_BENCH_HSA
+	/* What the HSA layer (hsa.c) adds: at most 5 %. */
+	{ "ratio_dispatch_rtt_spin_hsa_vs_native",
+	  "dispatch_rtt_spin_hsa p50 / dispatch_rtt_spin p50",
+	  "dispatch_rtt_spin_hsa", "dispatch_rtt_spin", false, 1.05, NULL },
+	{ "ratio_dispatch_rtt_block_hsa_vs_native",
+	  "dispatch_rtt_block_hsa p50 / dispatch_rtt_block p50",
+	  "dispatch_rtt_block_hsa", "dispatch_rtt_block", false, 1.05, NULL },
+	{ "ratio_dispatch_throughput_hsa_vs_native",
+	  "dispatch_throughput_hsa / dispatch_throughput",
+	  "dispatch_throughput_hsa", "dispatch_throughput", true, 0.95, NULL },
+#endif
 };
+
+#ifdef AQL_BENCH_HSA
+static void dispatch_cleanup(struct ctx *ctx)
+{
+	(void)ctx;
+	bench_hsa_cleanup();
+}
+#endif
 
 const struct mode bench_mode_dispatch = {
 	.name = "dispatch",
@@ -710,4 +735,7 @@ const struct mode bench_mode_dispatch = {
 	.goals = dispatch_goals,
 	.ngoals = ARRAY_SIZE(dispatch_goals),
 	.banner = dispatch_banner,
+#ifdef AQL_BENCH_HSA
+	.cleanup = dispatch_cleanup,
+#endif
 };

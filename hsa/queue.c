@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Queues: the hsa_queue_t a program gets is the first member of the aql
+ * queue's amd_queue_t, so the ring, the doorbell signal and both indices
+ * are aql's own, and a program that writes packets and rings the
+ * doorbell itself drives aql's packet processor directly. The index
+ * functions act on amd_queue_t's write_dispatch_id and read_dispatch_id.
+ *
+ * Profiling is the ENABLE_PROFILING bit of amd_queue_t's queue_properties,
+ * which the CPU agent reads per packet, as ROCr's CP does; queues start
+ * without it, since stamping costs two clock reads a packet.
+ */
+#include <stdlib.h>
+#include <aql/queue.h>
+
+#include "hsa_impl.h"
+
+struct rt_queue {
+	aql_queue *queue;
+	struct hsa_rt_agent *agent;
+	void (*callback)(hsa_status_t status, hsa_queue_t *source, void *data);
+	void *data;
+};
+
+static struct hsa_rt_set queues = HSA_RT_SET_INIT;
+
+static inline aql_amd_queue *amd(const hsa_queue_t *queue)
+{
+	return (aql_amd_queue *)(uintptr_t)queue;
+}
+
+static int is_queue_of(const void *item, const void *key)
+{
+	return (const void *)((const struct rt_queue *)item)->queue->amd == key;
+}
+
+/* The live queue whose control block is queue, or NULL. */
+static struct rt_queue *find_queue(const hsa_queue_t *queue)
+{
+	return hsa_rt_set_find(&queues, is_queue_of, queue);
+}
+
+/* aql's report of a stopped queue, as HSA's error callback. */
+static void on_error(aql_queue *queue, aql_status status, const char *message, void *user)
+{
+	struct rt_queue *q = user;
+	hsa_status_t st = status == AQL_ERR_QUEUE_ERROR ? HSA_STATUS_ERROR_INVALID_PACKET_FORMAT
+							: HSA_STATUS_ERROR;
+
+	hsa_rt_fail(st, "%s", message);
+	q->callback(st, (hsa_queue_t *)(void *)queue->amd, q->data);
+}
+
+hsa_status_t hsa_queue_create(hsa_agent_t agent, uint32_t size, hsa_queue_type32_t type,
+			      void (*callback)(hsa_status_t status, hsa_queue_t *source,
+					       void *data),
+			      void *data, uint32_t private_segment_size,
+			      uint32_t group_segment_size, hsa_queue_t **queue)
+{
+	struct hsa_rt_agent *a;
+	struct rt_queue *q;
+	aql_queue_config config = { 0 };
+	aql_status st;
+
+	HSA_RT_CHECK_INIT();
+	a = hsa_rt_agent_from(agent);
+	if (!a)
+		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_AGENT, "0x%llx is not an agent",
+				   (unsigned long long)agent.handle);
+	if (!queue)
+		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_ARGUMENT, "queue is NULL");
+	if (!size || (size & (size - 1)) || size > a->info.max_queue_size)
+		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_ARGUMENT,
+				   "queue size %u: must be a power of two up to %u for %s",
+				   size, a->info.max_queue_size, a->info.name);
+	if (type != HSA_QUEUE_TYPE_MULTI && type != HSA_QUEUE_TYPE_SINGLE)
+		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_ARGUMENT,
+				   "queue type %u: aql has MULTI and SINGLE queues", type);
+	/* UINT32_MAX asks for the default; anything else must fit the agent. */
+	if (private_segment_size != UINT32_MAX &&
+	    private_segment_size > a->info.max_private_segment_size)
+		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_ARGUMENT,
+				   "private_segment_size %u is over %s's %u bytes",
+				   private_segment_size, a->info.name,
+				   a->info.max_private_segment_size);
+	if (group_segment_size != UINT32_MAX &&
+	    group_segment_size > a->info.max_group_segment_size)
+		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_ARGUMENT,
+				   "group_segment_size %u is over %s's %u bytes",
+				   group_segment_size, a->info.name, a->info.max_group_segment_size);
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return hsa_rt_fail(HSA_STATUS_ERROR_OUT_OF_RESOURCES, "no memory for the queue");
+	q->agent = a;
+	q->callback = callback;
+	q->data = data;
+	config.size = size;
+	config.type = type == HSA_QUEUE_TYPE_SINGLE ? AQL_QUEUE_SINGLE : AQL_QUEUE_MULTI;
+	if (callback) {
+		config.error_callback = on_error;
+		config.error_user = q;
+	}
+	st = aql_queue_create(a->agent, &config, &q->queue);
+	if (st != AQL_OK) {
+		free(q);
+		return hsa_rt_from_aql(st, HSA_STATUS_ERROR_INVALID_QUEUE_CREATION);
+	}
+	if (hsa_rt_set_add(&queues, q)) {
+		aql_queue_destroy(q->queue);
+		free(q);
+		return hsa_rt_fail(HSA_STATUS_ERROR_OUT_OF_RESOURCES, "no memory for the queue");
+	}
+	*queue = (hsa_queue_t *)(void *)q->queue->amd;
+	return HSA_STATUS_SUCCESS;
+}
+
+hsa_status_t hsa_queue_destroy(hsa_queue_t *queue)
+{
+	struct rt_queue *q;
+	aql_status st;
+
+	HSA_RT_CHECK_INIT();
+	q = queue ? find_queue(queue) : NULL;
+	if (!q)
+		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_QUEUE, "%p is not a live queue",
+				   (void *)queue);
+	st = aql_queue_destroy(q->queue);
+	if (st != AQL_OK)
+		return hsa_rt_from_aql(st, HSA_STATUS_ERROR_INVALID_QUEUE);
+	hsa_rt_set_remove(&queues, q);
+	free(q);
+	return HSA_STATUS_SUCCESS;
+}
+
+void hsa_rt_release_queues(void)
+{
+	struct rt_queue *q;
+
+	while ((q = hsa_rt_set_pop(&queues))) {
+		aql_queue_destroy(q->queue);
+		free(q);
+	}
+}
+
+hsa_status_t hsa_queue_inactivate(hsa_queue_t *queue)
+{
+	HSA_RT_CHECK_INIT();
+	if (!queue || !find_queue(queue))
+		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_QUEUE, "%p is not a live queue",
+				   (void *)queue);
+	return hsa_rt_unprovided(HSA_STATUS_ERROR_INVALID_QUEUE,
+				 "hsa_queue_inactivate (aql's queues run until destroyed)");
+}
+
+hsa_status_t hsa_soft_queue_create(hsa_region_t region, uint32_t size, hsa_queue_type32_t type,
+				   uint32_t features, hsa_signal_t doorbell_signal,
+				   hsa_queue_t **queue)
+{
+	(void)region, (void)size, (void)type, (void)features, (void)doorbell_signal, (void)queue;
+	HSA_RT_CHECK_INIT();
+	return hsa_rt_unprovided(HSA_STATUS_ERROR_OUT_OF_RESOURCES,
+				 "hsa_soft_queue_create (queues served by the program itself)");
+}
+
+/* Packets the processor has not started yet are stamped (or not). */
+hsa_status_t hsa_amd_profiling_set_profiler_enabled(hsa_queue_t *queue, int enable)
+{
+	struct rt_queue *q;
+
+	HSA_RT_CHECK_INIT();
+	q = queue ? find_queue(queue) : NULL;
+	if (!q)
+		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_QUEUE, "%p is not a live queue",
+				   (void *)queue);
+	if (enable && q->agent->info.kind != AQL_AGENT_CPU)
+		return hsa_rt_unprovided(HSA_STATUS_ERROR,
+					 "profiling on a GPU agent's queue (the CPU agent stamps)");
+	if (enable)
+		__atomic_fetch_or(&amd(queue)->queue_properties,
+				  (uint32_t)AQL_AMD_QUEUE_PROPERTY_ENABLE_PROFILING, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_and(&amd(queue)->queue_properties,
+				   ~(uint32_t)AQL_AMD_QUEUE_PROPERTY_ENABLE_PROFILING,
+				   __ATOMIC_RELAXED);
+	return HSA_STATUS_SUCCESS;
+}
+
+/*
+ * The index functions are on every packet's path, so they take the queue
+ * as given (as ROCr's do); a NULL queue reads as 0 and is not written.
+ */
+#define LOAD(which, field, suffix, mo)                                         \
+	uint64_t hsa_queue_load_##which##_index_##suffix(const hsa_queue_t *queue) \
+	{                                                                      \
+		return queue ? __atomic_load_n(&amd(queue)->field, mo) : 0;    \
+	}
+LOAD(read, read_dispatch_id, relaxed, __ATOMIC_RELAXED)
+LOAD(read, read_dispatch_id, scacquire, __ATOMIC_ACQUIRE)
+LOAD(read, read_dispatch_id, acquire, __ATOMIC_ACQUIRE)
+LOAD(write, write_dispatch_id, relaxed, __ATOMIC_RELAXED)
+LOAD(write, write_dispatch_id, scacquire, __ATOMIC_ACQUIRE)
+LOAD(write, write_dispatch_id, acquire, __ATOMIC_ACQUIRE)
+#undef LOAD
+
+#define STORE(which, field, suffix, mo)                                        \
+	void hsa_queue_store_##which##_index_##suffix(const hsa_queue_t *queue, uint64_t value) \
+	{                                                                      \
+		if (queue)                                                     \
+			__atomic_store_n(&amd(queue)->field, value, mo);       \
+	}
+STORE(read, read_dispatch_id, relaxed, __ATOMIC_RELAXED)
+STORE(read, read_dispatch_id, screlease, __ATOMIC_RELEASE)
+STORE(read, read_dispatch_id, release, __ATOMIC_RELEASE)
+STORE(write, write_dispatch_id, relaxed, __ATOMIC_RELAXED)
+STORE(write, write_dispatch_id, screlease, __ATOMIC_RELEASE)
+STORE(write, write_dispatch_id, release, __ATOMIC_RELEASE)
+#undef STORE
+
+#define ADD(suffix, mo)                                                        \
+	uint64_t hsa_queue_add_write_index_##suffix(const hsa_queue_t *queue, uint64_t value) \
+	{                                                                      \
+		return queue ? __atomic_fetch_add(&amd(queue)->write_dispatch_id, value, mo) : 0; \
+	}
+#define CAS(suffix, mo, fail_mo)                                               \
+	uint64_t hsa_queue_cas_write_index_##suffix(const hsa_queue_t *queue,  \
+						    uint64_t expected, uint64_t value) \
+	{                                                                      \
+		if (queue)                                                     \
+			__atomic_compare_exchange_n(&amd(queue)->write_dispatch_id, \
+						    &expected, value, 0, mo, fail_mo); \
+		return queue ? expected : 0;                                   \
+	}
+#define ALL_ORDERS(M)                                                          \
+	M(relaxed, __ATOMIC_RELAXED, __ATOMIC_RELAXED)                         \
+	M(scacquire, __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)                       \
+	M(acquire, __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)                         \
+	M(screlease, __ATOMIC_RELEASE, __ATOMIC_RELAXED)                       \
+	M(release, __ATOMIC_RELEASE, __ATOMIC_RELAXED)                         \
+	M(scacq_screl, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)                     \
+	M(acq_rel, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)
+#define ADD3(suffix, mo, fail_mo) ADD(suffix, mo)
+ALL_ORDERS(ADD3)
+ALL_ORDERS(CAS)
+#undef ADD3
+#undef ALL_ORDERS
+#undef CAS
+#undef ADD
+
+hsa_status_t hsa_amd_profiling_get_dispatch_time(hsa_agent_t agent, hsa_signal_t signal,
+						 hsa_amd_profiling_dispatch_time_t *time)
+{
+	const aql_signal *s = aql_signal_from_handle(signal.handle);
+
+	HSA_RT_CHECK_INIT();
+	if (!hsa_rt_agent_from(agent))
+		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_AGENT, "0x%llx is not an agent",
+				   (unsigned long long)agent.handle);
+	if (!hsa_rt_signal_live(signal))
+		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_SIGNAL, "0x%llx is not a live signal",
+				   (unsigned long long)signal.handle);
+	if (!time)
+		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_ARGUMENT, "time is NULL");
+	time->start = __atomic_load_n(&s->start_ts, __ATOMIC_ACQUIRE);
+	time->end = __atomic_load_n(&s->end_ts, __ATOMIC_ACQUIRE);
+	return HSA_STATUS_SUCCESS;
+}
+
+/* Every agent stamps with the system clock (HSA_RT_TIMESTAMP_FREQUENCY). */
+hsa_status_t hsa_amd_profiling_convert_tick_to_system_domain(hsa_agent_t agent,
+							     uint64_t agent_tick,
+							     uint64_t *system_tick)
+{
+	HSA_RT_CHECK_INIT();
+	if (!hsa_rt_agent_from(agent))
+		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_AGENT, "0x%llx is not an agent",
+				   (unsigned long long)agent.handle);
+	if (!system_tick)
+		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_ARGUMENT, "system_tick is NULL");
+	*system_tick = agent_tick;
+	return HSA_STATUS_SUCCESS;
+}

@@ -1,0 +1,380 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * aql-bench, default mode: the empty dispatch of dispatch.c written
+ * through the HSA API, on aql's libhsa-runtime64.so.1, in the same run as
+ * the native figures, so that the ratio is what the HSA layer costs.
+ *
+ * The library is dlopen()ed, not linked: aql-bench then runs (and skips
+ * these rows with the reason) where the layer was not built or is not
+ * installed, and refuses ROCr's library of the same name. It brings its
+ * own copy of libaql.so with its own default CPU agent, configured as the
+ * native one; the native agent's workers are parked while these run.
+ * Looked for in $AQL_BENCH_HSA_LIB, then beside the build's aql-bench
+ * (../hsa/), then on the loader's path.
+ *
+ * dispatch_rtt_spin_hsa, dispatch_rtt_block_hsa
+ *	As dispatch_rtt_spin and dispatch_rtt_block, as an HSA program does
+ *	it: hsa_signal_store_relaxed of the completion signal, then
+ *	hsa_queue_add_write_index_relaxed, the packet written into the
+ *	ring with its header stored last (release), the doorbell rung with
+ *	hsa_signal_store_screlease, and hsa_signal_wait_scacquire with
+ *	HSA_WAIT_STATE_ACTIVE resp. BLOCKED (which the layer waits out
+ *	as AQL_WAIT_SPIN_BLOCK, spinning briefly before it sleeps, where
+ *	dispatch_rtt_block sleeps at once).
+ *
+ * dispatch_throughput_hsa
+ *	As dispatch_throughput: N packets back to back on a SINGLE queue,
+ *	the last one signalling, each one published the same way; a full
+ *	ring is waited out by polling hsa_queue_load_read_index_scacquire.
+ *
+ * The kernel object is dispatch.c's empty host kernel descriptor, the
+ * object the CPU agent runs (an executable's "name.kd" symbol is the same
+ * kind of address); the packets are the native benchmark's byte for byte.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <hsa/hsa.h>
+#include <hsa/hsa_ext_amd.h>
+
+#include "bench.h"
+
+#define HSA_LIB "libhsa-runtime64.so.1"
+
+/* The entry points these benchmarks call, resolved from the library. */
+struct hsa_fns {
+	void *lib;
+	hsa_status_t (*init)(void);
+	hsa_status_t (*shut_down)(void);
+	hsa_status_t (*status_string)(hsa_status_t, const char **);
+	hsa_status_t (*system_get_info)(hsa_system_info_t, void *);
+	hsa_status_t (*iterate_agents)(hsa_status_t (*)(hsa_agent_t, void *), void *);
+	hsa_status_t (*agent_get_info)(hsa_agent_t, hsa_agent_info_t, void *);
+	hsa_status_t (*queue_create)(hsa_agent_t, uint32_t, hsa_queue_type32_t,
+				     void (*)(hsa_status_t, hsa_queue_t *, void *), void *,
+				     uint32_t, uint32_t, hsa_queue_t **);
+	hsa_status_t (*queue_destroy)(hsa_queue_t *);
+	uint64_t (*add_write_index_relaxed)(const hsa_queue_t *, uint64_t);
+	uint64_t (*load_read_index_scacquire)(const hsa_queue_t *);
+	hsa_status_t (*signal_create)(hsa_signal_value_t, uint32_t, const hsa_agent_t *,
+				      hsa_signal_t *);
+	hsa_status_t (*signal_destroy)(hsa_signal_t);
+	void (*signal_store_relaxed)(hsa_signal_t, hsa_signal_value_t);
+	void (*signal_store_screlease)(hsa_signal_t, hsa_signal_value_t);
+	hsa_signal_value_t (*signal_wait_scacquire)(hsa_signal_t, hsa_signal_condition_t,
+						    hsa_signal_value_t, uint64_t,
+						    hsa_wait_state_t);
+};
+
+struct hsa_bench {
+	struct hsa_fns f;
+	hsa_agent_t cpu;
+	int initialised;	/* hsa_init() succeeded: hsa_shut_down() at the end */
+	char why[256];		/* why the rows are skipped; "" when they run */
+};
+
+static struct hsa_bench hb;
+
+static int hsa_fail(const char *call, hsa_status_t st)
+{
+	const char *s = NULL;
+
+	if (hb.f.status_string(st, &s) != HSA_STATUS_SUCCESS || !s)
+		s = "?";
+	fprintf(stderr, "aql-bench: %s: 0x%x: %s\n", call, (unsigned)st, s);
+	return -1;
+}
+
+static void *open_lib(void)
+{
+	char self[PATH_MAX], path[PATH_MAX + 32];
+	const char *env = getenv("AQL_BENCH_HSA_LIB");
+	ssize_t n;
+	char *slash;
+
+	if (env && *env)
+		return dlopen(env, RTLD_NOW | RTLD_LOCAL);
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = 0;
+		slash = strrchr(self, '/');
+		if (slash) {
+			*slash = 0;
+			snprintf(path, sizeof(path), "%s/../hsa/" HSA_LIB, self);
+			if (access(path, R_OK) == 0)
+				return dlopen(path, RTLD_NOW | RTLD_LOCAL);
+		}
+	}
+	return dlopen(HSA_LIB, RTLD_NOW | RTLD_LOCAL);
+}
+
+/* Resolve name into *slot; 0, or -1 with hb.why set. */
+static int resolve(void *slot, const char *name)
+{
+	void *p = dlsym(hb.f.lib, name);
+
+	if (!p) {
+		snprintf(hb.why, sizeof(hb.why), "skipped: %s has no %s", HSA_LIB, name);
+		return -1;
+	}
+	memcpy(slot, &p, sizeof(p));
+	return 0;
+}
+
+static hsa_status_t find_cpu(hsa_agent_t agent, void *data)
+{
+	hsa_device_type_t type;
+
+	(void)data;
+	if (hb.f.agent_get_info(agent, HSA_AGENT_INFO_DEVICE, &type) == HSA_STATUS_SUCCESS &&
+	    type == HSA_DEVICE_TYPE_CPU) {
+		hb.cpu = agent;
+		return HSA_STATUS_INFO_BREAK;
+	}
+	return HSA_STATUS_SUCCESS;
+}
+
+/* Load, check and hsa_init() the library once; 0 when the rows can run. */
+static int hsa_setup(void)
+{
+	static int done, rc;
+	const char *build = NULL;
+	hsa_status_t st;
+
+	if (done)
+		return rc;
+	done = 1;
+	rc = -1;
+	hb.f.lib = open_lib();
+	if (!hb.f.lib) {
+		snprintf(hb.why, sizeof(hb.why), "skipped: %s", dlerror());
+		return rc;
+	}
+	if (resolve(&hb.f.init, "hsa_init") || resolve(&hb.f.shut_down, "hsa_shut_down") ||
+	    resolve(&hb.f.status_string, "hsa_status_string") ||
+	    resolve(&hb.f.system_get_info, "hsa_system_get_info") ||
+	    resolve(&hb.f.iterate_agents, "hsa_iterate_agents") ||
+	    resolve(&hb.f.agent_get_info, "hsa_agent_get_info") ||
+	    resolve(&hb.f.queue_create, "hsa_queue_create") ||
+	    resolve(&hb.f.queue_destroy, "hsa_queue_destroy") ||
+	    resolve(&hb.f.add_write_index_relaxed, "hsa_queue_add_write_index_relaxed") ||
+	    resolve(&hb.f.load_read_index_scacquire, "hsa_queue_load_read_index_scacquire") ||
+	    resolve(&hb.f.signal_create, "hsa_signal_create") ||
+	    resolve(&hb.f.signal_destroy, "hsa_signal_destroy") ||
+	    resolve(&hb.f.signal_store_relaxed, "hsa_signal_store_relaxed") ||
+	    resolve(&hb.f.signal_store_screlease, "hsa_signal_store_screlease") ||
+	    resolve(&hb.f.signal_wait_scacquire, "hsa_signal_wait_scacquire"))
+		return rc;
+	st = hb.f.init();
+	if (st != HSA_STATUS_SUCCESS) {
+		snprintf(hb.why, sizeof(hb.why), "skipped: hsa_init: 0x%x", (unsigned)st);
+		return rc;
+	}
+	hb.initialised = 1;
+	/* aql's layer names itself here; ROCr's gives its own build string. */
+	if (hb.f.system_get_info((hsa_system_info_t)HSA_AMD_SYSTEM_INFO_BUILD_VERSION,
+				 &build) != HSA_STATUS_SUCCESS || !build || strcmp(build, "aql")) {
+		snprintf(hb.why, sizeof(hb.why), "skipped: %s is not aql's (build %s)", HSA_LIB,
+			 build ? build : "?");
+		return rc;
+	}
+	hb.f.iterate_agents(find_cpu, NULL);
+	if (!hb.cpu.handle) {
+		snprintf(hb.why, sizeof(hb.why), "skipped: %s lists no CPU agent", HSA_LIB);
+		return rc;
+	}
+	rc = 0;
+	return rc;
+}
+
+/* 0 when the rows run; else res is marked skipped with the reason. */
+static int hsa_ready(struct result *res)
+{
+	if (hsa_setup() == 0)
+		return 0;
+	res->kind = RESULT_SKIPPED;
+	res->skipped = hb.why;
+	return 1;
+}
+
+static int open_queue(struct ctx *ctx, hsa_queue_t **q, hsa_signal_t *sig)
+{
+	hsa_status_t st;
+
+	st = hb.f.queue_create(hb.cpu, ctx->queue_size, HSA_QUEUE_TYPE_SINGLE, NULL, NULL,
+			       UINT32_MAX, UINT32_MAX, q);
+	if (st != HSA_STATUS_SUCCESS)
+		return hsa_fail("hsa_queue_create", st);
+	st = hb.f.signal_create(1, 0, NULL, sig);
+	if (st != HSA_STATUS_SUCCESS) {
+		hb.f.queue_destroy(*q);
+		return hsa_fail("hsa_signal_create", st);
+	}
+	return 0;
+}
+
+static int close_queue(hsa_queue_t *q, hsa_signal_t sig)
+{
+	hsa_status_t st = hb.f.signal_destroy(sig), qst = hb.f.queue_destroy(q);
+
+	if (st != HSA_STATUS_SUCCESS)
+		return hsa_fail("hsa_signal_destroy", st);
+	return qst == HSA_STATUS_SUCCESS ? 0 : hsa_fail("hsa_queue_destroy", qst);
+}
+
+/*
+ * Publish one packet as an HSA program does: reserve a slot, wait while the
+ * ring is full, copy the body, store header and setup last with release,
+ * ring the doorbell. -1 when the ring stays full for WAIT_TIMEOUT_NS.
+ */
+static int publish(hsa_queue_t *q, const aql_packet *p)
+{
+	uint64_t id = hb.f.add_write_index_relaxed(q, 1), t0 = 0;
+	aql_packet *slot;
+	uint32_t first;
+
+	while (id - hb.f.load_read_index_scacquire(q) >= q->size) {
+		if (!t0)
+			t0 = now_ns();
+		else if (now_ns() - t0 > WAIT_TIMEOUT_NS) {
+			fprintf(stderr, "aql-bench: HSA queue %llu stays full\n",
+				(unsigned long long)q->id);
+			return -1;
+		}
+	}
+	slot = (aql_packet *)q->base_address + (id & (q->size - 1));
+	memcpy((char *)slot + sizeof(first), (const char *)p + sizeof(first),
+	       sizeof(*p) - sizeof(first));
+	memcpy(&first, p, sizeof(first));
+	__atomic_store_n((uint32_t *)slot, first, __ATOMIC_RELEASE);
+	hb.f.signal_store_screlease(q->doorbell_signal, (hsa_signal_value_t)id);
+	return 0;
+}
+
+static int await(hsa_signal_t sig, hsa_wait_state_t state)
+{
+	if (hb.f.signal_wait_scacquire(sig, HSA_SIGNAL_CONDITION_LT, 1, WAIT_TIMEOUT_NS,
+				       state) < 1)
+		return 0;
+	fprintf(stderr, "aql-bench: HSA completion signal not reached in %llu ns\n",
+		(unsigned long long)WAIT_TIMEOUT_NS);
+	return -1;
+}
+
+/* samples NULL: warm-up, nothing recorded. */
+static int rtt_loop(hsa_queue_t *q, hsa_signal_t sig, hsa_wait_state_t state,
+		    uint64_t *samples, uint32_t n)
+{
+	const aql_packet pkt = empty_dispatch(0, (aql_signal *)(uintptr_t)sig.handle);
+	uint64_t t0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		hb.f.signal_store_relaxed(sig, 1);
+		t0 = now_ns();
+		if (publish(q, &pkt) || await(sig, state))
+			return -1;
+		if (samples)
+			samples[i] = now_ns() - t0;
+	}
+	return 0;
+}
+
+static int bench_rtt_hsa(struct ctx *ctx, struct result *res, hsa_wait_state_t state,
+			 uint32_t n)
+{
+	uint64_t *samples;
+	hsa_queue_t *q;
+	hsa_signal_t sig;
+	int rc = -1;
+
+	if (hsa_ready(res))
+		return 0;
+	samples = alloc_samples(n);
+	if (!samples)
+		return fail_errno("malloc", ENOMEM);
+	if (open_queue(ctx, &q, &sig))
+		goto out;
+	if (!rtt_loop(q, sig, state, NULL, ctx->sz.warmup) &&
+	    !rtt_loop(q, sig, state, samples, n)) {
+		res->kind = RESULT_LATENCY;
+		latency_stats(samples, n, &res->lat);
+		rc = 0;
+	}
+	if (close_queue(q, sig))
+		rc = -1;
+out:
+	free(samples);
+	return rc;
+}
+
+int bench_rtt_spin_hsa(struct ctx *ctx, struct result *res)
+{
+	return bench_rtt_hsa(ctx, res, HSA_WAIT_STATE_ACTIVE, ctx->sz.spin_samples);
+}
+
+int bench_rtt_block_hsa(struct ctx *ctx, struct result *res)
+{
+	return bench_rtt_hsa(ctx, res, HSA_WAIT_STATE_BLOCKED, ctx->sz.block_samples);
+}
+
+/* One round: packets back to back, the last one signalling (barrier set). */
+static int tput_round(hsa_queue_t *q, hsa_signal_t sig, uint32_t packets, double *rate)
+{
+	const aql_packet body = empty_dispatch(0, NULL);
+	const aql_packet last = empty_dispatch(1, (aql_signal *)(uintptr_t)sig.handle);
+	uint64_t t0;
+
+	hb.f.signal_store_relaxed(sig, 1);
+	t0 = now_ns();
+	for (uint32_t i = 1; i < packets; i++)
+		if (publish(q, &body))
+			return -1;
+	if (publish(q, &last) || await(sig, HSA_WAIT_STATE_BLOCKED))
+		return -1;
+	*rate = rate_of(packets, now_ns() - t0);
+	return 0;
+}
+
+int bench_tput_hsa(struct ctx *ctx, struct result *res)
+{
+	uint32_t n = ctx->sz.rounds;
+	double *rates, warm;
+	hsa_queue_t *q;
+	hsa_signal_t sig;
+	int rc = -1;
+
+	if (hsa_ready(res))
+		return 0;
+	rates = calloc(n, sizeof(*rates));
+	if (!rates)
+		return fail_errno("calloc", ENOMEM);
+	if (open_queue(ctx, &q, &sig))
+		goto out;
+	if (!tput_round(q, sig, ctx->sz.packets, &warm)) {
+		uint32_t i;
+
+		for (i = 0; i < n && !tput_round(q, sig, ctx->sz.packets, &rates[i]); i++)
+			;
+		if (i == n) {
+			res->kind = RESULT_RATE;
+			rate_stats(rates, n, 1, &res->rate);
+			rc = 0;
+		}
+	}
+	if (close_queue(q, sig))
+		rc = -1;
+out:
+	free(rates);
+	return rc;
+}
+
+void bench_hsa_cleanup(void)
+{
+	if (hb.initialised)
+		hb.f.shut_down();
+	hb.initialised = 0;
+}
