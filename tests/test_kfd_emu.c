@@ -25,10 +25,14 @@
 #include <sys/mman.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "helpers.h"
 #include "aql/kfd/kfd_abi.h"
+#include "aql/packet.h"
+#include "aql/queue.h"
+#include "aql/signal.h"
 #include "aql/kfd/sys.h"
 #include "kfd_emu/kfdemu.h"
 
@@ -342,7 +346,7 @@ static void check_dispatch(uint32_t minor)
 	EQ(sys->ioctl(kfd, _IOR('K', minor >= 13 ? 0x27 : 0x24, uint64_t), buf), -ENOTTY);
 	EQ(sys->ioctl(kfd, _IOR('K', 0x80, uint64_t), buf), -ENOTTY);
 	/* in range, not modelled yet */
-	EQ(sys->ioctl(kfd, AMDKFD_IOC_CREATE_QUEUE, buf), -ENOSYS);
+	EQ(sys->ioctl(kfd, AMDKFD_IOC_SET_MEMORY_POLICY, buf), -ENOSYS);
 	/* the args copy faults */
 	EQ(sys->ioctl(kfd, AMDKFD_IOC_GET_VERSION, NULL), -EFAULT);
 	EQ(sys->ioctl(kfd, AMDKFD_IOC_ACQUIRE_VM, (void *)16), -EFAULT);
@@ -1329,6 +1333,780 @@ static void case_bad_setting(void)
 	EQ(sys->list_dir(TOPO, count_each, &(int){ 0 }), -EINVAL);
 }
 
+/*
+ * User queues and the emulated CP (queue.c, cp.c). A fixture builds what
+ * the AMD agent builds for a queue: ring and amd_queue_t as USERPTR BOs
+ * of whole pages, EOP and CWSR in VRAM of the node's sizes, a page of
+ * signals, all mapped on the GPU; the test then writes packets into the
+ * ring and rings the doorbell through the /dev/kfd mapping, as the
+ * agent's producers do.
+ */
+#define RING_BYTES 4096u
+#define DOORBELL_TYPE (3ull << 62)	/* kfd_priv.h KFD_MMAP_TYPE_DOORBELL */
+#define RING_PACKETS (RING_BYTES / 64)
+
+struct qfix {
+	int kfd, render;
+	uint32_t id;
+	aql_packet *ring;
+	aql_amd_queue *amd;
+	aql_signal *sig;		/* 64 signals */
+	uint64_t *mailbox;		/* in the signals' page */
+	char *vram;			/* the reserved VA of EOP and CWSR */
+	uint64_t h_ring, h_amd, h_sig, h_eop, h_cwsr;
+	uint32_t cwsr_size, ctl_size;
+	uint64_t cwsr_total;
+	struct kfd_ioctl_create_queue_args args;
+	uint64_t *bells;		/* the doorbell slice, mapped */
+};
+
+/* The node's CWSR sizes: per XCC and the whole BO (kfd_queue.c). */
+static void cwsr_of(const char *model, uint32_t *cwsr, uint32_t *ctl, uint64_t *total)
+{
+	/* plan §5's numbers */
+	if (!strcmp(model, "gfx942")) {
+		*cwsr = 0x1621000;
+		*ctl = 0x3000;
+		*total = 0xB167000;
+	} else {
+		*cwsr = 0x400F000;
+		*ctl = 0x9000;
+		*total = 0x402F000;
+	}
+}
+
+static void *host_pages(size_t size)
+{
+	void *p = sys->mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	CHECK((intptr_t)p > 0, "mmap: %ld", (long)(intptr_t)p);
+	return p;
+}
+
+static uint64_t userptr(struct qfix *f, void *p, uint64_t size)
+{
+	uint64_t h = 0, off = (uint64_t)(uintptr_t)p;
+	uint32_t n = 0;
+
+	EQ(alloc(f->kfd, f->id, off, size, F(USERPTR) | F(WRITABLE), &h, &off), 0);
+	EQ(map_bo(f->kfd, 1, h, &f->id, 1, &n), 0);
+	return h;
+}
+
+static uint64_t vram_bo(struct qfix *f, char *va, uint64_t size)
+{
+	uint64_t h = 0;
+	uint32_t n = 0;
+
+	EQ(alloc(f->kfd, f->id, (uint64_t)(uintptr_t)va, size, F(VRAM) | F(WRITABLE), &h, NULL), 0);
+	EQ(map_bo(f->kfd, 1, h, &f->id, 1, &n), 0);
+	return h;
+}
+
+static void fix_open(struct qfix *f, const char *model)
+{
+	memset(f, 0, sizeof(*f));
+	f->kfd = kfd_open();
+	f->render = sys->open("/dev/dri/renderD128", O_RDWR);
+	f->id = gpu_id(1);
+	EQ(acquire(f->kfd, f->render, f->id), 0);
+	cwsr_of(model, &f->cwsr_size, &f->ctl_size, &f->cwsr_total);
+	f->ring = host_pages(RING_BYTES);
+	f->amd = host_pages(4096);
+	f->sig = host_pages(4096);
+	f->mailbox = (uint64_t *)(f->sig + 63);
+	f->vram = reserve(f->cwsr_total + 2 * MIB);
+	f->h_ring = userptr(f, f->ring, RING_BYTES);
+	f->h_amd = userptr(f, f->amd, 4096);
+	f->h_sig = userptr(f, f->sig, 4096);
+	f->h_eop = vram_bo(f, f->vram, 4096);
+	f->h_cwsr = vram_bo(f, f->vram + MIB, f->cwsr_total);
+	for (uint32_t i = 0; i < RING_PACKETS; i++)
+		f->ring[i].header = AQL_PACKET_INVALID;
+	f->args = (struct kfd_ioctl_create_queue_args){
+		.ring_base_address = (uintptr_t)f->ring,
+		.write_pointer_address = (uintptr_t)&f->amd->write_dispatch_id,
+		.read_pointer_address = (uintptr_t)&f->amd->read_dispatch_id,
+		.ring_size = RING_BYTES, .gpu_id = f->id,
+		.queue_type = KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, .queue_percentage = 100,
+		.queue_priority = 7, .eop_buffer_address = (uintptr_t)f->vram,
+		.eop_buffer_size = 4096, .ctx_save_restore_address = (uintptr_t)(f->vram + MIB),
+		.ctx_save_restore_size = f->cwsr_size, .ctl_stack_size = f->ctl_size,
+	};
+}
+
+static int create(struct qfix *f, struct kfd_ioctl_create_queue_args *a)
+{
+	return sys->ioctl(f->kfd, AMDKFD_IOC_CREATE_QUEUE, a);
+}
+
+static int destroy(struct qfix *f, uint32_t queue_id)
+{
+	struct kfd_ioctl_destroy_queue_args a = { .queue_id = queue_id };
+
+	return sys->ioctl(f->kfd, AMDKFD_IOC_DESTROY_QUEUE, &a);
+}
+
+/* A CREATE_QUEUE with one field changed by fn: its result. */
+static int create_with(struct qfix *f, void (*fn)(struct kfd_ioctl_create_queue_args *))
+{
+	struct kfd_ioctl_create_queue_args a = f->args;
+
+	fn(&a);
+	return create(f, &a);
+}
+
+static void bad_percent(struct kfd_ioctl_create_queue_args *a) { a->queue_percentage = 101; }
+static void xcc_percent(struct kfd_ioctl_create_queue_args *a) { a->queue_percentage = 0x164; }
+static void bad_priority(struct kfd_ioctl_create_queue_args *a) { a->queue_priority = 16; }
+static void bad_ring(struct kfd_ioctl_create_queue_args *a) { a->ring_base_address = 1ull << 47; }
+static void ring_not_pow2(struct kfd_ioctl_create_queue_args *a) { a->ring_size = 3000; }
+static void ring_half(struct kfd_ioctl_create_queue_args *a) { a->ring_size = RING_BYTES / 2; }
+static void ring_small(struct kfd_ioctl_create_queue_args *a) { a->ring_size = 512; }
+static void ring_double(struct kfd_ioctl_create_queue_args *a) { a->ring_size = RING_BYTES * 2; }
+static void bad_rptr(struct kfd_ioctl_create_queue_args *a) { a->read_pointer_address = ~0ull; }
+static void bad_wptr(struct kfd_ioctl_create_queue_args *a) { a->write_pointer_address = 1ull << 60; }
+static void bad_eop_va(struct kfd_ioctl_create_queue_args *a) { a->eop_buffer_address = 1ull << 63; }
+static void bad_cwsr_va(struct kfd_ioctl_create_queue_args *a) { a->ctx_save_restore_address = 1ull << 50; }
+static void bad_type(struct kfd_ioctl_create_queue_args *a) { a->queue_type = 7; }
+static void pm4_type(struct kfd_ioctl_create_queue_args *a) { a->queue_type = KFD_IOC_QUEUE_TYPE_COMPUTE; }
+static void bad_gpu(struct kfd_ioctl_create_queue_args *a) { a->gpu_id = 0xdead; }
+static void eop_size(struct kfd_ioctl_create_queue_args *a) { a->eop_buffer_size = 8192; }
+static void eop_unmapped(struct kfd_ioctl_create_queue_args *a) { a->eop_buffer_address += 4096 * 4; }
+static void ctl_size(struct kfd_ioctl_create_queue_args *a) { a->ctl_stack_size += 4096; }
+static void cwsr_small(struct kfd_ioctl_create_queue_args *a) { a->ctx_save_restore_size -= 4096; }
+static void cwsr_large(struct kfd_ioctl_create_queue_args *a) { a->ctx_save_restore_size += 4096; }
+
+static void *doorbells(struct qfix *f, uint64_t offset)
+{
+	return sys->mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, f->kfd, offset & ~0x1fffull);
+}
+
+/* CREATE/DESTROY/UPDATE_QUEUE and the doorbell mmap, refusals first. */
+static void check_queue_rules(const char *model, int checks)
+{
+	struct qfix f;
+	struct kfd_ioctl_create_queue_args a;
+	struct kfd_ioctl_update_queue_args u;
+	uint64_t base = DOORBELL_TYPE;
+	uint32_t n;
+	void *bell;
+
+	fix_open(&f, model);
+	base |= (uint64_t)(f.id & 0xffff) << 46;
+	/* no doorbells before the first queue (1.14+), a wrong length, an
+	 * unknown GPU */
+	EQ((intptr_t)doorbells(&f, base), -ENOMEM);
+	EQ((intptr_t)sys->mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, f.kfd, base), -EINVAL);
+	EQ((intptr_t)doorbells(&f, DOORBELL_TYPE | 0x1234ull << 46), -ENODEV);
+
+	/* set_queue_properties_from_user, then the device, then the buffers */
+	EQ(create_with(&f, bad_percent), -EINVAL);
+	EQ(create_with(&f, bad_priority), -EINVAL);
+	EQ(create_with(&f, bad_ring), -EFAULT);
+	EQ(create_with(&f, ring_not_pow2), -EINVAL);
+	EQ(create_with(&f, bad_rptr), -EFAULT);
+	EQ(create_with(&f, bad_wptr), -EFAULT);
+	EQ(create_with(&f, bad_eop_va), -EFAULT);
+	EQ(create_with(&f, bad_cwsr_va), -EFAULT);
+	EQ(create_with(&f, bad_type), -524);
+	EQ(create_with(&f, pm4_type), -ENOSYS);
+	EQ(create_with(&f, bad_gpu), -EINVAL);
+	a = f.args;
+	a.gpu_id = gpu_id(2);
+	EQ(create(&f, &a), -ESRCH);
+	if (checks >= 612) {
+		EQ(create_with(&f, ring_double), -EINVAL);
+		/* a pointer inside a BO, not at the start of its mapping */
+		a = f.args;
+		a.read_pointer_address = (uintptr_t)(f.vram + MIB + 8192);
+		EQ(create(&f, &a), -EINVAL);
+		EQ(create_with(&f, eop_size), -EINVAL);
+		EQ(create_with(&f, eop_unmapped), -EINVAL);
+		EQ(create_with(&f, ctl_size), -EINVAL);
+		EQ(create_with(&f, cwsr_small), -EINVAL);
+		/* 6.12 wants the node's size; later kernels at least it, with
+		 * a BO of the larger total: this one is the node's */
+		EQ(create_with(&f, cwsr_large), -EINVAL);
+		/* the refusals took no reference: the ring unmaps and maps back */
+		n = 0;
+		EQ(map_bo(f.kfd, 0, f.h_ring, &f.id, 1, &n), 0);
+		EQ(create(&f, &f.args), -EINVAL);
+		n = 0;
+		EQ(map_bo(f.kfd, 1, f.h_ring, &f.id, 1, &n), 0);
+	}
+	EQ(stats().queues, 0);
+
+	/* Two queues: ids and doorbells in order; the 96-byte struct of
+	 * 1.17+ works as the 88-byte one; the XCC bits of the percentage
+	 * are not a percentage. */
+	a = f.args;
+	EQ(create(&f, &a), 0);
+	EQ(a.queue_id, 0);
+	EQ(a.doorbell_offset, base);
+	{
+		unsigned char big[96] = { 0 };
+
+		memcpy(big, &f.args, sizeof(f.args));
+		EQ(sys->ioctl(f.kfd, _IOWR('K', 0x02, unsigned char[96]), big), 0);
+		memcpy(&a, big, sizeof(a));
+		EQ(a.queue_id, 1);
+		EQ(a.doorbell_offset, base | 8);
+	}
+	EQ(create_with(&f, xcc_percent), 0);
+	/* below a page only the ring's start is checked (expected_size >> 12
+	 * is 0): a smaller ring in the page's BO passes, one under 1024 is
+	 * raised to 1024 */
+	EQ(create_with(&f, ring_half), 0);
+	EQ(create_with(&f, ring_small), 0);
+	EQ(stats().queues, 5);
+	if (checks == 61)
+		EQ(create_with(&f, ctl_size), 0);
+	/* the doorbell slice maps now, twice if asked */
+	bell = doorbells(&f, a.doorbell_offset);
+	CHECK((intptr_t)bell > 0, "doorbell mmap: %ld", (long)(intptr_t)bell);
+	EQ((intptr_t)sys->mmap(NULL, 8192, PROT_READ, MAP_SHARED, f.kfd, base + 8192 * 0) > 0, 1);
+
+	/* the buffers are the queues' while they live (6.12+) */
+	n = 0;
+	EQ(map_bo(f.kfd, 0, f.h_ring, &f.id, 1, &n), checks >= 612 ? -EBUSY : 0);
+	if (checks < 612)
+		EQ(map_bo(f.kfd, 1, f.h_ring, &f.id, 1, &n), 0);
+	n = 0;
+	EQ(map_bo(f.kfd, 0, f.h_cwsr, &f.id, 1, &n), checks >= 612 ? -EBUSY : 0);
+	if (checks < 612)
+		EQ(map_bo(f.kfd, 1, f.h_cwsr, &f.id, 1, &n), 0);
+	/* queues block RUNTIME_ENABLE and XNACK changes */
+	EQ(runtime(f.kfd, KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK), -EEXIST);
+	{
+		struct kfd_ioctl_set_xnack_mode_args x = { .xnack_enabled = 1 };
+
+		EQ(sys->ioctl(f.kfd, AMDKFD_IOC_SET_XNACK_MODE, &x), -EBUSY);
+	}
+
+	/* UPDATE_QUEUE */
+	u = (struct kfd_ioctl_update_queue_args){ .queue_id = 0, .ring_size = RING_BYTES,
+						  .queue_percentage = 100, .queue_priority = 16 };
+	EQ(sys->ioctl(f.kfd, AMDKFD_IOC_UPDATE_QUEUE, &u), -EINVAL);
+	u.queue_priority = 15;
+	EQ(sys->ioctl(f.kfd, AMDKFD_IOC_UPDATE_QUEUE, &u), 0);
+	u.queue_id = 77;
+	EQ(sys->ioctl(f.kfd, AMDKFD_IOC_UPDATE_QUEUE, &u), -EFAULT);
+
+	/* DESTROY: unknown ids, then each queue once; the buffers go back */
+	EQ(destroy(&f, 77), -EINVAL);
+	EQ(destroy(&f, 5000), -EINVAL);
+	for (uint32_t i = 0; i < (checks == 61 ? 6u : 5u); i++)
+		EQ(destroy(&f, i), 0);
+	EQ(destroy(&f, 0), -EINVAL);
+	EQ(stats().queues, 0);
+	n = 0;
+	EQ(map_bo(f.kfd, 0, f.h_ring, &f.id, 1, &n), 0);
+	EQ(free_bo(f.kfd, f.h_ring), 0);
+	n = 0;
+	EQ(map_bo(f.kfd, 0, f.h_cwsr, &f.id, 1, &n), 0);
+	EQ(free_bo(f.kfd, f.h_cwsr), 0);
+	EQ(runtime(f.kfd, KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK), 0);
+}
+
+/* The HWS limit: 127 queues on gfx90a, 255 on gfx942, then -ENOSPC. */
+static void check_queue_limit(uint32_t limit)
+{
+	struct qfix f;
+	struct kfd_ioctl_create_queue_args a;
+
+	fix_open(&f, limit == 255 ? "gfx942" : "gfx90a");
+	for (uint32_t i = 0; i < limit; i++) {
+		a = f.args;
+		EQ(create(&f, &a), 0);
+	}
+	a = f.args;
+	EQ(create(&f, &a), -ENOSPC);
+	EQ(destroy(&f, limit - 1), 0);
+	a = f.args;
+	EQ(create(&f, &a), 0);
+	EQ(a.queue_id, limit - 1);
+	for (uint32_t i = 0; i < limit; i++)
+		EQ(destroy(&f, i), 0);
+}
+
+/* Wait until *p == want (bounded); whether it came. */
+static int wait_eq(const int64_t *p, int64_t want)
+{
+	struct timespec ts = { 0, 100000 };
+
+	for (uint64_t waited = 0; waited < TH_TIMEOUT_NS; waited += 100000) {
+		if (__atomic_load_n(p, __ATOMIC_ACQUIRE) == want)
+			return 1;
+		nanosleep(&ts, NULL);
+	}
+	return 0;
+}
+
+/* Long enough for a CP that would wrongly go on to have done so. */
+static void settle(void)
+{
+	struct timespec ts = { 0, 20000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+struct cpq {
+	struct qfix f;
+	uint32_t queue_id;
+	uint64_t next;			/* the next packet id */
+	volatile uint64_t *bell;
+};
+
+static void cpq_open(struct cpq *q)
+{
+	struct kfd_ioctl_create_queue_args a;
+	char *bells;
+
+	fix_open(&q->f, "gfx90a");
+	a = q->f.args;
+	EQ(create(&q->f, &a), 0);
+	q->queue_id = a.queue_id;
+	q->next = 0;
+	bells = doorbells(&q->f, a.doorbell_offset);
+	CHECK((intptr_t)bells > 0, "doorbell mmap");
+	q->bell = (volatile uint64_t *)(bells + (a.doorbell_offset & 0x1fff));
+}
+
+/* Write a packet (body first, header last) at the next id; its id. */
+static uint64_t put(struct cpq *q, const aql_packet *p, int ring)
+{
+	uint64_t id = q->next++;
+	aql_packet *slot = &q->f.ring[id % RING_PACKETS];
+	uint32_t first;
+
+	memcpy(slot->bytes + 4, p->bytes + 4, 60);
+	memcpy(&first, p->bytes, 4);
+	if (q->f.amd->write_dispatch_id < q->next)
+		__atomic_store_n(&q->f.amd->write_dispatch_id, q->next, __ATOMIC_RELEASE);
+	__atomic_store_n((uint32_t *)slot, first, __ATOMIC_RELEASE);
+	if (ring)
+		__atomic_store_n(q->bell, id, __ATOMIC_RELEASE);
+	return id;
+}
+
+static aql_packet barrier(enum aql_packet_type type, aql_signal *dep0, aql_signal *dep1,
+			  aql_signal *done)
+{
+	aql_packet p = { 0 };
+
+	p.barrier.header = aql_packet_header(type, 1, AQL_FENCE_SYSTEM, AQL_FENCE_SYSTEM);
+	p.barrier.dep_signal[0] = (uintptr_t)dep0;
+	p.barrier.dep_signal[1] = (uintptr_t)dep1;
+	p.barrier.completion_signal = (uintptr_t)done;
+	return p;
+}
+
+static aql_packet barrier_value(aql_signal *s, int64_t value, uint32_t cond, aql_signal *done)
+{
+	aql_packet p = { 0 };
+
+	p.barrier_value.header.header =
+		aql_packet_header(AQL_PACKET_VENDOR_SPECIFIC, 1, AQL_FENCE_SYSTEM, AQL_FENCE_SYSTEM);
+	p.barrier_value.header.format = AQL_AMD_PACKET_BARRIER_VALUE;
+	p.barrier_value.signal = (uintptr_t)s;
+	p.barrier_value.value = value;
+	p.barrier_value.mask = -1;
+	p.barrier_value.cond = cond;
+	p.barrier_value.completion_signal = (uintptr_t)done;
+	return p;
+}
+
+static int64_t val(aql_signal *s)
+{
+	return __atomic_load_n(&s->value, __ATOMIC_ACQUIRE);
+}
+
+static void set(aql_signal *s, int64_t v)
+{
+	__atomic_store_n(&s->value, v, __ATOMIC_SEQ_CST);
+}
+
+/* The CP: barriers, BARRIER_VALUE, completion and mailbox, the wait on
+ * an INVALID slot, CP errors, and a destroy while the CP waits. */
+static void check_cp(void)
+{
+	struct cpq q;
+	aql_signal *s;
+	aql_packet p;
+	uint64_t id;
+
+	cpq_open(&q);
+	s = q.f.sig;
+	for (int i = 0; i < 12; i++)
+		set(&s[i], 1);
+	/* a packet written but not rung is not run */
+	p = barrier(AQL_PACKET_BARRIER_AND, NULL, NULL, &s[0]);
+	put(&q, &p, 0);
+	settle();
+	EQ(val(&s[0]), 1);
+	/* rung: runs, completes and retires */
+	__atomic_store_n(q.bell, 0, __ATOMIC_RELEASE);
+	CHECK(wait_eq(&s[0].value, 0), "empty barrier completes");
+	CHECK(wait_eq((int64_t *)&q.f.amd->read_dispatch_id, 1), "read_dispatch_id 1");
+	EQ(__atomic_load_n(&q.f.ring[0].header, __ATOMIC_ACQUIRE), AQL_PACKET_INVALID);
+
+	/* AND waits for every dependency */
+	p = barrier(AQL_PACKET_BARRIER_AND, &s[1], &s[2], &s[3]);
+	put(&q, &p, 1);
+	set(&s[1], 0);
+	settle();
+	EQ(val(&s[3]), 1);
+	set(&s[2], 0);
+	CHECK(wait_eq(&s[3].value, 0), "AND completes when both deps are 0");
+	/* OR for one; a completion with a mailbox stores the event id there */
+	set(&s[1], 1);
+	s[4].event_mailbox_ptr = (uintptr_t)q.f.mailbox;
+	s[4].event_id = 77;
+	p = barrier(AQL_PACKET_BARRIER_OR, &s[1], &s[2], &s[4]);
+	put(&q, &p, 1);
+	CHECK(wait_eq(&s[4].value, 0), "OR completes on one dep");
+	EQ(__atomic_load_n(q.f.mailbox, __ATOMIC_ACQUIRE), 77);
+	/* BARRIER_VALUE: GTE 7 */
+	set(&s[5], 5);
+	p = barrier_value(&s[5], 7, AQL_COND_GTE, &s[6]);
+	put(&q, &p, 1);
+	settle();
+	EQ(val(&s[6]), 1);
+	set(&s[5], 8);
+	CHECK(wait_eq(&s[6].value, 0), "BARRIER_VALUE completes");
+
+	/* rung ahead of an unpublished slot: the CP waits for it, in order */
+	set(&s[0], 1);
+	set(&s[1], 1);
+	q.next++;
+	p = barrier(AQL_PACKET_BARRIER_AND, NULL, NULL, &s[1]);
+	id = put(&q, &p, 1);
+	settle();
+	EQ(val(&s[1]), 1);
+	q.next = id - 1;
+	p = barrier(AQL_PACKET_BARRIER_AND, NULL, NULL, &s[0]);
+	put(&q, &p, 0);
+	q.next = id + 1;
+	CHECK(wait_eq(&s[0].value, 0) && wait_eq(&s[1].value, 0), "both complete in order");
+	CHECK(wait_eq((int64_t *)&q.f.amd->read_dispatch_id, (int64_t)q.next), "all retired");
+
+	/* a CP error: code 256 in queue_inactive_signal, the queue stalls */
+	set(&s[10], 0);
+	q.f.amd->queue_inactive_signal = (uintptr_t)&s[10];
+	p = barrier_value(&s[5], 0, AQL_COND_EQ, &s[7]);
+	p.barrier_value.header.format = 9;
+	put(&q, &p, 1);
+	CHECK(wait_eq(&s[10].value, 256), "unsupported vendor packet: code 256");
+	p = barrier(AQL_PACKET_BARRIER_AND, NULL, NULL, &s[8]);
+	put(&q, &p, 1);
+	settle();
+	EQ(val(&s[7]), 1);
+	EQ(val(&s[8]), 1);
+	/* destroy while the CP stalls: it stops, nothing more is written */
+	EQ(destroy(&q.f, q.queue_id), 0);
+	set(&s[10], 0);
+	settle();
+	EQ(val(&s[7]), 1);
+	EQ(val(&s[8]), 1);
+	EQ(stats().queues, 0);
+}
+
+/* A kernel dispatch with no dimensions: code 2; a destroy while the CP
+ * waits on a dependency that never comes. */
+static void check_cp_more(void)
+{
+	struct cpq q;
+	aql_signal *s;
+	aql_packet p;
+
+	cpq_open(&q);
+	s = q.f.sig;
+	set(&s[0], 1);
+	q.f.amd->queue_inactive_signal = (uintptr_t)&s[1];
+	memset(&p, 0, sizeof(p));
+	p.dispatch.header = aql_packet_header(AQL_PACKET_KERNEL_DISPATCH, 1, AQL_FENCE_SYSTEM,
+					      AQL_FENCE_SYSTEM);
+	p.dispatch.completion_signal = (uintptr_t)&s[0];
+	put(&q, &p, 1);
+	CHECK(wait_eq(&s[1].value, 2), "dispatch of 0 dimensions: code 2");
+	EQ(val(&s[0]), 1);
+	/* the runtime clears the code: the CP retries the same packet */
+	set(&s[1], 0);
+	CHECK(wait_eq(&s[1].value, 2), "the retry fails again");
+	EQ(destroy(&q.f, q.queue_id), 0);
+
+	{
+		struct kfd_ioctl_create_queue_args a = q.f.args;
+
+		EQ(create(&q.f, &a), 0);
+		q.queue_id = a.queue_id;
+	}
+	memset(q.f.amd, 0, sizeof(*q.f.amd));
+	for (uint32_t i = 0; i < RING_PACKETS; i++)
+		q.f.ring[i].header = AQL_PACKET_INVALID;
+	q.next = 0;
+	set(&s[2], 1);
+	set(&s[3], 1);
+	p = barrier(AQL_PACKET_BARRIER_AND, &s[2], NULL, &s[3]);
+	put(&q, &p, 1);
+	settle();
+	EQ(destroy(&q.f, q.queue_id), 0);
+	set(&s[2], 0);
+	settle();
+	EQ(val(&s[3]), 1);
+}
+
+/*
+ * The CP's completion of a signal with a mailbox in the event page wakes
+ * a WAIT_EVENTS sleeper (value, then mailbox, then interrupt).
+ */
+static void check_cp_event(void)
+{
+	struct cpq q;
+	struct kfd_ioctl_create_event_args ev;
+	struct waiting w;
+	pthread_t t;
+	char *page = reserve(32768);
+	uint64_t h, off = 0;
+	uint32_t n = 0;
+	volatile uint64_t *slots = (volatile uint64_t *)page;
+	aql_packet p;
+
+	cpq_open(&q);
+	EQ(alloc(q.f.kfd, q.f.id, (uintptr_t)page, 32768, F(GTT) | F(WRITABLE), &h, &off), 0);
+	CHECK(map_host(q.f.render, page, 32768, off) == page, "event page mmap");
+	EQ(map_bo(q.f.kfd, 1, h, &q.f.id, 1, &n), 0);
+	EQ(create_event(q.f.kfd, KFD_IOC_EVENT_SIGNAL, 1, h, &ev), 0);
+	set(&q.f.sig[0], 1);
+	q.f.sig[0].event_mailbox_ptr = (uintptr_t)&slots[ev.event_slot_index];
+	q.f.sig[0].event_id = ev.event_id;
+	w = (struct waiting){ .kfd = q.f.kfd, .id = ev.event_id };
+	CHECK(pthread_create(&t, NULL, wait_thread, &w) == 0, "pthread_create");
+	sleepers(1);
+	p = barrier(AQL_PACKET_BARRIER_AND, NULL, NULL, &q.f.sig[0]);
+	put(&q, &p, 1);
+	pthread_join(t, NULL);
+	EQ(w.r, 0);
+	EQ(w.result, KFD_IOC_WAIT_RESULT_COMPLETE);
+	EQ(val(&q.f.sig[0]), 0);
+	/* kfd_signal_event_interrupt acknowledged the slot */
+	EQ(__atomic_load_n(&slots[ev.event_slot_index], __ATOMIC_ACQUIRE), -1);
+	EQ(destroy(&q.f, q.queue_id), 0);
+}
+
+/* A completion signal the GPU cannot reach: a VM fault; the process's
+ * queues on that GPU are evicted. */
+static void check_cp_fault(void)
+{
+	struct cpq q;
+	aql_signal *lost = host_pages(4096);
+	struct kfd_ioctl_create_queue_args a;
+	aql_packet p;
+
+	struct kfd_ioctl_create_event_args mem;
+	struct kfd_event_data d;
+	uint32_t res;
+
+	cpq_open(&q);
+	a = q.f.args;
+	EQ(create(&q.f, &a), 0);
+	EQ(create_event(q.f.kfd, KFD_IOC_EVENT_MEMORY, 0, 0, &mem), 0);
+	set(lost, 1);
+	p = barrier(AQL_PACKET_BARRIER_AND, NULL, NULL, lost);
+	put(&q, &p, 1);
+	for (int i = 0; i < 1000 && stats().queues_halted < 2; i++)
+		settle();
+	EQ(stats().queues_halted, 2);
+	EQ(val(lost), 1);
+	/* the MEMORY event has the address: a write, page not present */
+	EQ(wait1(q.f.kfd, mem.event_id, 0, NULL, &res, &d), 0);
+	EQ(res, KFD_IOC_WAIT_RESULT_COMPLETE);
+	EQ(d.memory_exception_data.va, (uintptr_t)lost);
+	EQ(d.memory_exception_data.gpu_id, q.f.id);
+	EQ(d.memory_exception_data.failure.NotPresent, 1);
+	EQ(destroy(&q.f, q.queue_id), 0);
+	EQ(destroy(&q.f, a.queue_id), 0);
+}
+
+/* AQL_KFD_EMU_FAIL's queue points: the packets before N run. */
+static void check_cp_knob(int64_t n, int fault)
+{
+	struct cpq q;
+	struct kfd_ioctl_create_queue_args a;
+	aql_packet p;
+
+	cpq_open(&q);
+	/* a second queue on the GPU, idle: evicted by a fault only */
+	a = q.f.args;
+	EQ(create(&q.f, &a), 0);
+	for (int i = 0; i < n + 2; i++) {
+		set(&q.f.sig[i], 1);
+		p = barrier(AQL_PACKET_BARRIER_AND, NULL, NULL, &q.f.sig[i]);
+		put(&q, &p, 1);
+	}
+	for (int i = 0; i < n; i++)
+		CHECK(wait_eq(&q.f.sig[i].value, 0), "packet %d runs", i);
+	for (int i = 0; i < 1000 && stats().queues_halted < (fault ? 2u : 1u); i++)
+		settle();
+	settle();
+	EQ(stats().queues_halted, fault ? 2 : 1);
+	EQ(val(&q.f.sig[n]), 1);
+	EQ(val(&q.f.sig[n + 1]), 1);
+	EQ(__atomic_load_n(&q.f.amd->read_dispatch_id, __ATOMIC_ACQUIRE), (uint64_t)n);
+	EQ(destroy(&q.f, q.queue_id), 0);
+	EQ(destroy(&q.f, a.queue_id), 0);
+}
+
+/*
+ * Producers on two threads share a queue (reserve by CAS on
+ * write_dispatch_id, ring their own id, possibly out of order), with a
+ * second queue busy at once; every packet completes once. For TSan.
+ */
+struct producer {
+	struct cpq *q;
+	aql_signal *done;
+	int packets;
+};
+
+static void *produce(void *arg)
+{
+	struct producer *pr = arg;
+	struct cpq *q = pr->q;
+
+	for (int i = 0; i < pr->packets; i++) {
+		uint64_t id = __atomic_fetch_add(&q->f.amd->write_dispatch_id, 1, __ATOMIC_SEQ_CST);
+		aql_packet p = barrier(AQL_PACKET_BARRIER_AND, NULL, NULL, pr->done);
+		aql_packet *slot = &q->f.ring[id % RING_PACKETS];
+		uint32_t first;
+		unsigned spins = 0;
+
+		/* the slot is free once the CP has retired id - RING_PACKETS */
+		while (__atomic_load_n(&q->f.amd->read_dispatch_id, __ATOMIC_ACQUIRE) + RING_PACKETS <= id)
+			if (++spins > 1000) {
+				struct timespec ts = { 0, 50000 };
+
+				nanosleep(&ts, NULL);
+			}
+		memcpy(slot->bytes + 4, p.bytes + 4, 60);
+		memcpy(&first, p.bytes, 4);
+		__atomic_store_n((uint32_t *)slot, first, __ATOMIC_RELEASE);
+		__atomic_store_n(q->bell, id, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+static void check_cp_threads(void)
+{
+	enum { PACKETS = 400 };
+	struct cpq q;
+	struct kfd_ioctl_create_queue_args a;
+	struct producer pr[2];
+	pthread_t t[2];
+
+	cpq_open(&q);
+	set(&q.f.sig[0], 2 * PACKETS);
+	for (int i = 0; i < 2; i++) {
+		pr[i] = (struct producer){ .q = &q, .done = &q.f.sig[0], .packets = PACKETS };
+		CHECK(pthread_create(&t[i], NULL, produce, &pr[i]) == 0, "pthread_create");
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	CHECK(wait_eq(&q.f.sig[0].value, 0), "all %d packets complete", 2 * PACKETS);
+	CHECK(wait_eq((int64_t *)&q.f.amd->read_dispatch_id, 2 * PACKETS), "all retired");
+	/* a queue destroyed and made again many times while its CP polls */
+	for (int i = 0; i < 20; i++) {
+		EQ(destroy(&q.f, q.queue_id), 0);
+		a = q.f.args;
+		EQ(create(&q.f, &a), 0);
+		q.queue_id = a.queue_id;
+	}
+	EQ(destroy(&q.f, q.queue_id), 0);
+}
+
+static void queues_2025(void)
+{
+	check_queue_rules("gfx90a", 2025);
+}
+
+static void case_queues(void)
+{
+	in_child(queues_2025, "check_queue_rules");
+	in_child(check_cp, "check_cp");
+	in_child(check_cp_more, "check_cp_more");
+	in_child(check_cp_event, "check_cp_event");
+	in_child(check_cp_fault, "check_cp_fault");
+	in_child(check_cp_threads, "check_cp_threads");
+}
+
+static void case_queues_6_12(void)
+{
+	check_queue_rules("gfx90a", 612);
+}
+
+static void case_queues_6_1(void)
+{
+	check_queue_rules("gfx90a", 61);
+}
+
+static void case_queue_limit_gfx90a(void)
+{
+	check_queue_limit(127);
+}
+
+static void case_queue_limit_gfx942(void)
+{
+	check_queue_limit(255);
+}
+
+/* AQL_KFD_EMU_CHECKS=2025: a CWSR area larger than the node's, in a BO of
+ * the larger total, is accepted. */
+static void case_cwsr_larger(void)
+{
+	struct qfix f;
+	struct kfd_ioctl_create_queue_args a;
+	uint64_t h;
+	uint32_t n = 0;
+
+	fix_open(&f, "gfx90a");
+	EQ(map_bo(f.kfd, 0, f.h_cwsr, &f.id, 1, &n), 0);
+	EQ(free_bo(f.kfd, f.h_cwsr), 0);
+	/* (cwsr + 4096 + debug) * 1 XCC */
+	h = vram_bo(&f, f.vram + MIB, f.cwsr_total + 4096);
+	a = f.args;
+	a.ctx_save_restore_size += 4096;
+	EQ(create(&f, &a), 0);
+	EQ(destroy(&f, a.queue_id), 0);
+	(void)h;
+}
+
+static void case_create_fault(void)
+{
+	struct qfix f;
+	struct kfd_ioctl_create_queue_args a;
+
+	fix_open(&f, "gfx90a");
+	a = f.args;
+	EQ(create(&f, &a), -EBUSY);
+	EQ(stats().queues, 0);
+	/* the refused queue took no buffer */
+	{
+		uint32_t n = 0;
+
+		EQ(map_bo(f.kfd, 0, f.h_ring, &f.id, 1, &n), 0);
+	}
+}
+
+static void case_queue_stop(void)
+{
+	check_cp_knob(3, 0);
+}
+
+static void case_mem_fault(void)
+{
+	check_cp_knob(2, 1);
+}
+
 static const struct {
 	const char *name;
 	void (*run)(void);
@@ -1357,7 +2135,7 @@ static const struct {
 	  { "AQL_KFD_EMU_VERSION=1.11", "AQL_KFD_EMU_GPUS=gfx942" } },
 	{ "bad_version", case_bad_setting, { "AQL_KFD_EMU_VERSION=1.x" } },
 	{ "bad_fault", case_bad_setting, { "AQL_KFD_EMU_FAIL=acquire_vm=EWHAT" } },
-	{ "bad_point", case_bad_setting, { "AQL_KFD_EMU_FAIL=create_queue" } },
+	{ "bad_point", case_bad_setting, { "AQL_KFD_EMU_FAIL=destroy_queue" } },
 	{ "bad_xnack", case_bad_setting, { "AQL_KFD_EMU_XNACK=yes" } },
 	{ "vram", case_vram, { "AQL_KFD_EMU_VRAM=8388608" } },
 	{ "small_bar", case_small_bar, { "AQL_KFD_EMU_BAR=small" } },
@@ -1365,6 +2143,17 @@ static const struct {
 	{ "bad_bar", case_bad_setting, { "AQL_KFD_EMU_BAR=medium" } },
 	{ "bad_vram", case_bad_setting, { "AQL_KFD_EMU_VRAM=8G" } },
 	{ "bad_alloc_fault", case_bad_setting, { "AQL_KFD_EMU_FAIL=alloc_enomem:x" } },
+	{ "queues", case_queues, { NULL } },
+	{ "queues_6.12", case_queues_6_12, { "AQL_KFD_EMU_CHECKS=6.12" } },
+	{ "queues_6.1", case_queues_6_1, { "AQL_KFD_EMU_CHECKS=6.1" } },
+	{ "queue_limit_gfx90a", case_queue_limit_gfx90a, { NULL } },
+	{ "queue_limit_gfx942", case_queue_limit_gfx942, { "AQL_KFD_EMU_GPUS=gfx942" } },
+	{ "cwsr_larger", case_cwsr_larger, { "AQL_KFD_EMU_CHECKS=2025" } },
+	{ "create_fault", case_create_fault, { "AQL_KFD_EMU_FAIL=create_queue=EBUSY" } },
+	{ "queue_stop", case_queue_stop, { "AQL_KFD_EMU_FAIL=queue_stop:3" } },
+	{ "mem_fault", case_mem_fault, { "AQL_KFD_EMU_FAIL=mem_fault:2" } },
+	{ "bad_checks", case_bad_setting, { "AQL_KFD_EMU_CHECKS=6.5" } },
+	{ "bad_stop", case_bad_setting, { "AQL_KFD_EMU_FAIL=queue_stop" } },
 };
 
 int main(int argc, char **argv)
@@ -1387,6 +2176,7 @@ int main(int argc, char **argv)
 			unsetenv("AQL_KFD_EMU_XNACK");
 			unsetenv("AQL_KFD_EMU_BAR");
 			unsetenv("AQL_KFD_EMU_VRAM");
+			unsetenv("AQL_KFD_EMU_CHECKS");
 			for (int e = 0; e < 3 && cases[i].env[e]; e++)
 				putenv((char *)cases[i].env[e]);
 			th_passed = th_failed = 0;

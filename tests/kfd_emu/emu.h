@@ -43,6 +43,13 @@ struct emu_config {
 	/* alloc_enomem[:N]: ALLOC_MEMORY_OF_GPU calls after the first N get
 	 * -ENOMEM; -1 when the fault is not set. */
 	int64_t fail_alloc_after;
+	/* AQL_KFD_EMU_CHECKS: which kernel's queue-buffer rules (queue.c) */
+	enum { EMU_CHECKS_6_1, EMU_CHECKS_6_12, EMU_CHECKS_2025 } checks;
+	int fail_create_queue;		/* create_queue[=ERRNO] */
+	/* queue_stop:N, mem_fault:N: the process's CPs complete N packets,
+	 * then stop, or fault on the next; -1 when not set. */
+	int64_t fail_queue_stop;
+	int64_t fail_mem_fault;
 	int small_bar;			/* AQL_KFD_EMU_BAR=small */
 	uint64_t vram;			/* AQL_KFD_EMU_VRAM; 0: the model's */
 };
@@ -71,6 +78,16 @@ uint32_t emu_model_gfx_version(const struct emu_model *model);
 const char *emu_model_name(const struct emu_model *model);
 /* The VRAM bytes of a GPU of this model: AQL_KFD_EMU_VRAM or the model's. */
 uint64_t emu_model_vram(const struct emu_model *model);
+/* A node's queue properties (kfd_queue.c kfd_queue_ctx_save_restore_size,
+ * the HWS queue limit). */
+struct emu_queue_props {
+	uint32_t cwsr_size, ctl_stack_size, debug_memory_size;	/* per XCC */
+	uint32_t eop_buffer_size;
+	uint32_t num_xcc;
+	uint32_t lds_size;		/* bytes of LDS per work-group */
+	uint32_t max_queues;
+};
+void emu_model_queue_props(const struct emu_model *model, struct emu_queue_props *out);
 long emu_read_file(const char *path, char *buf, size_t size);
 int emu_list_dir(const char *path, int (*each)(const char *name, void *user), void *user);
 
@@ -103,6 +120,64 @@ int emu_memory_lookup(uint64_t addr, struct kfdemu_bo *out);
  */
 void *emu_memory_mmap(const struct emu_gpu *gpu, uint64_t file_id, void *addr, size_t length,
 		      int prot, int flags, uint64_t offset);
+
+/*
+ * memory.c, for queues. kfd_queue.c kfd_queue_buffer_get: the BO mapped
+ * on gpu's VM whose mapping starts at addr's page and, when size is at
+ * least a page, is exactly size bytes; its queue reference taken. 0 and
+ * *handle, or -EINVAL. With sys.c's lock held.
+ */
+int emu_memory_queue_buffer_get(const struct emu_gpu *gpu, uint64_t addr, uint64_t size,
+				uint64_t *handle);
+/* Drop a queue reference of emu_memory_queue_buffer_get. With the lock held. */
+void emu_memory_queue_buffer_put(const struct emu_gpu *gpu, uint64_t handle);
+/*
+ * The emulation's view of [addr, addr + size) in gpu's VM, for the CP:
+ * NULL when no BO mapped there holds the whole range (a GPU page fault).
+ * On success the BOs cannot change until emu_memory_gpu_end(). Any
+ * thread, without sys.c's lock.
+ */
+void *emu_memory_gpu_begin(const struct emu_gpu *gpu, uint64_t addr, uint64_t size);
+void emu_memory_gpu_end(void);
+
+/* kfd_priv.h: what a /dev/kfd mmap offset maps, in its top two bits. */
+#define KFD_MMAP_TYPE_MASK (3ull << 62)
+#define KFD_MMAP_TYPE_DOORBELL (3ull << 62)
+#define KFD_MMAP_TYPE_EVENTS (2ull << 62)
+#define KFD_MMAP_GPU_ID_SHIFT 46
+#define KFD_MMAP_GPU_ID_MASK (0xffffull << KFD_MMAP_GPU_ID_SHIFT)
+
+/* queue.c: CREATE/DESTROY/UPDATE_QUEUE and the doorbells, with sys.c's lock held. */
+int emu_create_queue(void *args);
+int emu_destroy_queue(void *args);
+int emu_update_queue(void *args);
+/* Stop every queue and drop it: a new process (a forked child drops its
+ * parent's without touching their threads, which it does not have). */
+void emu_queue_reset(void);
+/* Queues alive now, of all GPUs. */
+uint32_t emu_queue_count(void);
+void emu_queue_stats(struct kfdemu_stats *out);
+/* mmap of /dev/kfd at a KFD_MMAP_TYPE_DOORBELL offset: the address, or -errno. */
+void *emu_doorbell_mmap(void *addr, size_t length, int prot, int flags, uint64_t offset);
+
+/* cp.c: the command processor of one queue, a thread. */
+struct emu_cp;
+struct emu_cp_queue {
+	const struct emu_gpu *gpu;
+	uint32_t queue_id;
+	uint64_t ring;			/* GPU VA of the ring */
+	uint32_t ring_size;		/* bytes */
+	uint64_t amd_queue;		/* GPU VA of the amd_queue_t */
+	uint64_t *doorbell;		/* the emulation's view of the doorbell */
+};
+/* Start the CP of q: 0, or -errno. With sys.c's lock held. */
+int emu_cp_start(const struct emu_cp_queue *q, struct emu_cp **out);
+/* Stop cp and wait until it has: it touches nothing afterwards. */
+void emu_cp_stop(struct emu_cp *cp);
+/* Whether cp stopped on its own (a fault knob, a fault). */
+int emu_cp_halted(const struct emu_cp *cp);
+/* Reset the fault knobs' packet count: a new process. */
+void emu_cp_reset(void);
 
 /* sys.c, with its lock held: the render node file fd names, for
  * ACQUIRE_VM. 0 and *gpu, *file_id set; -EBADF where fd is not open;

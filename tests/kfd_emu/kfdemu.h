@@ -57,6 +57,10 @@ struct kfdemu_stats {
 	uint32_t bos;
 	uint64_t bo_bytes[KFDEMU_DOMAINS];
 	uint64_t bo_mmaps;		/* render-node mmaps of a BO that succeeded */
+	/* User queues alive now, and of those the ones whose CP stopped on
+	 * its own (a fault knob, a VM fault, an eviction). */
+	uint32_t queues;
+	uint32_t queues_halted;
 	/* Events alive now, the event page's slots (0: no page), and the
 	 * WAIT_EVENTS calls asleep now. */
 	uint32_t events;

@@ -7,9 +7,12 @@
  * view of it (what the GPU would see). USERPTR BOs are the caller's own
  * pages. Each refusal names the kernel's rule (drivers/gpu/drm/amd/:
  * amdkfd/kfd_chardev.c, amdgpu/amdgpu_amdkfd_gpuvm.c, amdgpu/amdgpu_vm.c,
- * amdgpu/amdgpu_gem.c). sys.c holds its lock around every call here.
+ * amdgpu/amdgpu_gem.c). sys.c holds its lock around every call here;
+ * the command processors (cp.c) read the table without it, under the
+ * table's own lock, which every change here also takes.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -41,6 +44,8 @@ struct bo {
 	uint64_t offset;		/* the render node's fake offset; 0: none */
 	uint64_t userptr;
 	uint32_t mapped;		/* bit i: mapped to GPU node i + 1's VM */
+	/* amdgpu_bo_va.queue_refcount per VM: queues using the BO (6.12) */
+	uint32_t queue_refs[EMU_MAX_GPUS];
 	int memfd;			/* VRAM, GTT: the backing; else -1 */
 	void *data;			/* the emulation's own mapping of memfd */
 };
@@ -51,6 +56,9 @@ static struct {
 	uint64_t vram_used[EMU_MAX_GPUS];	/* VRAM_ALIGN-rounded */
 	uint64_t allocs;			/* ALLOC calls that reached the allocator */
 } mem;
+
+/* Held for writing around every change of mem.bos, for reading by the CPs. */
+static pthread_rwlock_t table_lock = PTHREAD_RWLOCK_INITIALIZER;
 
 static void bo_drop(struct bo *b)
 {
@@ -67,11 +75,13 @@ void emu_memory_reset(void)
 {
 	/* A forked child's first open: the parent's BOs are not its own,
 	 * but the memfds and views it inherited are, and are let go. */
+	pthread_rwlock_wrlock(&table_lock);
 	for (int i = 0; i < MAX_BOS; i++)
 		if (mem.bos[i].used)
 			bo_drop(&mem.bos[i]);
 	memset(&mem, 0, sizeof(mem));
 	mem.next_offset = FAKE_OFFSET_START;
+	pthread_rwlock_unlock(&table_lock);
 }
 
 static uint64_t handle_of(const struct bo *b)
@@ -243,6 +253,7 @@ int emu_alloc_memory_of_gpu(void *data)
 	/* idr_alloc failure: -EFAULT ("Failed to allocate IDR") */
 	if (!b)
 		return -EFAULT;
+	pthread_rwlock_wrlock(&table_lock);
 	*b = (struct bo){ .used = 1, .gpu = g, .idr = idr_alloc(g), .flags = args->flags,
 			  .domain = domain, .va = args->va_addr, .size = args->size,
 			  .bytes = bytes, .memfd = -1 };
@@ -255,9 +266,11 @@ int emu_alloc_memory_of_gpu(void *data)
 		r = back(b);
 		if (r) {
 			bo_drop(b);
+			pthread_rwlock_unlock(&table_lock);
 			return r;
 		}
 	}
+	pthread_rwlock_unlock(&table_lock);
 	/* amdgpu_bo_mmap_offset for every BO but USERPTR; MMIO_REMAP's
 	 * offset is /dev/kfd's own. */
 	if (domain != KFDEMU_USERPTR) {
@@ -289,7 +302,9 @@ int emu_free_memory_of_gpu(void *data)
 	/* amdgpu_amdkfd_gpuvm_free_memory_of_gpu: "is still mapped" */
 	if (b->mapped)
 		return -EBUSY;
+	pthread_rwlock_wrlock(&table_lock);
 	bo_drop(b);
+	pthread_rwlock_unlock(&table_lock);
 	return 0;
 }
 
@@ -338,11 +353,18 @@ static int map_or_unmap(struct kfd_ioctl_map_memory_to_gpu_args *args, int map)
 			if (b->va & (PAGE - 1))
 				return -EINVAL;
 			/* already mapped on that VM: nothing to do */
+			pthread_rwlock_wrlock(&table_lock);
 			b->mapped |= bit;
+			pthread_rwlock_unlock(&table_lock);
 		} else {
-			/* (a BO under a live queue, -EBUSY, comes with queues;
-			 * one not mapped there is skipped) */
+			/* amdgpu_amdkfd_gpuvm_unmap_memory_from_gpu: a BO a live
+			 * queue uses on that VM (6.12); one not mapped there is
+			 * skipped */
+			if ((b->mapped & bit) && b->queue_refs[peer->node - 1])
+				return -EBUSY;
+			pthread_rwlock_wrlock(&table_lock);
 			b->mapped &= ~bit;
+			pthread_rwlock_unlock(&table_lock);
 		}
 		args->n_success = i + 1;
 	}
@@ -453,4 +475,59 @@ int emu_memory_lookup(uint64_t addr, struct kfdemu_bo *out)
 		}
 	}
 	return -1;
+}
+
+/* The BO mapped on gpu's VM whose range holds addr, or NULL. */
+static struct bo *mapped_at(const struct emu_gpu *gpu, uint64_t addr)
+{
+	for (int i = 0; i < MAX_BOS; i++) {
+		struct bo *b = &mem.bos[i];
+
+		if (b->used && (b->mapped & 1u << (gpu->node - 1)) && addr >= b->va &&
+		    addr - b->va < b->bytes)
+			return b;
+	}
+	return NULL;
+}
+
+int emu_memory_queue_buffer_get(const struct emu_gpu *gpu, uint64_t addr, uint64_t size,
+				uint64_t *handle)
+{
+	/* amdgpu_vm_bo_lookup_mapping on the GPU page of addr */
+	struct bo *b = mapped_at(gpu, addr);
+	uint64_t pages = size / PAGE;
+
+	/* "expected size ... not equal to mapping": the mapping must start
+	 * at addr's page and end at its last one; size 0 checks the start */
+	if (!b || addr / PAGE != b->va / PAGE || (pages && b->bytes / PAGE != pages))
+		return -EINVAL;
+	b->queue_refs[gpu->node - 1]++;
+	*handle = handle_of(b);
+	return 0;
+}
+
+void emu_memory_queue_buffer_put(const struct emu_gpu *gpu, uint64_t handle)
+{
+	struct bo *b = bo_by_handle(handle);
+
+	if (b && b->queue_refs[gpu->node - 1])
+		b->queue_refs[gpu->node - 1]--;
+}
+
+void *emu_memory_gpu_begin(const struct emu_gpu *gpu, uint64_t addr, uint64_t size)
+{
+	struct bo *b;
+
+	pthread_rwlock_rdlock(&table_lock);
+	b = mapped_at(gpu, addr);
+	/* the GPU reads what the BO holds: its memfd, or the user's pages */
+	if (b && size <= b->bytes - (addr - b->va) && (b->data || b->userptr))
+		return (char *)(b->data ? b->data : (void *)(uintptr_t)b->userptr) + (addr - b->va);
+	pthread_rwlock_unlock(&table_lock);
+	return NULL;
+}
+
+void emu_memory_gpu_end(void)
+{
+	pthread_rwlock_unlock(&table_lock);
 }

@@ -28,7 +28,9 @@ void emu_process_reset(void)
 {
 	memset(&proc, 0, sizeof(proc));
 	proc.xnack = emu_config()->xnack;
-	/* events first: the event page is a BO */
+	/* the CPs first, they raise events and read BOs; then the events,
+	 * the event page is a BO */
+	emu_queue_reset();
 	emu_events_reset();
 	emu_memory_reset();
 }
@@ -127,8 +129,9 @@ static int runtime_enable(void *data)
 	/* runtime_enable: state not DISABLED → -EBUSY */
 	if (proc.runtime_enabled)
 		return -EBUSY;
-	/* runtime_enable: a device with queues (qpd.queue_count) → -EEXIST.
-	 * No queue exists before CREATE_QUEUE is emulated. */
+	/* runtime_enable: a device with queues (qpd.queue_count) → -EEXIST */
+	if (emu_queue_count())
+		return -EEXIST;
 	if (emu_config()->fail_runtime_enable)
 		return emu_config()->fail_runtime_enable;
 	proc.runtime_enabled = 1;
@@ -218,7 +221,9 @@ static int set_xnack_mode(void *data)
 		args->xnack_enabled = proc.xnack;
 		return 0;
 	}
-	/* user queues exist: -EBUSY; none before CREATE_QUEUE is emulated */
+	/* "Changing XNACK mode while user queues exist" */
+	if (emu_queue_count())
+		return -EBUSY;
 	proc.xnack = args->xnack_enabled != 0;
 	return 0;
 }
@@ -230,6 +235,9 @@ static const struct {
 	emu_ioctl_fn fn;
 } ioctls[] = {
 	IOCTL(GET_VERSION, get_version),
+	IOCTL(CREATE_QUEUE, emu_create_queue),
+	IOCTL(DESTROY_QUEUE, emu_destroy_queue),
+	IOCTL(UPDATE_QUEUE, emu_update_queue),
 	IOCTL(CREATE_EVENT, emu_create_event),
 	IOCTL(DESTROY_EVENT, emu_destroy_event),
 	IOCTL(SET_EVENT, emu_set_event),

@@ -167,22 +167,48 @@ static int alloc_fault(const char *s, size_t n)
 	return 1;
 }
 
+/* what:N, the CPs' packet count of queue_stop and mem_fault. */
+static int count_fault(const char *s, size_t n, const char *what, int64_t *slot)
+{
+	size_t w = strlen(what);
+	char num[24], *end;
+
+	if (n < w || strncmp(s, what, w) || (n > w && s[w] != ':'))
+		return 0;
+	if (n <= w + 1 || n - w - 1 >= sizeof(num)) {
+		config_fail("AQL_KFD_EMU_FAIL: %s needs a packet count N", s);
+		return 1;
+	}
+	memcpy(num, s + w + 1, n - w - 1);
+	num[n - w - 1] = '\0';
+	*slot = (int64_t)strtoull(num, &end, 10);
+	if (*end || num[0] < '0' || num[0] > '9' || *slot < 0)
+		config_fail("AQL_KFD_EMU_FAIL: %s needs a packet count N", s);
+	return 1;
+}
+
 /* AQL_KFD_EMU_FAIL: comma-separated fault points, each POINT or POINT=ERRNO. */
 static void read_faults(const char *s)
 {
 	config.fail_alloc_after = -1;
+	config.fail_queue_stop = -1;
+	config.fail_mem_fault = -1;
 	if (!s)
 		return;
 	while (*s) {
 		size_t n = strcspn(s, ",");
 
 		if (!alloc_fault(s, n) &&
+		    !count_fault(s, n, "queue_stop", &config.fail_queue_stop) &&
+		    !count_fault(s, n, "mem_fault", &config.fail_mem_fault) &&
+		    !fault(s, n, "create_queue", &config.fail_create_queue, ENOMEM) &&
 		    !fault(s, n, "open_kfd", &config.fail_open_kfd, ENOENT) &&
 		    !fault(s, n, "open_render", &config.fail_open_render, EACCES) &&
 		    !fault(s, n, "acquire_vm", &config.fail_acquire_vm, ENOMEM) &&
 		    !fault(s, n, "runtime_enable", &config.fail_runtime_enable, EINTR)) {
 			config_fail("AQL_KFD_EMU_FAIL: no fault point in \"%s\" (open_kfd, "
-				    "open_render, acquire_vm, runtime_enable, alloc_enomem[:N])", s);
+				    "open_render, acquire_vm, runtime_enable, alloc_enomem[:N], "
+				    "create_queue, queue_stop:N, mem_fault:N)", s);
 			return;
 		}
 		s += n + (s[n] == ',');
@@ -206,6 +232,20 @@ static void read_memory(const char *bar, const char *vram)
 	}
 }
 
+/* AQL_KFD_EMU_CHECKS=6.1|6.12|2025: the queue-buffer rules of that kernel. */
+static void read_checks(const char *s)
+{
+	config.checks = EMU_CHECKS_2025;
+	if (!s || !strcmp(s, "2025"))
+		return;
+	if (!strcmp(s, "6.1"))
+		config.checks = EMU_CHECKS_6_1;
+	else if (!strcmp(s, "6.12"))
+		config.checks = EMU_CHECKS_6_12;
+	else
+		config_fail("AQL_KFD_EMU_CHECKS=%s: not 6.1, 6.12 or 2025", s);
+}
+
 static void read_config(void)
 {
 	const char *x = getenv("AQL_KFD_EMU_XNACK");
@@ -220,6 +260,7 @@ static void read_config(void)
 	read_gpus(getenv("AQL_KFD_EMU_GPUS"));
 	read_faults(getenv("AQL_KFD_EMU_FAIL"));
 	read_memory(getenv("AQL_KFD_EMU_BAR"), getenv("AQL_KFD_EMU_VRAM"));
+	read_checks(getenv("AQL_KFD_EMU_CHECKS"));
 	if (x && strcmp(x, "0") && strcmp(x, "1"))
 		config_fail("AQL_KFD_EMU_XNACK=%s: not 0 or 1", x);
 	config.xnack = x && !strcmp(x, "1");
@@ -495,8 +536,8 @@ static int emu_ioctl(int fd, unsigned long request, void *arg)
 
 /*
  * Anonymous mappings and files that are not emulated go to libc; a render
- * node maps the BO whose fake offset it is given (memory.c); mmaps of
- * /dev/kfd (doorbells, events) are not emulated yet.
+ * node maps the BO whose fake offset it is given (memory.c); /dev/kfd maps
+ * the doorbells (queue.c) by the type in the offset (kfd_chardev.c kfd_mmap).
  */
 static void *emu_mmap(void *addr, size_t length, int prot, int flags, int fd, uint64_t offset)
 {
@@ -510,6 +551,14 @@ static void *emu_mmap(void *addr, size_t length, int prot, int flags, int fd, ui
 		p = emu_memory_mmap(f->gpu, f->id, addr, length, prot, flags, offset);
 		if ((uintptr_t)p < (uintptr_t)-4095)
 			emu.stats.bo_mmaps++;
+		pthread_mutex_unlock(&emu.lock);
+		return p;
+	}
+	if (f && (offset & KFD_MMAP_TYPE_MASK) == KFD_MMAP_TYPE_DOORBELL) {
+		/* kfd_get_process(current): a process that has not opened
+		 * /dev/kfd itself (a forked child) has none, -EINVAL */
+		p = emu.process == getpid() ? emu_doorbell_mmap(addr, length, prot, flags, offset)
+					    : (void *)(intptr_t)-EINVAL;
 		pthread_mutex_unlock(&emu.lock);
 		return p;
 	}
@@ -545,6 +594,7 @@ int kfdemu_stats(struct kfdemu_stats *out)
 	if (emu.process == getpid()) {
 		emu_process_stats(out);
 		emu_memory_stats(out);
+		emu_queue_stats(out);
 		emu_events_stats(out);
 	}
 	else

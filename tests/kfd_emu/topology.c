@@ -200,7 +200,7 @@ uint32_t emu_model_simds(const struct emu_model *model)
  * kfd_queue.c kfd_queue_ctx_save_restore_size computes them for gfx8 and
  * gfx9 (8 bytes of control stack per wave, below gfx10.1).
  */
-static void cwsr_sizes(const struct emu_model *m, uint32_t *cwsr, uint32_t *ctl)
+static void cwsr_sizes(const struct emu_model *m, uint32_t *cwsr, uint32_t *ctl, uint32_t *waves_out)
 {
 	uint32_t cu = m->simd_count / m->simd_per_cu / m->num_xcc;
 	uint32_t waves = cu * 40;
@@ -212,6 +212,25 @@ static void cwsr_sizes(const struct emu_model *m, uint32_t *cwsr, uint32_t *ctl)
 		waves = se_bound;
 	*ctl = (40 + waves * 8 + 8 + 4095) & ~4095u;
 	*cwsr = *ctl + ((wg + 4095) & ~4095u);
+	if (waves_out)
+		*waves_out = waves;
+}
+
+void emu_model_queue_props(const struct emu_model *m, struct emu_queue_props *out)
+{
+	uint32_t waves;
+
+	cwsr_sizes(m, &out->cwsr_size, &out->ctl_stack_size, &waves);
+	/* DEBUGGER_BYTES_PER_WAVE 32, DEBUGGER_BYTES_ALIGN 64 */
+	out->debug_memory_size = (waves * 32 + 63) & ~63u;
+	/* Tonga's 0x8000; 4096 for every other gfx8 and gfx9 part */
+	out->eop_buffer_size = m->gfx_target_version == 80002 ? 0x8000 : 4096;
+	out->num_xcc = m->num_xcc;
+	out->lds_size = m->lds_size_in_kb << 10;
+	/* kfd_process_queue_manager.c pqm_create_queue: the HWS limit, 127;
+	 * 255 on GC 9.4.3, 9.4.4 and 9.5.0 */
+	out->max_queues = m->gfx_target_version >= 90402 && m->gfx_target_version < 100000 ? 255
+											      : 127;
 }
 
 struct out {
@@ -276,7 +295,7 @@ static void node_properties(struct out *o, uint32_t node)
 	prop(o, "num_sdma_queues_per_engine", m ? m->num_sdma_queues_per_engine : 0);
 	prop(o, "num_cp_queues", m ? m->num_cp_queues : 0);
 	if (m) {
-		cwsr_sizes(m, &cwsr, &ctl);
+		cwsr_sizes(m, &cwsr, &ctl, NULL);
 		/*
 		 * Published since upstream 8fc2796dea6f (late 2025, backported
 		 * to stable): tied here to 1.18, the newest version modelled.
