@@ -11,6 +11,7 @@
 #include "aql/queue_impl.h"
 #include "aql/timeline.h"
 #include "mem/host_mem.h"
+#include "mem/pages.h"
 
 #define DEFAULT_SIZE 4096u
 #define DEFAULT_FULL_TIMEOUT_NS 1000000000ull
@@ -37,11 +38,24 @@ static aql_status check_config(const aql_agent_info *info, const aql_queue_confi
 	return AQL_OK;
 }
 
+/*
+ * The ring and the amd_queue_t each take whole pages of their own: a GPU
+ * agent maps each as one buffer, and KFD (6.12+, kfd_queue.c
+ * kfd_queue_buffer_get) wants the ring's and the read and write pointers'
+ * mappings to be exactly theirs.
+ */
+static size_t ring_bytes(uint32_t size)
+{
+	size_t page = aql_page_size(), bytes = (size_t)size * sizeof(aql_packet);
+
+	return (bytes + page - 1) & ~(page - 1);
+}
+
 static void free_queue(struct aql_queue_impl *q)
 {
 	aql_signal_destroy(q->pub.doorbell);
-	aql_host_mem_free(q->pub.ring, (size_t)q->pub.size * sizeof(aql_packet));
-	aql_host_mem_free(q->pub.amd, sizeof(aql_amd_queue));
+	aql_host_mem_free(q->pub.ring, ring_bytes(q->pub.size));
+	aql_host_mem_free(q->pub.amd, aql_page_size());
 	free(q);
 }
 
@@ -50,10 +64,9 @@ static aql_status init_memory(struct aql_queue_impl *q, const aql_queue_config *
 	aql_amd_queue *amd;
 	aql_status st;
 
-	/* KFD takes ring addresses >> 8, so 256-byte alignment serves every agent. */
-	st = aql_host_mem_alloc((size_t)c->size * sizeof(aql_packet), 256, (void **)&q->pub.ring);
+	st = aql_host_mem_alloc(ring_bytes(c->size), aql_page_size(), (void **)&q->pub.ring);
 	if (st == AQL_OK)
-		st = aql_host_mem_alloc(sizeof(*amd), 256, (void **)&q->pub.amd);
+		st = aql_host_mem_alloc(aql_page_size(), aql_page_size(), (void **)&q->pub.amd);
 	/* -1: no packet id has been rung yet, so the first ring (id 0) is a change. */
 	if (st == AQL_OK)
 		st = aql_signal_create(-1, &q->pub.doorbell);
