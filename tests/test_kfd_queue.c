@@ -1,0 +1,402 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Queues of the AMD agent (aql/kfd/queue.c) on the KFD emulation
+ * (AQL_KFD_SYS): one GPU, its model and KFD version from the meson run,
+ * packets run by the emulated command processor (tests/kfd_emu/cp.c).
+ * Not run on hardware.
+ *
+ * - a queue's buffers as KFD sees them: the ring and the amd_queue_t page
+ *   USERPTR BOs of exactly their sizes, one VRAM EOP page, the CWSR area
+ *   of the size the plan's formula gives for the model (the emulation's
+ *   CREATE_QUEUE refuses other sizes), a doorbell of the GPU's slice;
+ *   the amd_queue_t fields; the scratch address set once per GPU; all of
+ *   it gone after the destroy;
+ * - barriers and completion signals, in order, on a ring that wraps; the
+ *   doorbell holds the last packet id; concurrent producers (TSan);
+ * - a packet the CP refuses stops the queue with a message, its signal -1;
+ * - destroy with packets in flight: no hang, the signals -1;
+ * - a GPU memory fault puts the GPU's queues into their error state;
+ * - --expect refused (AQL_KFD_EMU_FAIL=create_queue): a clear error and
+ *   nothing left behind; --expect stop (queue_stop:N): a bounded wait
+ *   reports the stopped queue, and the destroy gives its packets -1.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <aql/aql.h>
+
+#include "helpers.h"
+#include "aql/kfd/kfd.h"
+#include "aql/kfd/kfd_abi.h"
+#include "kfd_emu/kfdemu.h"
+
+#define MS 1000000ull
+
+static kfdemu_stats_fn stats_fn;
+static kfdemu_bo_at_fn bo_at_fn;
+static kfdemu_vm_fault_fn vm_fault_fn;
+static struct kfd_agent *amd;
+
+static void *emu_sym(void *lib, const char *name)
+{
+	void *fn = lib ? dlsym(lib, name) : NULL;
+
+	if (!fn)
+		th_stop("no kfdemu symbols in AQL_KFD_SYS");
+	return fn;
+}
+
+static void load_emu(void)
+{
+	const char *path = getenv("AQL_KFD_SYS");
+	void *lib = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+
+	*(void **)&stats_fn = emu_sym(lib, "kfdemu_stats");
+	*(void **)&bo_at_fn = emu_sym(lib, "kfdemu_bo_at");
+	*(void **)&vm_fault_fn = emu_sym(lib, "kfdemu_vm_fault");
+}
+
+static struct kfdemu_stats stats(void)
+{
+	struct kfdemu_stats s;
+
+	CHECK(stats_fn(&s) == 0, "kfdemu_stats");
+	return s;
+}
+
+/* The CWSR BO's bytes (plan §5, computed by hand from the models). */
+static uint64_t cwsr_total(void)
+{
+	if (!strcmp(amd->node->gfx, "gfx90a"))
+		return 0x402F000;
+	if (!strcmp(amd->node->gfx, "gfx942"))
+		return 0xB167000;
+	th_stop("a model this test has no CWSR numbers for");
+}
+
+static aql_queue *queue(uint32_t size)
+{
+	aql_queue_config c = { .size = size, .type = AQL_QUEUE_MULTI };
+	aql_queue *q = NULL;
+
+	CHECK_OK(aql_queue_create(&amd->base, &c, &q));
+	if (!q)
+		th_stop("no queue");
+	return q;
+}
+
+static aql_packet barrier(aql_signal *dep, aql_signal *done)
+{
+	aql_packet p = { 0 };
+
+	p.barrier.header = aql_packet_header(AQL_PACKET_BARRIER_AND, 1, AQL_FENCE_SYSTEM,
+					     AQL_FENCE_SYSTEM);
+	p.barrier.dep_signal[0] = dep ? aql_signal_handle(dep) : 0;
+	p.barrier.completion_signal = done ? aql_signal_handle(done) : 0;
+	return p;
+}
+
+static uint64_t doorbell_value(aql_queue *q)
+{
+	return __atomic_load_n((uint64_t *)(uintptr_t)q->doorbell->hardware_doorbell_ptr,
+			       __ATOMIC_ACQUIRE);
+}
+
+static void check_bo(const void *addr, uint32_t domain, uint64_t size, const char *what)
+{
+	struct kfdemu_bo b;
+
+	CHECK(bo_at_fn((uint64_t)(uintptr_t)addr, &b) == 0, "%s: no BO at %p", what, addr);
+	CHECK(b.va == (uint64_t)(uintptr_t)addr && b.size == size && b.domain == domain,
+	      "%s: BO at 0x%llx of %llu bytes, domain %u (want %p, %llu, %u)", what,
+	      (unsigned long long)b.va, (unsigned long long)b.size, b.domain, addr,
+	      (unsigned long long)size, domain);
+	CHECK(b.mapped != 0 && b.gpu_id == amd->node->gpu_id, "%s: not mapped to the GPU", what);
+}
+
+static void check_create(void)
+{
+	struct kfdemu_stats before = stats(), after;
+	aql_queue *q = queue(256), *q2, *small = NULL;
+	aql_amd_queue *a = q->amd;
+	aql_queue_config c = { .size = 16 };
+
+	after = stats();
+	CHECK(after.queues == before.queues + 1, "%u queues", after.queues);
+	check_bo(q->ring, KFDEMU_USERPTR, 256 * 64, "ring");
+	check_bo(a, KFDEMU_USERPTR, 4096, "amd_queue_t page");
+	CHECK(((uintptr_t)q->ring & 4095) == 0 && ((uintptr_t)a & 4095) == 0,
+	      "ring %p and amd_queue_t %p page aligned", (void *)q->ring, (void *)a);
+	/* ring + amd page + CWSR area in USERPTR; the EOP page in VRAM */
+	CHECK(after.bo_bytes[KFDEMU_USERPTR] - before.bo_bytes[KFDEMU_USERPTR] ==
+	      256 * 64 + 4096 + cwsr_total(), "USERPTR bytes grew by %llu",
+	      (unsigned long long)(after.bo_bytes[KFDEMU_USERPTR] -
+				   before.bo_bytes[KFDEMU_USERPTR]));
+	CHECK(after.bo_bytes[KFDEMU_VRAM] - before.bo_bytes[KFDEMU_VRAM] == 4096,
+	      "VRAM grew by %llu", (unsigned long long)(after.bo_bytes[KFDEMU_VRAM] -
+							 before.bo_bytes[KFDEMU_VRAM]));
+	CHECK(after.ioctls[_IOC_NR(AMDKFD_IOC_CREATE_QUEUE)] ==
+	      before.ioctls[_IOC_NR(AMDKFD_IOC_CREATE_QUEUE)] + 1, "CREATE_QUEUE calls");
+	CHECK(after.ioctls[_IOC_NR(AMDKFD_IOC_SET_SCRATCH_BACKING_VA)] == 1,
+	      "SET_SCRATCH_BACKING_VA %llu calls",
+	      (unsigned long long)after.ioctls[_IOC_NR(AMDKFD_IOC_SET_SCRATCH_BACKING_VA)]);
+	/* amd_queue_t as ROCr fills it */
+	CHECK(q->doorbell->kind == AQL_SIGNAL_KIND_DOORBELL && q->doorbell->hardware_doorbell_ptr,
+	      "doorbell signal kind %lld", (long long)q->doorbell->kind);
+	CHECK(a->hsa.doorbell_signal == aql_signal_handle(q->doorbell), "doorbell_signal");
+	CHECK(a->max_cu_id == amd->node->cus - 1 && a->max_wave_id == amd->node->waves_per_cu - 1,
+	      "max_cu_id %u max_wave_id %u", a->max_cu_id, a->max_wave_id);
+	CHECK(a->group_segment_aperture_base_hi == (uint32_t)(amd->apertures->lds_base >> 32) &&
+	      a->private_segment_aperture_base_hi == (uint32_t)(amd->apertures->scratch_base >> 32) &&
+	      a->group_segment_aperture_base_hi != 0, "aperture hi 0x%x 0x%x",
+	      a->group_segment_aperture_base_hi, a->private_segment_aperture_base_hi);
+	CHECK(a->queue_inactive_signal != 0 && a->read_dispatch_id_field_base_byte_offset == 128 &&
+	      (a->queue_properties & AQL_AMD_QUEUE_PROPERTY_IS_PTR64) &&
+	      a->scratch_last_used_index == UINT64_MAX && a->compute_tmpring_size == 0,
+	      "amd_queue_t fields");
+	/* a second queue: another doorbell of the same slice, no second
+	 * scratch address */
+	q2 = queue(64);
+	CHECK(q2->doorbell->hardware_doorbell_ptr - q->doorbell->hardware_doorbell_ptr == 8,
+	      "doorbells 0x%llx 0x%llx", (unsigned long long)q->doorbell->hardware_doorbell_ptr,
+	      (unsigned long long)q2->doorbell->hardware_doorbell_ptr);
+	CHECK(stats().ioctls[_IOC_NR(AMDKFD_IOC_SET_SCRATCH_BACKING_VA)] == 1,
+	      "SET_SCRATCH_BACKING_VA once per GPU");
+	CHECK(aql_queue_create(&amd->base, &c, &small) == AQL_ERR_INVALID_ARG && !small &&
+	      th_error_has("64 packets or more"), "a queue of 16 packets");
+	CHECK_OK(aql_queue_destroy(q2));
+	CHECK_OK(aql_queue_destroy(q));
+	after = stats();
+	CHECK(after.queues == before.queues && after.bos == before.bos &&
+	      after.bo_bytes[KFDEMU_USERPTR] == before.bo_bytes[KFDEMU_USERPTR] &&
+	      after.bo_bytes[KFDEMU_VRAM] == before.bo_bytes[KFDEMU_VRAM],
+	      "after destroy: %u queues, %u BOs (before %u, %u)", after.queues, after.bos,
+	      before.queues, before.bos);
+}
+
+/* Barriers in order behind a dependency, across ring wraps. */
+static void check_barriers(void)
+{
+	aql_queue *q = queue(64);
+	aql_signal *gate = th_signal(1), *done = th_signal(1), *last = th_signal(1);
+	aql_packet p = barrier(gate, done);
+	uint64_t id;
+
+	CHECK(th_submit(q, &p) == AQL_OK, "gated barrier");
+	p = barrier(NULL, last);
+	CHECK(th_submit(q, &p) == AQL_OK, "next barrier");
+	CHECK(doorbell_value(q) == 1, "doorbell %llu after packet 1",
+	      (unsigned long long)doorbell_value(q));
+	th_sleep_ms(20);
+	/* the CP waits on the gate, and the one behind waits too */
+	CHECK(aql_signal_load(done, AQL_ACQUIRE) == 1 && aql_signal_load(last, AQL_ACQUIRE) == 1,
+	      "ran before its dependency");
+	aql_signal_store(gate, 0, AQL_RELEASE);
+	CHECK(th_wait_done(done) == 0, "gated barrier's signal");
+	CHECK(th_wait_done(last) == 0, "next barrier's signal");
+	/* 1000 packets through a ring of 64 */
+	aql_signal_store(last, 1, AQL_RELEASE);
+	for (int i = 0; i < 1000; i++) {
+		p = barrier(NULL, i == 999 ? last : NULL);
+		if (th_submit(q, &p) != AQL_OK)
+			break;
+	}
+	CHECK(th_wait_done(last) == 0, "the 1000th barrier");
+	id = th_wait_read_index(q, 1002);
+	CHECK(id == 1002 && doorbell_value(q) == 1001, "read index %llu, doorbell %llu",
+	      (unsigned long long)id, (unsigned long long)doorbell_value(q));
+	CHECK_OK(aql_queue_destroy(q));
+	aql_signal_destroy(gate);
+	aql_signal_destroy(done);
+	aql_signal_destroy(last);
+}
+
+#define PRODUCERS 4
+#define PER_PRODUCER 300
+
+static aql_queue *stress_q;
+static aql_signal *stress_done;
+
+static void *produce(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < PER_PRODUCER; i++) {
+		aql_packet p = barrier(NULL, stress_done);
+
+		if (th_submit(stress_q, &p) != AQL_OK)
+			break;
+	}
+	return NULL;
+}
+
+/*
+ * Producers on one MULTI queue: every packet runs, each decrement counts.
+ * Their doorbell stores land out of order, and the emulated CP takes the
+ * doorbell's value as the last packet to run (hardware polls the write
+ * pointer instead): so the ring holds every packet, and the test rings
+ * the last id once the producers are done.
+ */
+static void check_stress(void)
+{
+	pthread_t t[PRODUCERS];
+
+	stress_q = queue(2048);
+	stress_done = th_signal(PRODUCERS * PER_PRODUCER);
+	for (int i = 0; i < PRODUCERS; i++)
+		pthread_create(&t[i], NULL, produce, NULL);
+	for (int i = 0; i < PRODUCERS; i++)
+		pthread_join(t[i], NULL);
+	aql_queue_ring_doorbell(stress_q, PRODUCERS * PER_PRODUCER - 1);
+	CHECK(th_wait_done(stress_done) == 0, "all %d packets", PRODUCERS * PER_PRODUCER);
+	th_wait_read_index(stress_q, PRODUCERS * PER_PRODUCER);
+	CHECK_OK(aql_queue_destroy(stress_q));
+	aql_signal_destroy(stress_done);
+}
+
+/* A vendor packet the CP does not know: CP code 256 stops the queue. */
+static void check_refused_packet(void)
+{
+	aql_queue *q = queue(64);
+	aql_signal *s = th_signal(1), *behind = th_signal(1);
+	aql_packet p = { 0 }, b = barrier(NULL, behind);
+	const char *msg = "";
+	uint64_t end = th_now_ns() + TH_TIMEOUT_NS;
+
+	p.barrier_value.header.header = aql_packet_header(AQL_PACKET_VENDOR_SPECIFIC, 1,
+							  AQL_FENCE_SYSTEM,
+							  AQL_FENCE_SYSTEM);
+	p.barrier_value.header.format = 0x7f;
+	p.barrier_value.completion_signal = aql_signal_handle(s);
+	CHECK(th_submit(q, &p) == AQL_OK, "vendor packet");
+	CHECK(th_submit(q, &b) == AQL_OK, "barrier behind it");
+	CHECK(th_wait_done(s) == -1, "refused packet's signal");
+	CHECK(th_wait_done(behind) == -1, "the signal of the packet behind it");
+	while (aql_queue_error(q, &msg) == AQL_OK && th_now_ns() < end)
+		th_sleep_ms(1);
+	CHECK(aql_queue_error(q, &msg) == AQL_ERR_QUEUE_ERROR &&
+	      strstr(msg, "unsupported vendor-specific packet (CP code 256)") &&
+	      strstr(msg, "packet 0"), "queue error: %s", msg);
+	CHECK(aql_queue_submit(q, &b) == AQL_ERR_QUEUE_ERROR, "submission after the error");
+	CHECK_OK(aql_queue_destroy(q));
+	aql_signal_destroy(s);
+	aql_signal_destroy(behind);
+}
+
+/* A queue stuck on a dependency is destroyed in bounded time. */
+static void check_destroy_in_flight(void)
+{
+	aql_queue *q = queue(64);
+	aql_signal *gate = th_signal(1), *s[3];
+	uint64_t t0;
+
+	for (int i = 0; i < 3; i++) {
+		aql_packet p = barrier(i == 1 ? gate : NULL, s[i] = th_signal(1));
+
+		th_submit(q, &p);
+	}
+	CHECK(th_wait_done(s[0]) == 0, "packet before the stuck one");
+	t0 = th_now_ns();
+	CHECK_OK(aql_queue_destroy(q));
+	CHECK(th_now_ns() - t0 < TH_TIMEOUT_NS, "destroy took %llu ms",
+	      (unsigned long long)((th_now_ns() - t0) / MS));
+	CHECK(aql_signal_load(s[1], AQL_ACQUIRE) == -1 && aql_signal_load(s[2], AQL_ACQUIRE) == -1,
+	      "signals %lld %lld", (long long)aql_signal_load(s[1], AQL_ACQUIRE),
+	      (long long)aql_signal_load(s[2], AQL_ACQUIRE));
+	CHECK(stats().queues == 0, "%u queues after destroy", stats().queues);
+	for (int i = 0; i < 3; i++)
+		aql_signal_destroy(s[i]);
+	aql_signal_destroy(gate);
+}
+
+/* A VM fault: the fault watcher stops the GPU's queues (KFD evicts them). */
+static void check_fault(void)
+{
+	aql_queue *q = queue(64);
+	aql_signal *gate = th_signal(1), *s = th_signal(1);
+	aql_packet p = barrier(gate, s);
+	const char *msg = "";
+	uint64_t end = th_now_ns() + TH_TIMEOUT_NS;
+
+	th_submit(q, &p);
+	vm_fault_fn(amd->node->gpu_id, 0x7000000, 1, 0);
+	while (aql_queue_error(q, &msg) == AQL_OK && th_now_ns() < end)
+		th_sleep_ms(1);
+	CHECK(aql_queue_error(q, &msg) != AQL_OK && strstr(msg, "0x7000000"), "queue error: %s",
+	      msg);
+	CHECK(th_wait_done(s) == -1, "the faulted queue's packet");
+	CHECK_OK(aql_queue_destroy(q));
+	aql_signal_destroy(gate);
+	aql_signal_destroy(s);
+}
+
+/* AQL_KFD_EMU_FAIL=create_queue: refused, nothing left behind. */
+static void expect_refused(void)
+{
+	struct kfdemu_stats before = stats(), after;
+	aql_queue_config c = { .size = 64 };
+	aql_queue *q = NULL;
+
+	CHECK(aql_queue_create(&amd->base, &c, &q) == AQL_ERR_NOMEM && !q &&
+	      th_error_has("AMDKFD_IOC_CREATE_QUEUE"), "refused queue");
+	after = stats();
+	CHECK(after.queues == 0 && after.bos == before.bos &&
+	      after.bo_bytes[KFDEMU_USERPTR] == before.bo_bytes[KFDEMU_USERPTR] &&
+	      after.bo_bytes[KFDEMU_VRAM] == before.bo_bytes[KFDEMU_VRAM],
+	      "left behind: %u BOs (before %u)", after.bos, before.bos);
+}
+
+/* AQL_KFD_EMU_FAIL=queue_stop:2: the CP stops after two packets. */
+static void expect_stop(void)
+{
+	aql_queue *q = queue(64);
+	aql_signal *s[4];
+	int64_t v = 1;
+
+	for (int i = 0; i < 4; i++) {
+		aql_packet p = barrier(NULL, s[i] = th_signal(1));
+
+		th_submit(q, &p);
+	}
+	CHECK(th_wait_done(s[1]) == 0, "second packet");
+	CHECK(aql_signal_wait(s[2], AQL_COND_LT, 1, 200 * MS, AQL_WAIT_BLOCKED, &v) ==
+	      AQL_ERR_TIMEOUT && v == 1, "the stopped queue's packet: a bounded wait times out");
+	CHECK_OK(aql_queue_destroy(q));
+	CHECK(aql_signal_load(s[2], AQL_ACQUIRE) == -1 && aql_signal_load(s[3], AQL_ACQUIRE) == -1,
+	      "packets of the stopped queue -1");
+	for (int i = 0; i < 4; i++)
+		aql_signal_destroy(s[i]);
+}
+
+int main(int argc, char **argv)
+{
+	const char *expect = argc == 3 && !strcmp(argv[1], "--expect") ? argv[2] : "";
+	aql_agent *agent = NULL;
+
+	CHECK(aql_agent_open(AQL_AGENT_AMD, 0, &agent) == AQL_OK, "AMD agent 0: %s",
+	      aql_error_message());
+	if (!agent)
+		return th_finish();
+	load_emu();
+	amd = (struct kfd_agent *)agent;
+	/* The signal pool's first block (registered with the GPU) before
+	 * the BO counts start. */
+	aql_signal_destroy(th_signal(0));
+	printf("%s on KFD %u.%u\n", amd->node->gfx, stats().version_major, stats().version_minor);
+	if (!strcmp(expect, "refused")) {
+		expect_refused();
+	} else if (!strcmp(expect, "stop")) {
+		expect_stop();
+	} else {
+		check_create();
+		check_barriers();
+		check_stress();
+		check_refused_packet();
+		check_destroy_in_flight();
+		check_fault();
+	}
+	CHECK(aql_agent_destroy(agent) == AQL_OK, "destroy: %s", aql_error_message());
+	return th_finish();
+}
