@@ -16,6 +16,9 @@
 #define DEFAULT_SIZE 4096u
 #define DEFAULT_FULL_TIMEOUT_NS 1000000000ull
 #define SPACE_SPIN_NS 5000u
+/* A hardware packet processor wakes no producer: they poll its read
+ * index this often. */
+#define SPACE_POLL_NS 50000u
 
 static uint64_t next_queue_id;
 
@@ -300,6 +303,17 @@ static int has_space(aql_queue *queue, uint64_t *first, uint32_t n, int reserved
 	return *first + n - read <= queue->size;
 }
 
+/* Until when a producer waiting for space sleeps before it looks again. */
+static uint64_t wake_by(const aql_queue *queue, uint64_t deadline)
+{
+	uint64_t poll;
+
+	if (queue->doorbell->kind != AQL_SIGNAL_KIND_DOORBELL)
+		return deadline;
+	poll = aql_deadline(SPACE_POLL_NS);
+	return poll < deadline ? poll : deadline;
+}
+
 aql_status aql_queue_wait_space(aql_queue *queue, uint64_t first, uint32_t n,
 				int reserved)
 {
@@ -338,7 +352,7 @@ aql_status aql_queue_wait_space(aql_queue *queue, uint64_t first, uint32_t n,
 		seq = __atomic_load_n(&q->space_seq, __ATOMIC_ACQUIRE);
 		if (!has_space(queue, &first, n, reserved) &&
 		    !__atomic_load_n(&queue->error, __ATOMIC_ACQUIRE))
-			aql_futex_wait(&q->space_seq, seq, deadline);
+			aql_futex_wait(&q->space_seq, seq, wake_by(queue, deadline));
 		__atomic_fetch_sub(&q->space_waiters, 1, __ATOMIC_RELAXED);
 	}
 	return AQL_OK;
