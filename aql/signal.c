@@ -21,10 +21,6 @@
  */
 #define SIGNALS_PER_BLOCK 64
 
-/* Waits of a signal with an event that cannot sleep on the event poll at
- * least this often (aql_signal_events.sleep, or a signal without one). */
-#define EVENT_POLL_NS 1000000u
-
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static aql_signal *pool_free;
 /* Every block, for events registered after it was made. */
@@ -146,22 +142,17 @@ aql_status aql_signal_destroy(aql_signal *signal)
 	return AQL_OK;
 }
 
-static int has_event(const aql_signal *signal)
-{
-	return __atomic_load_n(&signal->event_id, __ATOMIC_RELAXED) != 0;
-}
-
 /*
- * Both wakes: a waiter on several signals, one of them without an event,
- * sleeps on the futex words; one whose signals all have events, on the
- * events. The waiter's side of the order is in aql_wait_conds.
+ * Both wakes: with events registered a waiter sleeps on the events or,
+ * where they cannot have it sleep, on the futex words. The waiter's side
+ * of the order is in aql_wait_conds.
  */
 void aql_signal_wake_waiters(aql_signal *signal)
 {
 	const struct aql_signal_events *ev = __atomic_load_n(&events, __ATOMIC_ACQUIRE);
 
 	aql_futex_bump_and_wake(&signal->wake_seq);
-	if (ev && has_event(signal))
+	if (ev)
 		ev->wake(signal);
 }
 
@@ -218,7 +209,6 @@ aql_status aql_wait_conds(uint32_t n, const struct aql_wait_cond *conds,
 	for (;;) {
 		const struct aql_signal_events *ev = __atomic_load_n(&events, __ATOMIC_ACQUIRE);
 		uint64_t until = deadline_ns;
-		uint32_t evented = 0;
 
 		/*
 		 * Waiter half of the wake protocol in signal.h: announce, read
@@ -232,29 +222,23 @@ aql_status aql_wait_conds(uint32_t n, const struct aql_wait_cond *conds,
 		for (uint32_t i = 0; i < n; i++) {
 			words[i] = &conds[i].signal->wake_seq;
 			seqs[i] = __atomic_load_n(words[i], __ATOMIC_ACQUIRE);
-			evented += ev && has_event(conds[i].signal);
 		}
-		if (evented == n)
+		if (ev)
 			ev->arm(n, conds, tickets);
 		if (any_met(n, conds, index, observed)) {
-			if (evented == n)
+			if (ev)
 				ev->disarm(n, conds, tickets);
 			set_waiting(n, conds, -1);
 			return AQL_OK;
 		}
-		now = aql_now_ns();
-		if (now >= deadline_ns) {
-			if (evented == n)
+		if (aql_now_ns() >= deadline_ns) {
+			if (ev)
 				ev->disarm(n, conds, tickets);
 			set_waiting(n, conds, -1);
 			return AQL_ERR_TIMEOUT;
 		}
-		/* A device store to a signal with an event that this wait
-		 * cannot sleep on is noticed by polling. */
-		if (evented == n)
+		if (ev)
 			until = ev->sleep(n, conds, tickets, deadline_ns);
-		else if (evented)
-			until = now + EVENT_POLL_NS;
 		if (until)
 			aql_futex_wait_many(n, words, seqs, until < deadline_ns ? until : deadline_ns);
 		set_waiting(n, conds, -1);

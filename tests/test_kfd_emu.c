@@ -824,6 +824,7 @@ static void check_memory_threads(void)
 static kfdemu_event_interrupt_fn interrupt_fn;
 static kfdemu_vm_fault_fn vm_fault_fn;
 static kfdemu_queue_exception_fn queue_exception_fn;
+static kfdemu_gpu_reset_fn gpu_reset_fn;
 
 static int create_event(int kfd, uint32_t type, int auto_reset, uint64_t page,
 			struct kfd_ioctl_create_event_args *out)
@@ -1020,6 +1021,18 @@ static void check_events(uint32_t minor)
 	EQ(w.data.memory_exception_data.failure.ReadOnly, 1);
 	EQ(w.data.memory_exception_data.failure.NotPresent, 0);
 
+	/* a GPU reset sets the HW_EXCEPTION event (manual reset here) and,
+	 * with ECC, the MEMORY event with the error */
+	gpu_reset_fn(id1, 1);
+	EQ(wait1(kfd, hw.event_id, 0, NULL, &res, NULL), 0);
+	EQ(res, KFD_IOC_WAIT_RESULT_COMPLETE);
+	EQ(wait1(kfd, hw.event_id, 0, NULL, &res, NULL), 0);
+	EQ(res, KFD_IOC_WAIT_RESULT_COMPLETE);
+	EQ(wait1(kfd, mem.event_id, 0, NULL, &res, &w.data), 0);
+	EQ(res, KFD_IOC_WAIT_RESULT_COMPLETE);
+	EQ(w.data.memory_exception_data.ErrorType, KFD_MEM_ERR_SRAM_ECC);
+	EQ(w.data.memory_exception_data.failure.imprecise, 1);
+
 	/* destroying an event fails its waiters with -EIO */
 	w = (struct waiting){ .kfd = kfd, .id = man.event_id };
 	CHECK(pthread_create(&t, NULL, wait_thread, &w) == 0, "pthread_create");
@@ -1094,7 +1107,8 @@ static void case_events(void)
 	*(void **)&interrupt_fn = dlsym(h, "kfdemu_event_interrupt");
 	*(void **)&vm_fault_fn = dlsym(h, "kfdemu_vm_fault");
 	*(void **)&queue_exception_fn = dlsym(h, "kfdemu_queue_exception");
-	if (!interrupt_fn || !vm_fault_fn || !queue_exception_fn)
+	*(void **)&gpu_reset_fn = dlsym(h, "kfdemu_gpu_reset");
+	if (!interrupt_fn || !vm_fault_fn || !queue_exception_fn || !gpu_reset_fn)
 		th_stop("the kfdemu event hooks are missing");
 	in_child(stats().version_minor >= 14 ? events_default : events_1_11, "check_events");
 	in_child(check_events_kernel_page, "check_events_kernel_page");

@@ -10,13 +10,17 @@
  * - a signal made before the agent and one made after get a KFD SIGNAL
  *   event and a mailbox in the GTT event page; the signal pages are
  *   USERPTR BOs of the GPU;
- * - host stores and device stores wake blocked waiters;
+ * - host stores and device stores wake blocked waiters, also in a wait
+ *   that mixes a pool signal with one the pool did not make, and a CPU
+ *   queue's barrier on a signal a GPU completes;
  * - timeouts are kept; AQL_WAIT_ACTIVE never sleeps in KFD and
  *   AQL_WAIT_BLOCKED does;
  * - many waiters and producers, host and device stores mixed: no waiter
  *   is left asleep (a stress test for TSan);
  * - a GPU memory fault reaches the fault listeners with a message naming
- *   the address and the kind.
+ *   the address and the kind, a GPU reset one naming it;
+ * - with two GPUs (gfx90a,gfx942): the second gets the event page and
+ *   every signal block.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -38,6 +42,7 @@ static kfdemu_stats_fn stats_fn;
 static kfdemu_bo_at_fn bo_at_fn;
 static kfdemu_event_interrupt_fn interrupt_fn;
 static kfdemu_vm_fault_fn vm_fault_fn;
+static kfdemu_gpu_reset_fn gpu_reset_fn;
 static uint32_t gpu_id;
 
 static void *emu_sym(void *lib, const char *name)
@@ -58,6 +63,7 @@ static void load_emu(void)
 	*(void **)&bo_at_fn = emu_sym(lib, "kfdemu_bo_at");
 	*(void **)&interrupt_fn = emu_sym(lib, "kfdemu_event_interrupt");
 	*(void **)&vm_fault_fn = emu_sym(lib, "kfdemu_vm_fault");
+	*(void **)&gpu_reset_fn = emu_sym(lib, "kfdemu_gpu_reset");
 }
 
 static struct kfdemu_stats stats(void)
@@ -168,6 +174,87 @@ static void check_wakes(void)
 	CHECK(*(uint64_t *)(uintptr_t)s->event_mailbox_ptr == UINT64_MAX,
 	      "the mailbox is acknowledged");
 	aql_signal_destroy(s);
+}
+
+struct any_waiter {
+	aql_signal *signals[2];
+	uint32_t index;
+	aql_status st;
+};
+
+static void *wait_any_thread(void *arg)
+{
+	static const enum aql_signal_condition conds[2] = { AQL_COND_EQ, AQL_COND_EQ };
+	static const int64_t zero[2] = { 0, 0 };
+	struct any_waiter *w = arg;
+
+	w->st = aql_signal_wait_any(2, w->signals, conds, zero, 60000 * MS, AQL_WAIT_BLOCKED,
+				    &w->index, NULL);
+	return NULL;
+}
+
+/*
+ * A wait on a pool signal and on one the pool did not make (as a queue's
+ * own stop signal; event_id 0) sleeps in WAIT_EVENTS on both, without
+ * polling, and either store wakes it.
+ */
+static void check_mixed(void)
+{
+	static aql_signal own = { .kind = AQL_SIGNAL_KIND_USER, .value = 1 };
+	struct any_waiter w = { { th_signal(1), &own }, 9, AQL_ERR_TIMEOUT };
+	uint32_t base = stats().event_sleepers;
+	uint64_t waits;
+	pthread_t t;
+
+	CHECK(pthread_create(&t, NULL, wait_any_thread, &w) == 0, "pthread_create");
+	sleepers_at_least(base + 1);
+	waits = stats().ioctls[_IOC_NR(AMDKFD_IOC_WAIT_EVENTS)];
+	th_sleep_ms(100);
+	CHECK(stats().ioctls[_IOC_NR(AMDKFD_IOC_WAIT_EVENTS)] - waits <= 5,
+	      "a mixed wait polled: %llu WAIT_EVENTS in 100 ms",
+	      (unsigned long long)(stats().ioctls[_IOC_NR(AMDKFD_IOC_WAIT_EVENTS)] - waits));
+	CHECK(device_store(w.signals[0], 0) == 0, "interrupt");
+	pthread_join(t, NULL);
+	CHECK(w.st == AQL_OK && w.index == 0, "device store: %s, index %u", aql_status_str(w.st),
+	      w.index);
+
+	aql_signal_store(w.signals[0], 1, AQL_RELAXED);
+	CHECK(pthread_create(&t, NULL, wait_any_thread, &w) == 0, "pthread_create");
+	sleepers_at_least(base + 1);
+	aql_signal_store(&own, 0, AQL_RELEASE);
+	pthread_join(t, NULL);
+	CHECK(w.st == AQL_OK && w.index == 1, "host store: %s, index %u", aql_status_str(w.st),
+	      w.index);
+	aql_signal_destroy(w.signals[0]);
+}
+
+/*
+ * A CPU queue's barrier on a signal a GPU completes: its processor sleeps
+ * on that signal and its own stop signal, and the device store wakes it;
+ * then the idle processor sleeps until the queue goes.
+ */
+static void check_cpu_queue(void)
+{
+	aql_signal *gate = th_signal(1), *done = th_signal(1);
+	aql_barrier_packet b = {
+		.header = aql_packet_header(AQL_PACKET_BARRIER_AND, 1, AQL_FENCE_SYSTEM,
+					    AQL_FENCE_SYSTEM),
+		.dep_signal = { aql_signal_handle(gate) },
+		.completion_signal = aql_signal_handle(done),
+	};
+	aql_queue *q = th_queue(64, AQL_QUEUE_MULTI, 0);
+	uint64_t end = th_now_ns() + TH_TIMEOUT_NS;
+
+	th_submit(q, &b);
+	/* the processor is in the blocking phase of its wait on gate */
+	while (!__atomic_load_n(&gate->waiters, __ATOMIC_ACQUIRE) && th_now_ns() < end)
+		th_sleep_ms(1);
+	CHECK(gate->waiters, "the CPU queue's processor does not wait on the barrier");
+	CHECK(device_store(gate, 0) == 0, "interrupt");
+	CHECK(th_wait_done(done) == 0, "the barrier on the GPU's signal did not complete");
+	aql_queue_destroy(q);
+	aql_signal_destroy(gate);
+	aql_signal_destroy(done);
 }
 
 /* Timeouts kept; ACTIVE polls, BLOCKED sleeps in WAIT_EVENTS. */
@@ -322,9 +409,19 @@ static void listen_fault(uint32_t id, aql_status st, const char *msg, void *user
 	pthread_mutex_unlock(&heard.lock);
 }
 
-static void fault(uint64_t va, int write, int exec, const char *kind)
+/* Until the listener heard n reports in all (bounded); under heard.lock. */
+static void heard_until(int n)
 {
 	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += (time_t)(TH_TIMEOUT_NS / 1000000000u);
+	while (heard.count < n && pthread_cond_timedwait(&heard.cond, &heard.lock, &until) == 0)
+		;
+}
+
+static void fault(uint64_t va, int write, int exec, const char *kind)
+{
 	char want[64];
 	int count;
 
@@ -332,15 +429,33 @@ static void fault(uint64_t va, int write, int exec, const char *kind)
 	count = heard.count;
 	pthread_mutex_unlock(&heard.lock);
 	vm_fault_fn(gpu_id, va, write, exec);
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += (time_t)(TH_TIMEOUT_NS / 1000000000u);
 	pthread_mutex_lock(&heard.lock);
-	while (heard.count == count &&
-	       pthread_cond_timedwait(&heard.cond, &heard.lock, &until) == 0)
-		;
-	snprintf(want, sizeof(want), "at 0x%llx on gfx90a", (unsigned long long)(va & ~4095ull));
+	heard_until(count + 1);
+	snprintf(want, sizeof(want), "at 0x%llx on gfx9", (unsigned long long)(va & ~4095ull));
 	CHECK(heard.count == count + 1 && heard.gpu_id == gpu_id && strstr(heard.msg, want) &&
 	      strstr(heard.msg, kind), "fault report for %s: \"%s\"", kind, heard.msg);
+	pthread_mutex_unlock(&heard.lock);
+}
+
+/* A GPU reset (a hang): reported once, for every GPU; then an ECC
+ * error. */
+static void reset(void)
+{
+	int count;
+
+	pthread_mutex_lock(&heard.lock);
+	count = heard.count;
+	pthread_mutex_unlock(&heard.lock);
+	gpu_reset_fn(gpu_id, 0);
+	pthread_mutex_lock(&heard.lock);
+	heard_until(count + 1);
+	CHECK(heard.count == count + 1 && heard.gpu_id == 0 && strstr(heard.msg, "GPU reset"),
+	      "reset report: \"%s\"", heard.msg);
+	/* an ECC reset after it: only the MEMORY event's error is news */
+	gpu_reset_fn(gpu_id, 1);
+	heard_until(count + 2);
+	CHECK(heard.count == count + 2 && heard.gpu_id == gpu_id &&
+	      strstr(heard.msg, "ECC error in SRAM"), "ECC report: \"%s\"", heard.msg);
 	pthread_mutex_unlock(&heard.lock);
 }
 
@@ -350,6 +465,32 @@ static void check_faults(void)
 	fault(0x7f0012345678ull, 1, 0, "write to a read-only page");
 	fault(0x100000, 0, 0, "page not present");
 	fault(0x200000, 0, 1, "execute of a non-executable page");
+}
+
+/* A second GPU: the event page mapped to it, every signal block
+ * registered with it, and its faults named. */
+static void check_second_gpu(void)
+{
+	uint64_t user = stats().bo_bytes[KFDEMU_USERPTR];
+	aql_signal *s = th_signal(1);
+	aql_agent *second = NULL;
+	struct kfdemu_bo b;
+	uint32_t first_id = gpu_id;
+
+	CHECK(aql_agent_open(AQL_AGENT_AMD, 1, &second) == AQL_OK, "AMD agent 1: %s",
+	      aql_error_message());
+	if (!second)
+		return;
+	CHECK(bo_at_fn(s->event_mailbox_ptr, &b) == 0 && b.mapped == 3,
+	      "the event page is mapped to GPUs %#x", b.mapped);
+	CHECK(stats().bo_bytes[KFDEMU_USERPTR] == 2 * user,
+	      "%llu bytes of signals registered, %llu with one GPU",
+	      (unsigned long long)stats().bo_bytes[KFDEMU_USERPTR], (unsigned long long)user);
+	gpu_id = ((struct kfd_agent *)second)->node->gpu_id;
+	fault(0x300000, 0, 0, "page not present");
+	gpu_id = first_id;
+	aql_signal_destroy(s);
+	CHECK(aql_agent_destroy(second) == AQL_OK, "destroy: %s", aql_error_message());
 }
 
 int main(void)
@@ -364,12 +505,20 @@ int main(void)
 	/* aql loaded the emulation */
 	load_emu();
 	gpu_id = ((struct kfd_agent *)agent)->node->gpu_id;
+	/* the fault watcher asleep, so that each later sleeper counts */
+	sleepers_at_least(1);
 	printf("KFD %u.%u\n", stats().version_major, stats().version_minor);
 	check_setup(early);
 	check_wakes();
+	check_mixed();
+	check_cpu_queue();
 	check_timeouts_and_hints();
 	check_stress();
 	check_faults();
+	if (stats().gpus > 1)
+		check_second_gpu();
+	/* last: the watcher no longer watches for resets after one */
+	reset();
 	aql_signal_destroy(early);
 	CHECK(aql_agent_destroy(agent) == AQL_OK, "destroy: %s", aql_error_message());
 	return th_finish();

@@ -31,22 +31,23 @@ aql_status aql_wait_conds(uint32_t n, const struct aql_wait_cond *conds,
  * Driver events behind signals (aql/kfd/events.c), for stores the host
  * does not make: a device that writes a signal's value cannot bump its
  * futex word, but it can raise the event named in the signal's event_id
- * and event_mailbox_ptr. A signal "has an event" when its event_id is
- * not 0. One set of ops per process, registered once.
+ * and event_mailbox_ptr. Once registered (one set per process), every
+ * blocking wait and every wake goes through them; signals the pool did
+ * not make (event_id 0: a queue's own stop signal) are the ops' to map.
  *
  * block: signals [0, n) of a block of the pool, new or (at registration)
- *	existing: set their event_id and event_mailbox_ptr (atomic stores),
- *	or leave them 0. Called with the pool's lock held.
- * arm: every conds[i].signal has an event; the waiter announced itself
- *	(waiters++) and is about to check the values a last time: note
- *	where the events stand, in ticket[0..n).
+ *	existing: set their event_id and event_mailbox_ptr (atomic stores).
+ *	Called with the pool's lock held.
+ * arm: the waiter announced itself (waiters++) and is about to check the
+ *	values a last time: note where the signals' events stand, in
+ *	ticket[0..n).
  * disarm: the wait ends after arm without sleeping (a value was met, or
  *	the deadline passed).
  * sleep: after arm: sleep until one of those events is set after arm, or
  *	deadline_ns (spurious returns allowed), and disarm. Returns 0 when
  *	it slept; otherwise a time up to which the caller sleeps on the
  *	futex words instead.
- * wake: a host store to signal, which has an event, found waiters.
+ * wake: a host store to signal found waiters (after the futex wake).
  */
 struct aql_signal_events {
 	void (*block)(aql_signal *block, uint32_t n);

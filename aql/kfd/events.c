@@ -7,8 +7,9 @@
  * interrupt that makes amdkfd set the event (kfd_events.c
  * kfd_signal_event_interrupt). So each block of 64 pool signals gets a KFD
  * SIGNAL event (auto-reset, as ROCr's) and a slot of the process's event
- * page as mailbox; 4095 events cover 262 080 signals, a wake reaches at
- * most 64 signals and each waiter re-checks its own value.
+ * page as mailbox; the 4093 slots left beside the control and host
+ * events cover 261 952 signals, a wake reaches at most 64 signals and each
+ * waiter re-checks its own value.
  *
  * A sleep on events loses no set that comes after the waiter's last value
  * check (aql_wait_conds arms before it):
@@ -19,6 +20,10 @@
  *   that waiter alone. So one waiter per event (claimed at arm) sleeps in
  *   WAIT_EVENTS; the others sleep on the futex words, polling every 1 ms.
  * Host stores wake both ways (aql_signal_wake_waiters: SET_EVENT here).
+ * Signals the pool did not make (a queue's own stop signal: event_id 0)
+ * are only stored by the host; waits on them sleep on the process's host
+ * event, which their stores set, so a wait on them and on signals a GPU
+ * completes sleeps on both at once.
  *
  * One watcher thread per process sleeps in WAIT_EVENTS on the MEMORY and
  * HW_EXCEPTION events (and a control event) and tells the listeners
@@ -43,6 +48,8 @@
 #define SIGNAL_BYTES (64 * sizeof(aql_signal))
 #define POLL_NS 1000000u
 #define MAX_LISTENERS 8
+/* event_id of the signals of a block that got no event: polled */
+#define NO_EVENT UINT32_MAX
 
 static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;	/* before ev.lock */
 
@@ -53,6 +60,7 @@ static struct {
 	uint64_t page_handle;
 	uint32_t page_gpu;
 	uint32_t memory_id, hw_id, control_id;
+	uint32_t host_id;		/* the event of signals the pool did not make */
 	aql_status failed;		/* setup's failure, kept */
 	int age;			/* KFD 1.14: WAIT_EVENTS takes event ages */
 	int registered;			/* aql_signal_events_register done */
@@ -77,9 +85,16 @@ static uint8_t sleeper[SLOTS];
 
 static struct aql_kept_failure setup_failure;
 
+/*
+ * The event a wait on signal sleeps on: its block's; the host event for a
+ * signal the pool did not make (event_id 0), which only the host stores;
+ * NO_EVENT for one whose block got none.
+ */
 static uint32_t event_of(const aql_signal *signal)
 {
-	return __atomic_load_n(&signal->event_id, __ATOMIC_RELAXED);
+	uint32_t id = __atomic_load_n(&signal->event_id, __ATOMIC_RELAXED);
+
+	return id ? id : ev.host_id;
 }
 
 static int kfd_ioctl(unsigned long cmd, void *args)
@@ -128,18 +143,23 @@ static void tell(uint32_t gpu_id, const char *msg)
 /* kfd_hsa_memory_exception_data, in words. */
 static void memory_fault(const struct kfd_hsa_memory_exception_data *m)
 {
-	static const char *const errors[] = { "", ", ECC error in SRAM", ", poisoned data consumed",
-					      ", GPU hang" };
+	static const char *const errors[] = { "", "ECC error in SRAM", "poisoned data consumed",
+					      "GPU hang" };
+	const char *error = m->ErrorType < 4 ? errors[m->ErrorType] : "RAS error";
 	char msg[256];
-	const char *kind = m->failure.ReadOnly	 ? "write to a read-only page" :
-			   m->failure.NoExecute	 ? "execute of a non-executable page" :
-			   m->failure.NotPresent ? "page not present" :
-						   "access refused";
 
-	snprintf(msg, sizeof(msg), "GPU memory fault at 0x%llx on %s (gpu_id %u): %s%s%s",
-		 (unsigned long long)m->va, gfx_of(m->gpu_id), m->gpu_id, kind,
-		 m->failure.imprecise ? " (address imprecise)" : "",
-		 m->ErrorType < 4 ? errors[m->ErrorType] : ", RAS error");
+	if (!m->failure.NotPresent && !m->failure.ReadOnly && !m->failure.NoExecute &&
+	    m->ErrorType)
+		snprintf(msg, sizeof(msg), "GPU memory error on %s (gpu_id %u): %s",
+			 gfx_of(m->gpu_id), m->gpu_id, error);
+	else
+		snprintf(msg, sizeof(msg), "GPU memory fault at 0x%llx on %s (gpu_id %u): %s%s%s%s",
+			 (unsigned long long)m->va, gfx_of(m->gpu_id), m->gpu_id,
+			 m->failure.ReadOnly   ? "write to a read-only page" :
+			 m->failure.NoExecute  ? "execute of a non-executable page" :
+			 m->failure.NotPresent ? "page not present" : "access refused",
+			 m->failure.imprecise ? " (address imprecise)" : "",
+			 m->ErrorType ? ", " : "", error);
 	tell(m->gpu_id, msg);
 }
 
@@ -240,6 +260,8 @@ static void block_add(aql_signal *b, uint32_t n)
 	r = create_event(KFD_IOC_EVENT_SIGNAL, 1, 0, &c);
 	if (r < 0) {
 		warn("AMDKFD_IOC_CREATE_EVENT for a block of signals", r);
+		for (uint32_t i = 0; i < n; i++)
+			__atomic_store_n(&b[i].event_id, NO_EVENT, __ATOMIC_RELAXED);
 		goto out;
 	}
 	for (uint32_t i = 0; i < ev.process->topo.count; i++)
@@ -271,7 +293,9 @@ static void arm(uint32_t n, const struct aql_wait_cond *c, uint64_t *ticket)
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t id = event_of(c[i].signal);
 
-		if (ev.age)
+		if (id == NO_EVENT)
+			ticket[i] = 0;
+		else if (ev.age)
 			ticket[i] = __atomic_load_n(&ages[id], __ATOMIC_ACQUIRE);
 		else if (!first_of(c, i))
 			ticket[i] = 2;
@@ -283,7 +307,7 @@ static void arm(uint32_t n, const struct aql_wait_cond *c, uint64_t *ticket)
 static void disarm(uint32_t n, const struct aql_wait_cond *c, const uint64_t *ticket)
 {
 	for (uint32_t i = 0; i < n && !ev.age; i++)
-		if (ticket[i] == 1)
+		if (ticket[i] == 1 && event_of(c[i].signal) != NO_EVENT)
 			__atomic_store_n(&sleeper[event_of(c[i].signal)], 0, __ATOMIC_RELEASE);
 }
 
@@ -296,7 +320,7 @@ static uint64_t sleep_events(uint32_t n, const struct aql_wait_cond *c, const ui
 	int r;
 
 	for (uint32_t i = 0; i < n; i++) {
-		if (!ev.age && ticket[i] == 0) {
+		if (event_of(c[i].signal) == NO_EVENT || (!ev.age && ticket[i] == 0)) {
 			disarm(n, c, ticket);
 			return now + POLL_NS;
 		}
@@ -329,8 +353,12 @@ static uint64_t sleep_events(uint32_t n, const struct aql_wait_cond *c, const ui
 static void wake(aql_signal *signal)
 {
 	struct kfd_ioctl_set_event_args s = { .event_id = event_of(signal) };
-	int r = kfd_ioctl(AMDKFD_IOC_SET_EVENT, &s);
+	int r;
 
+	/* waiters on a signal with no event poll its futex word */
+	if (s.event_id == NO_EVENT)
+		return;
+	r = kfd_ioctl(AMDKFD_IOC_SET_EVENT, &s);
 	if (r < 0)
 		warn("AMDKFD_IOC_SET_EVENT", r);
 }
@@ -368,6 +396,11 @@ static aql_status setup(struct kfd_agent *a)
 		return aql_fail_errno(AQL_ERR_DEVICE, -r, "%s: AMDKFD_IOC_CREATE_EVENT with the "
 				      "event page", a->node->gfx);
 	ev.control_id = c.event_id;
+	r = create_event(KFD_IOC_EVENT_SIGNAL, 1, 0, &c);
+	if (r < 0)
+		return aql_fail_errno(AQL_ERR_DEVICE, -r, "%s: AMDKFD_IOC_CREATE_EVENT of the "
+				      "host event", a->node->gfx);
+	ev.host_id = c.event_id;
 	/* A VM fault with no MEMORY event goes unreported (kfd_events.c
 	 * kfd_signal_vm_fault_event): it must exist before any queue. */
 	r = create_event(KFD_IOC_EVENT_MEMORY, 1, 0, &c);

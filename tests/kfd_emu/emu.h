@@ -224,6 +224,10 @@ void emu_events_fork_done(void);
  * (kfd_signal_vm_fault_event). Stopping the GPU's queues, which the kernel
  * does first (kfd_dqm_evict_pasid), is the caller's part.
  *
+ * emu_event_gpu_reset: gpu_id was reset (a hang, or with ecc an SRAM ECC
+ * error): every HW_EXCEPTION event is set, and with ecc every MEMORY
+ * event with an imprecise ECC error (kfd_signal_reset_event).
+ *
  * emu_event_queue_exception (1.13): KFD's per-queue exception: ec_mask
  * (KFD_EC_MASK bits) OR-ed into the 64-bit *err_payload_addr, then
  * SET_EVENT of err_event_id (send_exception_work_handler); the two come
@@ -232,6 +236,7 @@ void emu_events_fork_done(void);
  */
 int emu_event_interrupt(uint32_t gpu_id, uint32_t event_id);
 void emu_event_vm_fault(uint32_t gpu_id, uint64_t va, int write, int exec);
+void emu_event_gpu_reset(uint32_t gpu_id, int ecc);
 int emu_event_queue_exception(uint64_t err_payload_addr, uint32_t err_event_id, uint64_t ec_mask);
 
 #endif

@@ -39,6 +39,7 @@ struct event {
 	int auto_reset, signaled;
 	uint64_t age;
 	struct kfd_hsa_memory_exception_data memory;
+	struct kfd_hsa_hw_exception_data hw;	/* kept, not copied back (6.6) */
 	struct waiter *queue;		/* the wait queue: waiters not yet freed */
 	struct event *next;		/* ev.events, in id order */
 };
@@ -575,6 +576,34 @@ void emu_event_vm_fault(uint32_t gpu_id, uint64_t va, int write, int exec)
 	if (!found)
 		fprintf(stderr, "kfd-emu: GPU memory fault at 0x%llx with no MEMORY event\n",
 			(unsigned long long)va);
+}
+
+/*
+ * kfd_events.c kfd_signal_reset_event: every HW_EXCEPTION event gets the
+ * reset's data (whole memory lost) and is set; with an ECC cause, every
+ * MEMORY event gets an imprecise SRAM ECC error too.
+ */
+void emu_event_gpu_reset(uint32_t gpu_id, int ecc)
+{
+	struct kfd_hsa_memory_exception_data m = {
+		.failure = { .imprecise = 1 }, .gpu_id = gpu_id, .ErrorType = KFD_MEM_ERR_SRAM_ECC,
+	};
+
+	lock();
+	for (struct event *e = ev.events; e; e = e->next) {
+		if (e->type == KFD_IOC_EVENT_HW_EXCEPTION) {
+			e->hw = (struct kfd_hsa_hw_exception_data){
+				.memory_lost = 1, .gpu_id = gpu_id,
+				.reset_cause = ecc ? KFD_HW_EXCEPTION_ECC : KFD_HW_EXCEPTION_GPU_HANG,
+			};
+			set_event(e);
+		}
+		if (e->type == KFD_IOC_EVENT_MEMORY && ecc) {
+			e->memory = m;
+			set_event(e);
+		}
+	}
+	unlock();
 }
 
 /*

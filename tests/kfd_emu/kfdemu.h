@@ -94,6 +94,10 @@ typedef int (*kfdemu_event_interrupt_fn)(uint32_t gpu_id, uint32_t event_id);
 void kfdemu_vm_fault(uint32_t gpu_id, uint64_t va, int write, int exec);
 typedef void (*kfdemu_vm_fault_fn)(uint32_t gpu_id, uint64_t va, int write, int exec);
 
+/* A GPU reset (emu.h emu_event_gpu_reset). Thread safe. */
+void kfdemu_gpu_reset(uint32_t gpu_id, int ecc);
+typedef void (*kfdemu_gpu_reset_fn)(uint32_t gpu_id, int ecc);
+
 /* A queue's exception (emu.h emu_event_queue_exception). Thread safe. */
 int kfdemu_queue_exception(uint64_t err_payload_addr, uint32_t err_event_id, uint64_t ec_mask);
 typedef int (*kfdemu_queue_exception_fn)(uint64_t err_payload_addr, uint32_t err_event_id,

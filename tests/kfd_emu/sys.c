@@ -613,6 +613,11 @@ void kfdemu_vm_fault(uint32_t gpu_id, uint64_t va, int write, int exec)
 	emu_event_vm_fault(gpu_id, va, write, exec);
 }
 
+void kfdemu_gpu_reset(uint32_t gpu_id, int ecc)
+{
+	emu_event_gpu_reset(gpu_id, ecc);
+}
+
 int kfdemu_queue_exception(uint64_t err_payload_addr, uint32_t err_event_id, uint64_t ec_mask)
 {
 	return emu_event_queue_exception(err_payload_addr, err_event_id, ec_mask);
