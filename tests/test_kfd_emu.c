@@ -8,10 +8,13 @@
  * the buffer objects (ALLOC/MAP/UNMAP/FREE, AVAILABLE_MEMORY, the render
  * node's mmap, the BAR and VRAM settings), the events (the event page,
  * SET/RESET, WAIT_EVENTS with and without the event age, the CP's
- * interrupt, a VM fault, a queue exception), the settings and the fault
+ * interrupt, a VM fault, a queue exception), user queues and the
+ * doorbells, the emulated CP (barriers, completions, CP errors, faults,
+ * kernel dispatch of saxpy's host build), the settings and the fault
  * points.
  *
- * Argument: the emulation library. It is opened by path and its table
+ * Arguments: the emulation library and saxpy's host build (for
+ * AQL_KFD_EMU_KERNELS). The library is opened by path and its table
  * used directly, as aql/kfd does. The emulation reads its settings once
  * per load, so each case runs in a forked child that sets them first.
  */
@@ -1669,22 +1672,22 @@ struct cpq {
 	struct qfix f;
 	uint32_t queue_id;
 	uint64_t next;			/* the next packet id */
+	char *bells;			/* the doorbell slice, mapped */
 	volatile uint64_t *bell;
 };
 
 static void cpq_open(struct cpq *q)
 {
 	struct kfd_ioctl_create_queue_args a;
-	char *bells;
 
 	fix_open(&q->f, "gfx90a");
 	a = q->f.args;
 	EQ(create(&q->f, &a), 0);
 	q->queue_id = a.queue_id;
 	q->next = 0;
-	bells = doorbells(&q->f, a.doorbell_offset);
-	CHECK((intptr_t)bells > 0, "doorbell mmap");
-	q->bell = (volatile uint64_t *)(bells + (a.doorbell_offset & 0x1fff));
+	q->bells = doorbells(&q->f, a.doorbell_offset);
+	CHECK((intptr_t)q->bells > 0, "doorbell mmap");
+	q->bell = (volatile uint64_t *)(q->bells + (a.doorbell_offset & 0x1fff));
 }
 
 /* Write a packet (body first, header last) at the next id; its id. */
@@ -2038,6 +2041,380 @@ static void check_cp_threads(void)
 	EQ(destroy(&q.f, q.queue_id), 0);
 }
 
+/*
+ * Kernel dispatch (kernels.c) on a code object built here: the layout lld
+ * gives an AMDGPU one (the first PT_LOAD holds the ELF header, the
+ * dynamic section, its hash, symbols and strings, and the descriptor) and
+ * one `saxpy.kd`, whose host build AQL_KFD_EMU_KERNELS names. The kernarg
+ * block is saxpy's (a, x, y, n), then a code object V5 hidden block.
+ */
+#define SAXPY_N 100u
+#define SAXPY_WG 32u
+#define HIDDEN 32u			/* align(28, 8) */
+#define KERNARG (HIDDEN + 256u)
+
+static void put_u(unsigned char *p, uint64_t v, int bytes)
+{
+	for (int i = 0; i < bytes; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* The image: ELF header, PT_LOAD and PT_DYNAMIC, .dynamic at 0x200, .hash
+ * at 0x300, .dynsym at 0x340, .dynstr at 0x3a0, the descriptor at 0x400,
+ * the entry at 0x500. */
+static void code_object(unsigned char *img, const char *kd_symbol)
+{
+	memset(img, 0, 4096);
+	memcpy(img, "\177ELF\2\1\1", 7);
+	put_u(img + 16, 3, 2);			/* ET_DYN */
+	put_u(img + 18, 224, 2);		/* EM_AMDGPU */
+	put_u(img + 20, 1, 4);
+	put_u(img + 32, 64, 8);			/* e_phoff */
+	put_u(img + 52, 64, 2);
+	put_u(img + 54, 56, 2);
+	put_u(img + 56, 2, 2);
+	put_u(img + 64, 1, 4);			/* PT_LOAD of the page */
+	put_u(img + 64 + 32, 4096, 8);
+	put_u(img + 64 + 40, 4096, 8);
+	put_u(img + 120, 2, 4);			/* PT_DYNAMIC */
+	put_u(img + 120 + 16, 0x200, 8);
+	put_u(img + 120 + 32, 0x40, 8);
+	put_u(img + 0x200, 4, 8);		/* DT_HASH */
+	put_u(img + 0x208, 0x300, 8);
+	put_u(img + 0x210, 6, 8);		/* DT_SYMTAB */
+	put_u(img + 0x218, 0x340, 8);
+	put_u(img + 0x220, 5, 8);		/* DT_STRTAB */
+	put_u(img + 0x228, 0x3a0, 8);
+	put_u(img + 0x300, 1, 4);		/* nbucket */
+	put_u(img + 0x304, 2, 4);		/* nchain */
+	put_u(img + 0x308, 1, 4);
+	put_u(img + 0x340 + 24, 1, 4);		/* st_name */
+	img[0x340 + 24 + 4] = 0x11;		/* GLOBAL OBJECT */
+	put_u(img + 0x340 + 24 + 8, 0x400, 8);
+	put_u(img + 0x340 + 24 + 16, 64, 8);
+	strcpy((char *)img + 0x3a1, kd_symbol);
+	put_u(img + 0x400 + 8, KERNARG, 4);	/* kernarg_size */
+	put_u(img + 0x400 + 16, 0x100, 8);	/* entry at 0x500 */
+}
+
+struct disp {
+	struct cpq q;
+	unsigned char *code;		/* EXECUTABLE USERPTR page */
+	unsigned char *data;		/* not EXECUTABLE */
+	unsigned char *kernarg;
+	float *x, *y;
+};
+
+static void disp_open(struct disp *d)
+{
+	uint64_t h, off;
+	uint32_t n = 0;
+
+	cpq_open(&d->q);
+	d->code = host_pages(4096);
+	d->data = host_pages(4096);
+	d->kernarg = host_pages(4096);
+	d->x = host_pages(4096);
+	d->y = host_pages(4096);
+	off = (uintptr_t)d->code;
+	EQ(alloc(d->q.f.kfd, d->q.f.id, off, 4096, F(USERPTR) | F(EXECUTABLE), &h, &off), 0);
+	EQ(map_bo(d->q.f.kfd, 1, h, &d->q.f.id, 1, &n), 0);
+	userptr(&d->q.f, d->data, 4096);
+	userptr(&d->q.f, d->kernarg, 4096);
+	userptr(&d->q.f, d->x, 4096);
+	userptr(&d->q.f, d->y, 4096);
+	code_object(d->code, "saxpy.kd");
+	code_object(d->data, "saxpy.kd");
+	/* run_one makes a queue per packet */
+	EQ(destroy(&d->q.f, d->q.queue_id), 0);
+}
+
+/* saxpy's kernarg block for packet p, hidden arguments as a runtime
+ * fills them. */
+static void saxpy_args(struct disp *d, const aql_dispatch_packet *p)
+{
+	unsigned char *k = d->kernarg, *h = k + HIDDEN;
+	const uint32_t grid[3] = { p->grid_size_x, p->grid_size_y, p->grid_size_z };
+	const uint16_t wg[3] = { p->workgroup_size_x, p->workgroup_size_y, p->workgroup_size_z };
+	float a = 2.0f;
+
+	memset(k, 0, KERNARG);
+	memcpy(k, &a, 4);
+	put_u(k + 8, (uintptr_t)d->x, 8);
+	put_u(k + 16, (uintptr_t)d->y, 8);
+	put_u(k + 24, SAXPY_N, 4);
+	for (int i = 0; i < 3; i++) {
+		put_u(h + 4 * i, grid[i] / wg[i], 4);
+		put_u(h + 12 + 2 * i, wg[i], 2);
+		put_u(h + 18 + 2 * i, grid[i] % wg[i], 2);
+	}
+	put_u(h + 64, p->setup & AQL_DISPATCH_DIMS_MASK, 2);
+	put_u(h + 120, p->group_segment_size, 4);
+	put_u(h + 200, (uintptr_t)d->q.f.amd, 8);
+}
+
+static aql_packet saxpy_packet(struct disp *d, unsigned char *code, aql_signal *done)
+{
+	aql_packet p = { 0 };
+
+	p.dispatch.header = aql_packet_header(AQL_PACKET_KERNEL_DISPATCH, 1, AQL_FENCE_SYSTEM,
+					      AQL_FENCE_SYSTEM);
+	p.dispatch.setup = 1;
+	p.dispatch.workgroup_size_x = SAXPY_WG;
+	p.dispatch.workgroup_size_y = p.dispatch.workgroup_size_z = 1;
+	p.dispatch.grid_size_x = SAXPY_N;
+	p.dispatch.grid_size_y = p.dispatch.grid_size_z = 1;
+	p.dispatch.kernel_object = (uintptr_t)code + 0x400;
+	p.dispatch.kernarg_address = (uintptr_t)d->kernarg;
+	p.dispatch.completion_signal = (uintptr_t)done;
+	return p;
+}
+
+/* Put p on a fresh queue and ring it. */
+static void start_one(struct disp *d, const aql_packet *p, int fill_args)
+{
+	struct kfd_ioctl_create_queue_args a = d->q.f.args;
+	aql_signal *done = (aql_signal *)(uintptr_t)p->dispatch.completion_signal;
+	aql_signal *inactive = &d->q.f.sig[20];
+
+	memset(d->q.f.amd, 0, sizeof(*d->q.f.amd));
+	for (uint32_t i = 0; i < RING_PACKETS; i++)
+		d->q.f.ring[i].header = AQL_PACKET_INVALID;
+	d->q.f.amd->queue_inactive_signal = (uintptr_t)inactive;
+	set(inactive, 0);
+	set(done, 1);
+	EQ(create(&d->q.f, &a), 0);
+	d->q.queue_id = a.queue_id;
+	d->q.bell = (volatile uint64_t *)(d->q.bells + (a.doorbell_offset & 0x1fff));
+	d->q.next = 0;
+	if (fill_args)
+		saxpy_args(d, &p->dispatch);
+	put(&d->q, p, 1);
+}
+
+/* How p ends: a CP code (0: completed), or -1 when the queue stopped
+ * (a VM fault). */
+static int64_t wait_one(struct disp *d, const aql_packet *p)
+{
+	aql_signal *done = (aql_signal *)(uintptr_t)p->dispatch.completion_signal;
+	aql_signal *inactive = &d->q.f.sig[20];
+	int64_t r = -2;
+
+	for (uint64_t waited = 0; waited < TH_TIMEOUT_NS && r == -2; waited += 1000000) {
+		if (val(done) == 0)
+			r = 0;
+		else if (val(inactive))
+			r = val(inactive);
+		else if (stats().queues_halted)
+			r = -1;
+		else
+			th_sleep_ms(1);
+	}
+	return r;
+}
+
+/* Run p on a fresh queue: how it ends (wait_one). */
+static int64_t run_one(struct disp *d, const aql_packet *p, int fill_args)
+{
+	int64_t r;
+
+	start_one(d, p, fill_args);
+	r = wait_one(d, p);
+	EQ(destroy(&d->q.f, d->q.queue_id), 0);
+	return r;
+}
+
+static void check_dispatch_kernels(void)
+{
+	struct disp d;
+	aql_signal *done;
+	aql_packet p;
+
+	disp_open(&d);
+	done = &d.q.f.sig[21];
+	for (uint32_t i = 0; i < SAXPY_N; i++) {
+		d.x[i] = (float)i;
+		d.y[i] = 1.0f;
+	}
+	/* the host build runs over the grid, the last group partial */
+	p = saxpy_packet(&d, d.code, done);
+	EQ(run_one(&d, &p, 1), 0);
+	for (uint32_t i = 0; i < SAXPY_N; i++)
+		CHECK(d.y[i] == 2.0f * (float)i + 1.0f, "y[%u] = %g", i, (double)d.y[i]);
+	EQ(d.y[SAXPY_N], 0.0f);
+
+	/* each hidden argument the runtime got wrong: code 32 */
+	{
+		static const unsigned at[] = { 0, 12, 18, 64, 120, 200 };
+
+		for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++) {
+			saxpy_args(&d, &p.dispatch);
+			d.kernarg[HIDDEN + at[i]] ^= 1;
+			EQ(run_one(&d, &p, 0), 32);
+		}
+	}
+	/* the packet's own errors */
+	p = saxpy_packet(&d, d.code, done);
+	p.dispatch.workgroup_size_x = 2048;
+	EQ(run_one(&d, &p, 1), 64);
+	p = saxpy_packet(&d, d.code, done);
+	p.dispatch.grid_size_y = 2;
+	EQ(run_one(&d, &p, 1), 2);
+	p = saxpy_packet(&d, d.code, done);
+	p.dispatch.group_segment_size = 65537;
+	EQ(run_one(&d, &p, 1), 4);
+	p = saxpy_packet(&d, d.code, done);
+	p.dispatch.kernel_object += 8;
+	EQ(run_one(&d, &p, 1), 8);
+	p = saxpy_packet(&d, d.code, done);
+	p.dispatch.kernarg_address += 8;
+	EQ(run_one(&d, &p, 1), 32);
+	/* too little scratch: code 1; the runtime grows it and stores 0, the
+	 * CP runs the packet again: 4 groups of 1 wave, 48 bytes a lane */
+	p = saxpy_packet(&d, d.code, done);
+	p.dispatch.private_segment_size = 40;
+	start_one(&d, &p, 1);
+	EQ(wait_one(&d, &p), 1);
+	EQ(val(done), 1);
+	d.q.f.amd->scratch_wave64_lane_byte_size = 48;
+	d.q.f.amd->scratch_backing_memory_byte_size = 48 * 64 * 4 - 1;
+	set(&d.q.f.sig[20], 0);
+	EQ(wait_one(&d, &p), 1);
+	d.q.f.amd->scratch_backing_memory_byte_size = 48 * 64 * 4;
+	set(&d.q.f.sig[20], 0);
+	EQ(wait_one(&d, &p), 0);
+	EQ(destroy(&d.q.f, d.q.queue_id), 0);
+	/* a code object 4 KiB into a shared code BO */
+	{
+		unsigned char *two = host_pages(8192);
+		uint64_t h, off = (uintptr_t)two;
+		uint32_t n = 0;
+
+		EQ(alloc(d.q.f.kfd, d.q.f.id, off, 8192, F(USERPTR) | F(EXECUTABLE), &h, &off), 0);
+		EQ(map_bo(d.q.f.kfd, 1, h, &d.q.f.id, 1, &n), 0);
+		memset(two, 0xcc, 4096);
+		code_object(two + 4096, "saxpy.kd");
+		for (uint32_t i = 0; i < SAXPY_N; i++)
+			d.y[i] = 1.0f;
+		p = saxpy_packet(&d, two + 4096, done);
+		EQ(run_one(&d, &p, 1), 0);
+		EQ(d.y[SAXPY_N - 1], 2.0f * (float)(SAXPY_N - 1) + 1.0f);
+	}
+	/* a kernel with no host build */
+	code_object(d.code, "nosuch.kd");
+	p = saxpy_packet(&d, d.code, done);
+	EQ(run_one(&d, &p, 1), 8);
+	EQ(val(done), 1);
+}
+
+/* A descriptor in memory that is not EXECUTABLE: the entry's fetch is an
+ * execute fault, the GPU's queues stop. */
+static void check_dispatch_nx(void)
+{
+	struct disp d;
+	struct kfd_ioctl_create_event_args mem;
+	struct kfd_event_data ev;
+	aql_packet p;
+	uint32_t res;
+
+	disp_open(&d);
+	EQ(create_event(d.q.f.kfd, KFD_IOC_EVENT_MEMORY, 0, 0, &mem), 0);
+	p = saxpy_packet(&d, d.data, &d.q.f.sig[21]);
+	EQ(run_one(&d, &p, 1), -1);
+	EQ(wait1(d.q.f.kfd, mem.event_id, 0, NULL, &res, &ev), 0);
+	EQ(res, KFD_IOC_WAIT_RESULT_COMPLETE);
+	/* the entry's page */
+	EQ(ev.memory_exception_data.va, (uintptr_t)d.data);
+	EQ(ev.memory_exception_data.failure.NoExecute, 1);
+}
+
+/* saxpy.gfx90a.hsaco from the command line, when clang could build it */
+static const char *hsaco_path;
+
+static uint64_t rd_le(const unsigned char *p, int bytes)
+{
+	uint64_t v = 0;
+
+	for (int i = bytes - 1; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/*
+ * The real code object, its PT_LOADs placed in an EXECUTABLE BO as
+ * ROCr's loader places them (base + p_vaddr; saxpy has no relocations),
+ * dispatched with its explicit arguments (code object V4: no V5 block).
+ */
+static void check_dispatch_hsaco(void)
+{
+	static unsigned char file[65536];
+	struct disp d;
+	FILE *f = fopen(hsaco_path, "rb");
+	size_t size = f ? fread(file, 1, sizeof(file), f) : 0;
+	uint64_t phoff = rd_le(file + 32, 8), h, off, kd_va = 0;
+	uint32_t phnum = (uint32_t)rd_le(file + 56, 2), n = 0;
+	unsigned char *base;
+	aql_packet p;
+	float a = 3.0f;
+
+	if (f)
+		fclose(f);
+	CHECK(size > 64 && size < sizeof(file), "read %s", hsaco_path);
+	if (size <= 64 || size >= sizeof(file))
+		return;
+	disp_open(&d);
+	base = host_pages(65536);
+	off = (uintptr_t)base;
+	EQ(alloc(d.q.f.kfd, d.q.f.id, off, 65536, F(USERPTR) | F(EXECUTABLE), &h, &off), 0);
+	EQ(map_bo(d.q.f.kfd, 1, h, &d.q.f.id, 1, &n), 0);
+	for (uint32_t i = 0; i < phnum; i++) {
+		const unsigned char *ph = file + phoff + (uint64_t)i * 56;
+
+		if (rd_le(ph, 4) == 1 && rd_le(ph + 16, 8) + rd_le(ph + 40, 8) <= 65536)
+			memcpy(base + rd_le(ph + 16, 8), file + rd_le(ph + 8, 8), rd_le(ph + 32, 8));
+	}
+	/* saxpy.kd's value, from the file's section headers (SHT_DYNSYM) */
+	for (uint32_t i = 0; i < rd_le(file + 60, 2); i++) {
+		const unsigned char *sh = file + rd_le(file + 40, 8) + (uint64_t)i * 64;
+		const unsigned char *str;
+
+		if (rd_le(sh + 4, 4) != 11)
+			continue;
+		str = file + rd_le(file + rd_le(file + 40, 8) + rd_le(sh + 40, 4) * 64 + 24, 8);
+		for (uint64_t s = 0; s < rd_le(sh + 32, 8); s += 24) {
+			const unsigned char *sym = file + rd_le(sh + 24, 8) + s;
+
+			if (!strcmp((const char *)str + rd_le(sym, 4), "saxpy.kd"))
+				kd_va = (uintptr_t)base + rd_le(sym + 8, 8);
+		}
+	}
+	CHECK(kd_va, "saxpy.kd in %s", hsaco_path);
+	if (!kd_va)
+		return;
+	for (uint32_t i = 0; i < SAXPY_N; i++) {
+		d.x[i] = (float)i;
+		d.y[i] = 1.0f;
+	}
+	p = saxpy_packet(&d, d.code, &d.q.f.sig[21]);
+	p.dispatch.kernel_object = kd_va;
+	memset(d.kernarg, 0, 512);
+	memcpy(d.kernarg, &a, 4);
+	put_u(d.kernarg + 8, (uintptr_t)d.x, 8);
+	put_u(d.kernarg + 16, (uintptr_t)d.y, 8);
+	put_u(d.kernarg + 24, SAXPY_N, 4);
+	EQ(run_one(&d, &p, 0), 0);
+	for (uint32_t i = 0; i < SAXPY_N; i++)
+		CHECK(d.y[i] == 3.0f * (float)i + 1.0f, "y[%u] = %g", i, (double)d.y[i]);
+}
+
+static void case_dispatch(void)
+{
+	in_child(check_dispatch_kernels, "check_dispatch_kernels");
+	in_child(check_dispatch_nx, "check_dispatch_nx");
+	if (hsaco_path)
+		in_child(check_dispatch_hsaco, "check_dispatch_hsaco");
+}
+
 static void queues_2025(void)
 {
 	check_queue_rules("gfx90a", 2025);
@@ -2111,6 +2488,22 @@ static void case_create_fault(void)
 	}
 }
 
+/* Exit with a queue whose CP waits on a dependency: the library's
+ * destructor stops it (the case's exit status says it did not crash). */
+static void case_exit_live(void)
+{
+	struct cpq q;
+	aql_packet p;
+
+	cpq_open(&q);
+	set(&q.f.sig[0], 1);
+	set(&q.f.sig[1], 1);
+	p = barrier(AQL_PACKET_BARRIER_AND, &q.f.sig[0], NULL, &q.f.sig[1]);
+	put(&q, &p, 1);
+	settle();
+	EQ(stats().queues, 1);
+}
+
 static void case_queue_stop(void)
 {
 	check_cp_knob(3, 0);
@@ -2120,6 +2513,9 @@ static void case_mem_fault(void)
 {
 	check_cp_knob(2, 1);
 }
+
+/* AQL_KFD_EMU_KERNELS=<the host build of saxpy>, from the command line */
+static char kernels_env[4200];
 
 static const struct {
 	const char *name;
@@ -2168,15 +2564,20 @@ static const struct {
 	{ "mem_fault", case_mem_fault, { "AQL_KFD_EMU_FAIL=mem_fault:2" } },
 	{ "bad_checks", case_bad_setting, { "AQL_KFD_EMU_CHECKS=6.5" } },
 	{ "bad_stop", case_bad_setting, { "AQL_KFD_EMU_FAIL=queue_stop" } },
+	{ "dispatch", case_dispatch, { kernels_env } },
+	{ "exit_live", case_exit_live, { NULL } },
 };
 
 int main(int argc, char **argv)
 {
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s libaqlkfdemu.so\n", argv[0]);
+	if (argc != 3 && argc != 4) {
+		fprintf(stderr, "usage: %s libaqlkfdemu.so saxpy.host.so [saxpy.gfx90a.hsaco]\n",
+			argv[0]);
 		return 2;
 	}
 	lib_path = argv[1];
+	hsaco_path = argc == 4 ? argv[3] : NULL;
+	snprintf(kernels_env, sizeof(kernels_env), "AQL_KFD_EMU_KERNELS=%s", argv[2]);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		pid_t child;
 		int status;
@@ -2191,6 +2592,7 @@ int main(int argc, char **argv)
 			unsetenv("AQL_KFD_EMU_BAR");
 			unsetenv("AQL_KFD_EMU_VRAM");
 			unsetenv("AQL_KFD_EMU_CHECKS");
+			unsetenv("AQL_KFD_EMU_KERNELS");
 			for (int e = 0; e < 3 && cases[i].env[e]; e++)
 				putenv((char *)cases[i].env[e]);
 			th_passed = th_failed = 0;

@@ -9,7 +9,7 @@
  * processes packets up to the highest id rung, in order, one at a time,
  * and waits on a slot whose header is still INVALID (a producer that
  * rang ahead of it). Packets: BARRIER_AND, BARRIER_OR, AMD's
- * BARRIER_VALUE; a kernel dispatch is not emulated yet (CP code 8).
+ * BARRIER_VALUE, and kernel dispatches (kernels.c).
  * Completion: the signal's value is decremented, then, when the signal
  * has a mailbox, its event id is stored there and the interrupt raised
  * (kfd_signal_event_interrupt); then the slot is retired (header INVALID,
@@ -36,8 +36,6 @@
 
 /* CP error codes in queue_inactive_signal (ROCr amd_aql_queue.cpp). */
 enum {
-	CP_INVALID_DIMENSIONS = 2,
-	CP_INVALID_CODE_OBJECT = 8,
 	CP_INVALID_PACKET_FORMAT = 32,
 	CP_UNSUPPORTED_VENDOR_PACKET = 256,
 };
@@ -51,7 +49,6 @@ struct emu_cp {
 	pid_t owner;			/* the process the thread runs in */
 	int stop;			/* set by emu_cp_stop */
 	int halted;			/* stopped on its own */
-	int warned;
 };
 
 /* Packets the process's CPs have begun, for queue_stop:N and mem_fault:N. */
@@ -96,16 +93,17 @@ static int idle(struct emu_cp *cp, unsigned *round)
 }
 
 /*
- * A GPU page fault at va, of a page not present (every fault here is an
- * address no mapped BO holds): KFD signals the process's MEMORY events and
+ * A GPU page fault at va: a page not present (an address no mapped BO
+ * holds) or, exec, an instruction fetch from a BO that is not
+ * EXECUTABLE. KFD signals the process's MEMORY events and
  * evicts its queues on that GPU (kfd_int_process_v9.c
  * event_interrupt_wq_v9: kfd_dqm_evict_pasid, kfd_signal_vm_fault_event).
  */
-static void vm_fault(struct emu_cp *cp, uint64_t va)
+static void vm_fault(struct emu_cp *cp, uint64_t va, int exec)
 {
 	__atomic_store_n(&evicted[cp->q.gpu->node - 1], 1, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&cp->halted, 1, __ATOMIC_RELEASE);
-	emu_event_vm_fault(cp->q.gpu->gpu_id, va, 0, 0);
+	emu_event_vm_fault(cp->q.gpu->gpu_id, va, 0, exec);
 }
 
 /* A 64-bit word at va, through the VM: 0, or -EFAULT after a VM fault. */
@@ -114,7 +112,7 @@ static int load64(struct emu_cp *cp, uint64_t va, uint64_t *out)
 	uint64_t *p = emu_memory_gpu_begin(cp->q.gpu, va, 8);
 
 	if (!p) {
-		vm_fault(cp, va);
+		vm_fault(cp, va, 0);
 		return -EFAULT;
 	}
 	*out = __atomic_load_n(p, __ATOMIC_ACQUIRE);
@@ -127,7 +125,7 @@ static int store64(struct emu_cp *cp, uint64_t va, uint64_t v)
 	uint64_t *p = emu_memory_gpu_begin(cp->q.gpu, va, 8);
 
 	if (!p) {
-		vm_fault(cp, va);
+		vm_fault(cp, va, 0);
 		return -EFAULT;
 	}
 	__atomic_store_n(p, v, __ATOMIC_RELEASE);
@@ -146,7 +144,7 @@ static int signal_op(struct emu_cp *cp, uint64_t signal, int set, int64_t v)
 	uint32_t event;
 
 	if (!s) {
-		vm_fault(cp, signal);
+		vm_fault(cp, signal, 0);
 		return -EFAULT;
 	}
 	if (set)
@@ -262,16 +260,23 @@ static int run(struct emu_cp *cp, const aql_packet *p, uint32_t *code)
 		mask[0] = p->barrier_value.mask;
 		cond[0] = p->barrier_value.cond;
 		return wait_signals(cp, sig, cmp, mask, cond, 1, 1);
-	case AQL_PACKET_KERNEL_DISPATCH:
-		if ((p->dispatch.setup & AQL_DISPATCH_DIMS_MASK) == 0) {
-			*code = CP_INVALID_DIMENSIONS;
+	case AQL_PACKET_KERNEL_DISPATCH: {
+		char why[200];
+		uint64_t va = 0;
+		int exec = 0, r = emu_kernel_dispatch(&cp->q, &p->dispatch, why, sizeof(why), &va,
+						      &exec);
+
+		if (r < 0) {
+			vm_fault(cp, va, exec);
+			return 1;
+		}
+		if (r) {
+			fprintf(stderr, "kfd-emu: queue %u: CP error %d: %s\n", cp->q.queue_id, r, why);
+			*code = (uint32_t)r;
 			return -1;
 		}
-		if (!__atomic_exchange_n(&cp->warned, 1, __ATOMIC_RELAXED))
-			fprintf(stderr, "kfd-emu: queue %u: kernel dispatch is not emulated yet: "
-				"CP error 8\n", cp->q.queue_id);
-		*code = CP_INVALID_CODE_OBJECT;
-		return -1;
+		return 0;
+	}
 	default:
 		/* AGENT_DISPATCH is for CPU agents; other types are unknown */
 		*code = CP_INVALID_PACKET_FORMAT;
@@ -294,7 +299,7 @@ static int knobs(struct emu_cp *cp, uint64_t slot_va)
 	}
 	if (c->fail_mem_fault >= 0 && n == c->fail_mem_fault) {
 		/* the packet reads memory that is not there */
-		vm_fault(cp, slot_va);
+		vm_fault(cp, slot_va, 0);
 		return 1;
 	}
 	return 0;
@@ -312,7 +317,7 @@ static int process(struct emu_cp *cp, uint64_t id)
 	for (;;) {
 		slot = emu_memory_gpu_begin(cp->q.gpu, slot_va, 64);
 		if (!slot) {
-			vm_fault(cp, slot_va);
+			vm_fault(cp, slot_va, 0);
 			return 1;
 		}
 		pkt.header = __atomic_load_n(&slot->header, __ATOMIC_ACQUIRE);
@@ -344,7 +349,7 @@ static int process(struct emu_cp *cp, uint64_t id)
 		return 1;
 	slot = emu_memory_gpu_begin(cp->q.gpu, slot_va, 64);
 	if (!slot) {
-		vm_fault(cp, slot_va);
+		vm_fault(cp, slot_va, 0);
 		return 1;
 	}
 	__atomic_store_n(&slot->header, (uint16_t)AQL_PACKET_INVALID, __ATOMIC_RELEASE);

@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "aql/kfd/kfd_abi.h"
+#include "aql/packet.h"
 #include "kfdemu.h"
 
 /* At most this many GPU nodes: AQL_KFD_EMU_GPUS names them. */
@@ -86,6 +87,8 @@ struct emu_queue_props {
 	uint32_t num_xcc;
 	uint32_t lds_size;		/* bytes of LDS per work-group */
 	uint32_t max_queues;
+	uint32_t cus;			/* whole device */
+	uint32_t max_slots_scratch_cu;
 };
 void emu_model_queue_props(const struct emu_model *model, struct emu_queue_props *out);
 long emu_read_file(const char *path, char *buf, size_t size);
@@ -138,6 +141,9 @@ void emu_memory_queue_buffer_put(const struct emu_gpu *gpu, uint64_t handle);
  * thread, without sys.c's lock.
  */
 void *emu_memory_gpu_begin(const struct emu_gpu *gpu, uint64_t addr, uint64_t size);
+/* As emu_memory_gpu_begin, and the BO described in *out. */
+void *emu_memory_gpu_begin_bo(const struct emu_gpu *gpu, uint64_t addr, uint64_t size,
+			      struct kfdemu_bo *out);
 void emu_memory_gpu_end(void);
 
 /* kfd_priv.h: what a /dev/kfd mmap offset maps, in its top two bits. */
@@ -178,6 +184,17 @@ void emu_cp_stop(struct emu_cp *cp);
 int emu_cp_halted(const struct emu_cp *cp);
 /* Reset the fault knobs' packet count: a new process. */
 void emu_cp_reset(void);
+
+/*
+ * kernels.c: run the KERNEL_DISPATCH packet p of queue q on the host
+ * build of its kernel (AQL_KFD_EMU_KERNELS), on the CP's thread. 0 when
+ * it ran; a CP error code (queue_inactive_signal) with why saying what;
+ * or -1 for a VM fault at *fault_va (*fault_exec: an instruction fetch
+ * from memory that is not EXECUTABLE). Thread safe; one host dispatch
+ * runs at a time.
+ */
+int emu_kernel_dispatch(const struct emu_cp_queue *q, const aql_dispatch_packet *p, char *why,
+			size_t why_size, uint64_t *fault_va, int *fault_exec);
 
 /* sys.c, with its lock held: the render node file fd names, for
  * ACQUIRE_VM. 0 and *gpu, *file_id set; -EBADF where fd is not open;

@@ -514,17 +514,26 @@ void emu_memory_queue_buffer_put(const struct emu_gpu *gpu, uint64_t handle)
 		b->queue_refs[gpu->node - 1]--;
 }
 
-void *emu_memory_gpu_begin(const struct emu_gpu *gpu, uint64_t addr, uint64_t size)
+void *emu_memory_gpu_begin_bo(const struct emu_gpu *gpu, uint64_t addr, uint64_t size,
+			      struct kfdemu_bo *out)
 {
 	struct bo *b;
 
 	pthread_rwlock_rdlock(&table_lock);
 	b = mapped_at(gpu, addr);
 	/* the GPU reads what the BO holds: its memfd, or the user's pages */
-	if (b && size <= b->bytes - (addr - b->va) && (b->data || b->userptr))
+	if (b && size <= b->bytes - (addr - b->va) && (b->data || b->userptr)) {
+		if (out)
+			describe_bo(b, out);
 		return (char *)(b->data ? b->data : (void *)(uintptr_t)b->userptr) + (addr - b->va);
+	}
 	pthread_rwlock_unlock(&table_lock);
 	return NULL;
+}
+
+void *emu_memory_gpu_begin(const struct emu_gpu *gpu, uint64_t addr, uint64_t size)
+{
+	return emu_memory_gpu_begin_bo(gpu, addr, size, NULL);
 }
 
 void emu_memory_gpu_end(void)

@@ -241,8 +241,9 @@ static int check_properties(struct kfd_ioctl_create_queue_args *a)
 int emu_create_queue(void *data)
 {
 	struct kfd_ioctl_create_queue_args *a = data;
+	struct emu_queue_props n;
 	const struct emu_gpu *g;
-	struct queue *q = NULL;
+	struct queue nq, *q = NULL;
 	struct emu_cp_queue cq;
 	uint32_t id = 0, bell;
 	int r;
@@ -260,27 +261,25 @@ int emu_create_queue(void *data)
 	r = doorbells_alloc(g);
 	if (r)
 		return r;
-	for (; id < MAX_QUEUES && !q; id++)
-		if (!qs.queues[id].used)
-			q = &qs.queues[id];
-	id--;
-	*q = (struct queue){ .gpu = g };
-	r = acquire_buffers(q, a, a->ring_size);
+	nq = (struct queue){ .gpu = g };
+	r = acquire_buffers(&nq, a, a->ring_size);
 	if (r)
 		return r;
-	/* pqm_create_queue: the HWS limit of the device */
-	{
-		struct emu_queue_props n;
-
-		emu_model_queue_props(g->model, &n);
-		r = gpu_queues(g) >= n.max_queues ? -ENOSPC : 0;
-	}
+	/* pqm_create_queue: the HWS limit of the device, then a queue id
+	 * (find_available_queue_slot: none left, -ENOMEM) */
+	emu_model_queue_props(g->model, &n);
+	r = gpu_queues(g) >= n.max_queues ? -ENOSPC : -ENOMEM;
+	for (; r == -ENOMEM && id < MAX_QUEUES; id++)
+		if (!qs.queues[id].used) {
+			q = &qs.queues[id];
+			r = 0;
+			break;
+		}
 	/* AQL_KFD_EMU_FAIL=create_queue: the queue manager refuses */
 	if (!r)
 		r = emu_config()->fail_create_queue;
-	/* (a queue slot is always free: MAX_QUEUES exceeds every device's limit) */
 	if (r) {
-		release(q);
+		release(&nq);
 		return r;
 	}
 	/*
@@ -295,18 +294,19 @@ int emu_create_queue(void *data)
 		if (!taken)
 			break;
 	}
-	q->doorbell = bell;
+	nq.doorbell = bell;
 	cq = (struct emu_cp_queue){
 		.gpu = g, .queue_id = id, .ring = a->ring_base_address, .ring_size = a->ring_size,
 		.amd_queue = a->read_pointer_address - offsetof(aql_amd_queue, read_dispatch_id),
 		.doorbell = &qs.doorbells[g->node - 1][bell],
 	};
-	r = emu_cp_start(&cq, &q->cp);
+	r = emu_cp_start(&cq, &nq.cp);
 	if (r) {
-		release(q);
+		release(&nq);
 		return r;
 	}
-	q->used = 1;
+	nq.used = 1;
+	*q = nq;
 	a->queue_id = id;
 	/* KFD_MMAP_TYPE_DOORBELL | gpu_id, and on SOC15 the doorbell's byte
 	 * offset in the slice */

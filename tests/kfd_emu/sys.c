@@ -651,6 +651,16 @@ static void fork_done(void)
 	pthread_mutex_unlock(&emu.lock);
 }
 
+/* Process exit: the CPs stop first, as KFD tears the queues down, so that
+ * none reads memory the process's own exit handlers let go. */
+__attribute__((destructor)) static void stop_queues(void)
+{
+	pthread_mutex_lock(&emu.lock);
+	if (emu.process == getpid())
+		emu_queue_reset();
+	pthread_mutex_unlock(&emu.lock);
+}
+
 __attribute__((constructor)) static void describe(void)
 {
 	const struct emu_config *c = emu_config();
