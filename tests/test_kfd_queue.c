@@ -16,6 +16,10 @@
  * - a packet the CP refuses stops the queue with a message, its signal -1;
  * - destroy with packets in flight: no hang, the signals -1;
  * - a GPU memory fault puts the GPU's queues into their error state;
+ * - with --hsaco (gfx90a, AQL_KFD_EMU_KERNELS naming saxpy's host build):
+ *   saxpy loaded on the agent and dispatched with a hand-built packet
+ *   (the typed launch needs copies, not built yet), its data and kernarg
+ *   block in a host pool open to the agent: the CP runs it, y is right;
  * - --expect refused (AQL_KFD_EMU_FAIL=create_queue): a clear error and
  *   nothing left behind; --expect stop (queue_stop:N): a bounded wait
  *   reports the stopped queue, and the destroy gives its packets -1.
@@ -285,6 +289,75 @@ static void check_refused_packet(void)
 	aql_signal_destroy(behind);
 }
 
+#define SAXPY_N 1000u
+
+/* saxpy (y = a x + y) through the queue, run by the emulated CP. */
+static void check_dispatch(const char *hsaco)
+{
+	aql_agent *agent = &amd->base;
+	aql_mem_pool_config pc = { .kind = AQL_MEM_FINE_GRAINED, .numa_node = AQL_NUMA_ANY,
+				   .agents = &agent, .agent_count = 1 };
+	aql_mem_pool *pool = NULL;
+	aql_code_object *co = NULL;
+	const aql_kernel *k = NULL;
+	float *x = NULL, *y = NULL, a = 2.0f;
+	unsigned char *args = NULL;
+	aql_signal *done = th_signal(1);
+	aql_queue *q = queue(64);
+	aql_packet p = { 0 };
+	const char *why = "";
+	uint32_t bad = 0;
+	uint64_t ptr;
+
+	CHECK_OK(aql_code_object_load_file(agent, hsaco, NULL, &co));
+	if (co)
+		CHECK_OK(aql_code_object_kernel(co, "saxpy", &k));
+	CHECK_OK(aql_mem_pool_create(&pc, &pool));
+	if (!k || !pool)
+		th_stop("no saxpy or no pool");
+	CHECK_OK(aql_mem_alloc(pool, SAXPY_N * sizeof(float), 64, (void **)&x));
+	CHECK_OK(aql_mem_alloc(pool, SAXPY_N * sizeof(float), 64, (void **)&y));
+	CHECK_OK(aql_mem_alloc(pool, k->kernarg_size, k->kernarg_align, (void **)&args));
+	if (!x || !y || !args)
+		th_stop("no pool memory");
+	for (uint32_t i = 0; i < SAXPY_N; i++) {
+		x[i] = (float)i;
+		y[i] = 1.0f;
+	}
+	/* saxpy's explicit arguments: a, x, y, n (AMDGPU layout) */
+	memset(args, 0, k->kernarg_size);
+	memcpy(args, &a, 4);
+	ptr = (uintptr_t)x;
+	memcpy(args + 8, &ptr, 8);
+	ptr = (uintptr_t)y;
+	memcpy(args + 16, &ptr, 8);
+	memcpy(args + 24, &(uint32_t){ SAXPY_N }, 4);
+	p.dispatch.header = aql_packet_header(AQL_PACKET_KERNEL_DISPATCH, 1, AQL_FENCE_SYSTEM,
+					      AQL_FENCE_SYSTEM);
+	p.dispatch.setup = 1;
+	p.dispatch.workgroup_size_x = 64;
+	p.dispatch.workgroup_size_y = p.dispatch.workgroup_size_z = 1;
+	p.dispatch.grid_size_x = SAXPY_N;
+	p.dispatch.grid_size_y = p.dispatch.grid_size_z = 1;
+	p.dispatch.group_segment_size = k->group_segment_size;
+	p.dispatch.private_segment_size = k->private_segment_size;
+	p.dispatch.kernel_object = k->kernel_object;
+	p.dispatch.kernarg_address = (uintptr_t)args;
+	p.dispatch.completion_signal = aql_signal_handle(done);
+	CHECK(th_submit(q, &p) == AQL_OK, "saxpy dispatch");
+	CHECK(th_wait_done(done) == 0, "saxpy's signal (queue: %s)", (aql_queue_error(q, &why), why));
+	for (uint32_t i = 0; i < SAXPY_N; i++)
+		bad += y[i] != 2.0f * (float)i + 1.0f;
+	CHECK(bad == 0, "%u of %u elements of y wrong (y[1] = %g)", bad, SAXPY_N, (double)y[1]);
+	CHECK_OK(aql_queue_destroy(q));
+	aql_signal_destroy(done);
+	aql_mem_free(args);
+	aql_mem_free(x);
+	aql_mem_free(y);
+	CHECK_OK(aql_mem_pool_destroy(pool));
+	CHECK_OK(aql_code_object_destroy(co));
+}
+
 /* A queue stuck on a dependency is destroyed in bounded time. */
 static void check_destroy_in_flight(void)
 {
@@ -373,6 +446,7 @@ static void expect_stop(void)
 int main(int argc, char **argv)
 {
 	const char *expect = argc == 3 && !strcmp(argv[1], "--expect") ? argv[2] : "";
+	const char *hsaco = argc == 3 && !strcmp(argv[1], "--hsaco") ? argv[2] : NULL;
 	aql_agent *agent = NULL;
 
 	CHECK(aql_agent_open(AQL_AGENT_AMD, 0, &agent) == AQL_OK, "AMD agent 0: %s",
@@ -394,6 +468,8 @@ int main(int argc, char **argv)
 		check_barriers();
 		check_stress();
 		check_refused_packet();
+		if (hsaco)
+			check_dispatch(hsaco);
 		check_destroy_in_flight();
 		check_fault();
 	}
