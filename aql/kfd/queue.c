@@ -269,10 +269,12 @@ static void *watch(void *arg)
 
 	for (;;) {
 		aql_signal_wait(k->inactive, AQL_COND_NE, 0, WATCH_NS, AQL_WAIT_BLOCKED, NULL);
-		if (__atomic_load_n(&k->closing, __ATOMIC_ACQUIRE))
-			return NULL;
 		code = aql_signal_load(k->inactive, AQL_ACQUIRE);
 		reason = __atomic_load_n(&k->error_reason, __ATOMIC_ACQUIRE);
+		/* After the loads: the destroy's wake-up store comes after
+		 * closing, so a value it stored is never taken for a code. */
+		if (__atomic_load_n(&k->closing, __ATOMIC_ACQUIRE))
+			return NULL;
 		if (code) {
 			/* The CP waits on the packet for a 0 it never gets:
 			 * the queue stays stopped until its destroy. */
