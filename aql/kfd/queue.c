@@ -361,9 +361,7 @@ static void free_parts(struct kfd_queue *k)
 		kfd_mem_free(&k->a->base, k->eop);
 	aql_signal_destroy(k->inactive);
 	kfd_mem_unregister(&k->a->base, queue->amd, aql_page_size());
-	kfd_mem_unregister(&k->a->base, queue->ring,
-			   ((size_t)queue->size * sizeof(aql_packet) + aql_page_size() - 1) &
-			   ~(aql_page_size() - 1));
+	kfd_mem_unregister(&k->a->base, queue->ring, (size_t)queue->size * sizeof(aql_packet));
 	free(k);
 }
 
