@@ -15,7 +15,9 @@
  *   doorbell holds the last packet id; concurrent producers (TSan);
  * - a packet the CP refuses stops the queue with a message, its signal -1;
  * - destroy with packets in flight: no hang, the signals -1;
- * - a GPU memory fault puts the GPU's queues into their error state;
+ * - a GPU memory fault puts the GPU's queues into their error state; from
+ *   KFD 1.13 so does a queue exception written to the CWSR header's
+ *   err_payload_addr, whose headers (one per XCC) are checked;
  * - with --hsaco (gfx90a, AQL_KFD_EMU_KERNELS naming saxpy's host build):
  *   saxpy loaded on the agent and dispatched with a hand-built packet
  *   (the typed launch needs copies, not built yet), its data and kernarg
@@ -42,6 +44,7 @@
 static kfdemu_stats_fn stats_fn;
 static kfdemu_bo_at_fn bo_at_fn;
 static kfdemu_vm_fault_fn vm_fault_fn;
+static kfdemu_queue_exception_fn exception_fn;
 static struct kfd_agent *amd;
 
 static void *emu_sym(void *lib, const char *name)
@@ -61,6 +64,7 @@ static void load_emu(void)
 	*(void **)&stats_fn = emu_sym(lib, "kfdemu_stats");
 	*(void **)&bo_at_fn = emu_sym(lib, "kfdemu_bo_at");
 	*(void **)&vm_fault_fn = emu_sym(lib, "kfdemu_vm_fault");
+	*(void **)&exception_fn = emu_sym(lib, "kfdemu_queue_exception");
 }
 
 static struct kfdemu_stats stats(void)
@@ -121,6 +125,52 @@ static void check_bo(const void *addr, uint32_t domain, uint64_t size, const cha
 	CHECK(b.mapped != 0 && b.gpu_id == amd->node->gpu_id, "%s: not mapped to the GPU", what);
 }
 
+static struct kfd_queue_info info_of(aql_queue *q)
+{
+	struct kfd_queue_info qi;
+
+	kfd_queue_get_info((const struct aql_queue_impl *)q, &qi);
+	return qi;
+}
+
+/* XCC i's CWSR header (kfd_context_save_area_header), by offset. */
+static uint32_t header_u32(const struct kfd_queue_info *qi, uint32_t xcc, size_t off)
+{
+	uint32_t v;
+
+	memcpy(&v, (const char *)qi->cwsr + xcc * qi->cwsr_per_xcc + off, 4);
+	return v;
+}
+
+static uint64_t header_u64(const struct kfd_queue_info *qi, uint32_t xcc, size_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, (const char *)qi->cwsr + xcc * qi->cwsr_per_xcc + off, 8);
+	return v;
+}
+
+/* The EOP buffer, the CWSR area and its per-XCC headers. */
+static void check_cwsr(aql_queue *q)
+{
+	struct kfd_queue_info qi = info_of(q);
+	uint32_t xccs = amd->node->xccs ? amd->node->xccs : 1;
+	const aql_signal *inactive = aql_signal_from_handle(q->amd->queue_inactive_signal);
+	int v113 = stats().version_minor >= 13;
+
+	check_bo(qi.eop, KFDEMU_VRAM, 4096, "EOP buffer");
+	check_bo(qi.cwsr, KFDEMU_USERPTR, cwsr_total(), "CWSR area");
+	for (uint32_t i = 0; i < xccs; i++) {
+		CHECK(header_u32(&qi, i, 16) == (xccs - i) * qi.cwsr_per_xcc,
+		      "XCC %u: debug_offset 0x%x", i, header_u32(&qi, i, 16));
+		CHECK(header_u64(&qi, i, 24) == (v113 ? (uintptr_t)qi.error_reason : 0) &&
+		      header_u32(&qi, i, 32) == (v113 ? inactive->event_id : 0) &&
+		      (!v113 || inactive->event_id != 0),
+		      "XCC %u: err_payload_addr 0x%llx, err_event_id %u", i,
+		      (unsigned long long)header_u64(&qi, i, 24), header_u32(&qi, i, 32));
+	}
+}
+
 static void check_create(void)
 {
 	struct kfdemu_stats before = stats(), after;
@@ -161,6 +211,7 @@ static void check_create(void)
 	      (a->queue_properties & AQL_AMD_QUEUE_PROPERTY_IS_PTR64) &&
 	      a->scratch_last_used_index == UINT64_MAX && a->compute_tmpring_size == 0,
 	      "amd_queue_t fields");
+	check_cwsr(q);
 	/* a second queue: another doorbell of the same slice, no second
 	 * scratch address */
 	q2 = queue(64);
@@ -405,6 +456,29 @@ static void check_fault(void)
 	aql_signal_destroy(s);
 }
 
+/* KFD 1.13+: a queue exception KFD ORs into err_payload stops the queue. */
+static void check_exception(void)
+{
+	aql_queue *q = queue(64);
+	struct kfd_queue_info qi = info_of(q);
+	aql_signal *gate = th_signal(1), *s = th_signal(1);
+	aql_packet p = barrier(gate, s);
+	const char *msg = "";
+	uint64_t end = th_now_ns() + TH_TIMEOUT_NS;
+
+	th_submit(q, &p);
+	CHECK(exception_fn(header_u64(&qi, 0, 24), header_u32(&qi, 0, 32), 1ull << 4) == 0,
+	      "raising the queue's exception");
+	while (aql_queue_error(q, &msg) == AQL_OK && th_now_ns() < end)
+		th_sleep_ms(1);
+	CHECK(aql_queue_error(q, &msg) == AQL_ERR_DEVICE && strstr(msg, "mask 0x10"),
+	      "queue error: %s", msg);
+	CHECK(th_wait_done(s) == -1, "the stopped queue's packet");
+	CHECK_OK(aql_queue_destroy(q));
+	aql_signal_destroy(gate);
+	aql_signal_destroy(s);
+}
+
 /* AQL_KFD_EMU_FAIL=create_queue: refused, nothing left behind. */
 static void expect_refused(void)
 {
@@ -471,6 +545,8 @@ int main(int argc, char **argv)
 		if (hsaco)
 			check_dispatch(hsaco);
 		check_destroy_in_flight();
+		if (stats().version_minor >= 13)
+			check_exception();
 		check_fault();
 	}
 	CHECK(aql_agent_destroy(agent) == AQL_OK, "destroy: %s", aql_error_message());

@@ -183,6 +183,19 @@ aql_status kfd_fault_listen(kfd_fault_fn fn, void *user);
 aql_status kfd_queue_attach(aql_agent *agent, struct aql_queue_impl *q);
 void kfd_queue_detach(aql_agent *agent, struct aql_queue_impl *q);
 
+/* What a queue of an AMD agent holds, for tests and tools. */
+struct kfd_queue_info {
+	uint32_t queue_id;		/* KFD's */
+	void *eop, *cwsr;		/* the EOP buffer and the CWSR area */
+	size_t eop_bytes, cwsr_bytes;
+	size_t cwsr_per_xcc;		/* ctx_save_restore_size: XCC i's area at i times it */
+	const uint64_t *error_reason;	/* err_payload_addr of the CWSR headers */
+};
+
+/* Fill *out for q, a queue attached to an AMD agent. Thread safe while q
+ * lives. */
+void kfd_queue_get_info(const struct aql_queue_impl *q, struct kfd_queue_info *out);
+
 /*
  * Put every queue of the GPU gpu_id (0: of every GPU) into its error
  * state with status and msg: later submissions fail with it, the packets

@@ -76,7 +76,7 @@ struct kfd_queue {
 	uint32_t queue_id;		/* KFD's */
 	void *eop;
 	void *cwsr;
-	size_t cwsr_bytes;
+	size_t cwsr_bytes, cwsr_per_xcc, eop_bytes;
 	aql_signal *inactive;		/* queue_inactive_signal */
 	uint64_t error_reason;		/* err_payload_addr: KFD ORs exception bits in */
 	pthread_t watcher;
@@ -410,7 +410,9 @@ static aql_status create(struct kfd_queue *k, const struct cwsr_sizes *s, uint64
 	    (st = aql_signal_create(0, &k->inactive)) != AQL_OK ||
 	    (st = kfd_mem_alloc(&a->base, s->eop, &k->eop)) != AQL_OK)
 		return st;
+	k->eop_bytes = s->eop;
 	k->cwsr_bytes = s->total;
+	k->cwsr_per_xcc = s->cwsr;
 	if ((st = aql_host_mem_alloc(s->total, aql_page_size(), &k->cwsr)) != AQL_OK)
 		return st;
 	fill_cwsr(k, s);
@@ -485,6 +487,17 @@ aql_status kfd_queue_attach(aql_agent *agent, struct aql_queue_impl *q)
 	queues = k;
 	pthread_mutex_unlock(&list_lock);
 	return AQL_OK;
+}
+
+void kfd_queue_get_info(const struct aql_queue_impl *q, struct kfd_queue_info *out)
+{
+	const struct kfd_queue *k = q->agent_state;
+
+	*out = (struct kfd_queue_info){ .queue_id = k->queue_id, .eop = k->eop,
+					.cwsr = k->cwsr, .eop_bytes = k->eop_bytes,
+					.cwsr_bytes = k->cwsr_bytes,
+					.cwsr_per_xcc = k->cwsr_per_xcc,
+					.error_reason = &k->error_reason };
 }
 
 /* Wait while the queue's packets finish; 0 when all did, else 1 (none
