@@ -59,10 +59,10 @@ struct aql_signal_events {
 };
 
 /*
- * Route the blocking phase of waits on signals with events, and the wake
- * of host stores to them, through events (which must live until exit);
- * ops->block runs at once for every block the pool has. AQL_OK, or
- * AQL_ERR_BUSY when other ops are registered. Thread safe.
+ * Route the blocking phase of every wait, and every wake of a host store,
+ * through events (which must live until exit); events->block runs at once
+ * for every block the pool has. AQL_OK, or AQL_ERR_BUSY when other ops
+ * are registered. Thread safe.
  */
 aql_status aql_signal_events_register(const struct aql_signal_events *events);
 

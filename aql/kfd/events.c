@@ -103,12 +103,12 @@ static int kfd_ioctl(unsigned long cmd, void *args)
 }
 
 /* One line on stderr for the first failure of a path that has no caller
- * to return it to; later ones are the same story. */
+ * to return it to (the waits it concerns poll every 1 ms); later ones are
+ * the same story. */
 static void warn(const char *what, int r)
 {
 	if (!__atomic_exchange_n(&ev.warned, 1, __ATOMIC_RELAXED))
-		fprintf(stderr, "libaql: AMD signals: %s: %s; waits on them poll every 1 ms\n",
-			what, strerror(-r));
+		fprintf(stderr, "libaql: AMD signal events: %s: %s\n", what, strerror(-r));
 }
 
 static int create_event(uint32_t type, int auto_reset, uint64_t page,
@@ -331,6 +331,11 @@ static uint64_t sleep_events(uint32_t n, const struct aql_wait_cond *c, const ui
 		if (ev.age)
 			memcpy(&d[w.num_events], &ticket[i], sizeof(ticket[i]));
 		w.num_events++;
+	}
+	/* the deadline passed since the caller looked: it looks again */
+	if (now >= deadline_ns) {
+		disarm(n, c, ticket);
+		return 0;
 	}
 	/* whole ms, rounded up; ~0 is infinite, so a finite wait stays below */
 	ms = deadline_ns == UINT64_MAX ? 0xffffffffu : (deadline_ns - now + 999999) / 1000000;

@@ -291,7 +291,8 @@ int emu_free_memory_of_gpu(void *data)
 	const struct kfd_ioctl_free_memory_of_gpu_args *args = data;
 	struct bo *b;
 
-	/* "Prevent freeing event page", before the handle is looked at */
+	/* "Free signal BO is not allowed": the event page, before the handle
+	 * is looked at */
 	if (emu_events_page_handle() && args->handle == emu_events_page_handle())
 		return -EPERM;
 	if (!emu_gpu_by_id((uint32_t)(args->handle >> 32)))
