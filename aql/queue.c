@@ -11,10 +11,14 @@
 #include "aql/queue_impl.h"
 #include "aql/timeline.h"
 #include "mem/host_mem.h"
+#include "mem/pages.h"
 
 #define DEFAULT_SIZE 4096u
 #define DEFAULT_FULL_TIMEOUT_NS 1000000000ull
 #define SPACE_SPIN_NS 5000u
+/* A hardware packet processor wakes no producer: they poll its read
+ * index this often. */
+#define SPACE_POLL_NS 50000u
 
 static uint64_t next_queue_id;
 
@@ -37,11 +41,24 @@ static aql_status check_config(const aql_agent_info *info, const aql_queue_confi
 	return AQL_OK;
 }
 
+/*
+ * The ring and the amd_queue_t each take whole pages of their own: a GPU
+ * agent maps each as one buffer, and KFD (6.12+, kfd_queue.c
+ * kfd_queue_buffer_get) wants the ring's and the read and write pointers'
+ * mappings to be exactly theirs.
+ */
+static size_t ring_bytes(uint32_t size)
+{
+	size_t page = aql_page_size(), bytes = (size_t)size * sizeof(aql_packet);
+
+	return (bytes + page - 1) & ~(page - 1);
+}
+
 static void free_queue(struct aql_queue_impl *q)
 {
 	aql_signal_destroy(q->pub.doorbell);
-	aql_host_mem_free(q->pub.ring, (size_t)q->pub.size * sizeof(aql_packet));
-	aql_host_mem_free(q->pub.amd, sizeof(aql_amd_queue));
+	aql_host_mem_free(q->pub.ring, ring_bytes(q->pub.size));
+	aql_host_mem_free(q->pub.amd, aql_page_size());
 	free(q);
 }
 
@@ -50,10 +67,9 @@ static aql_status init_memory(struct aql_queue_impl *q, const aql_queue_config *
 	aql_amd_queue *amd;
 	aql_status st;
 
-	/* KFD takes ring addresses >> 8, so 256-byte alignment serves every agent. */
-	st = aql_host_mem_alloc((size_t)c->size * sizeof(aql_packet), 256, (void **)&q->pub.ring);
+	st = aql_host_mem_alloc(ring_bytes(c->size), aql_page_size(), (void **)&q->pub.ring);
 	if (st == AQL_OK)
-		st = aql_host_mem_alloc(sizeof(*amd), 256, (void **)&q->pub.amd);
+		st = aql_host_mem_alloc(aql_page_size(), aql_page_size(), (void **)&q->pub.amd);
 	/* -1: no packet id has been rung yet, so the first ring (id 0) is a change. */
 	if (st == AQL_OK)
 		st = aql_signal_create(-1, &q->pub.doorbell);
@@ -287,6 +303,17 @@ static int has_space(aql_queue *queue, uint64_t *first, uint32_t n, int reserved
 	return *first + n - read <= queue->size;
 }
 
+/* Until when a producer waiting for space sleeps before it looks again. */
+static uint64_t wake_by(const aql_queue *queue, uint64_t deadline)
+{
+	uint64_t poll;
+
+	if (queue->doorbell->kind != AQL_SIGNAL_KIND_DOORBELL)
+		return deadline;
+	poll = aql_deadline(SPACE_POLL_NS);
+	return poll < deadline ? poll : deadline;
+}
+
 aql_status aql_queue_wait_space(aql_queue *queue, uint64_t first, uint32_t n,
 				int reserved)
 {
@@ -325,7 +352,7 @@ aql_status aql_queue_wait_space(aql_queue *queue, uint64_t first, uint32_t n,
 		seq = __atomic_load_n(&q->space_seq, __ATOMIC_ACQUIRE);
 		if (!has_space(queue, &first, n, reserved) &&
 		    !__atomic_load_n(&queue->error, __ATOMIC_ACQUIRE))
-			aql_futex_wait(&q->space_seq, seq, deadline);
+			aql_futex_wait(&q->space_seq, seq, wake_by(queue, deadline));
 		__atomic_fetch_sub(&q->space_waiters, 1, __ATOMIC_RELAXED);
 	}
 	return AQL_OK;

@@ -131,15 +131,15 @@ static void check_agent(aql_agent *agent, uint32_t index, const struct model *m,
 	CHECK(strcmp(p->sys->name, "linux") != 0, "the real table under the emulation's test");
 }
 
-/* Nothing past discovery and memory (test_kfd_memory.c) is built: each
- * refusal says so. */
+/* Copies are not built yet (queues are: test_kfd_queue.c): each refusal
+ * says so. */
 static void check_refusals(aql_agent *agent)
 {
-	aql_queue *q = NULL;
+	char a[64] = { 0 }, b[64];
 
-	CHECK(aql_queue_create(agent, NULL, &q) == AQL_ERR_UNSUPPORTED && !q,
-	      "a queue on the AMD agent");
-	CHECK(th_error_has("not built yet") && th_error_has("queues"), "queue refusal: %s",
+	CHECK(aql_agent_copy(agent, b, a, sizeof(a)) == AQL_ERR_UNSUPPORTED,
+	      "a copy on the AMD agent");
+	CHECK(th_error_has("not built yet") && th_error_has("copying"), "copy refusal: %s",
 	      aql_error_message());
 	CHECK(aql_agent_register_function(agent, 1, NULL, NULL) == AQL_ERR_UNSUPPORTED,
 	      "agent dispatch on the AMD agent");

@@ -3,9 +3,9 @@
  * The AMD agent's driver entry: /dev/kfd and its version, the topology's
  * GPU nodes as agents, and per GPU the render node, ACQUIRE_VM,
  * RUNTIME_ENABLE and the process apertures. An agent opened here
- * describes itself, has memory (memory.c) and signal events (events.c);
- * copies and queues come in later steps of issue 13, and until then their
- * calls fail with AQL_ERR_UNSUPPORTED.
+ * describes itself, has memory (memory.c), signal events (events.c) and
+ * queues (queue.c); copies come in a later step of issue 13, and until
+ * then they fail with AQL_ERR_UNSUPPORTED.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -345,14 +345,8 @@ static aql_status not_yet(aql_agent *agent, const char *what)
 	const aql_agent_info *in = &agent_of(agent)->info;
 
 	return aql_fail(AQL_ERR_UNSUPPORTED,
-			"AMD agent %u (%s): %s is not built yet (issue 13: this step "
-			"brings discovery and memory only)", in->device_index, in->name, what);
-}
-
-static aql_status queue_attach(aql_agent *agent, struct aql_queue_impl *queue)
-{
-	(void)queue;
-	return not_yet(agent, "running queues");
+			"AMD agent %u (%s): %s is not built yet (issue 13: a later step "
+			"brings copies)", in->device_index, in->name, what);
 }
 
 static aql_status copy(aql_agent *agent, void *dst, const void *src, size_t size)
@@ -362,15 +356,16 @@ static aql_status copy(aql_agent *agent, void *dst, const void *src, size_t size
 }
 
 /*
- * What the core calls only after a success of the above (queue_detach,
- * encode_copy) stays NULL: nothing can reach it yet. code_protect too:
+ * What the core calls only after a success of copy (encode_copy) stays
+ * NULL: nothing can reach it yet. code_protect too:
  * the loader protects host code only, and the GPU's code stays readable
  * and writable for the host as on ROCr.
  */
 static const struct aql_agent_ops kfd_agent_ops = {
 	.get_info = get_info,
 	.destroy = destroy,
-	.queue_attach = queue_attach,
+	.queue_attach = kfd_queue_attach,
+	.queue_detach = kfd_queue_detach,
 	.code_alloc = kfd_code_alloc,
 	.code_free = kfd_code_free,
 	.mem_alloc = kfd_mem_alloc,
@@ -402,6 +397,7 @@ static aql_status open_agent(uint32_t index, aql_agent **out)
 	a->process = p;
 	a->node = n;
 	a->render_fd = gpus[n - p->topo.nodes].render_fd;
+	a->apertures = &gpus[n - p->topo.nodes].apertures;
 	fill_info(n, index, &a->info);
 	st = kfd_events_open(a);
 	if (st != AQL_OK) {

@@ -116,6 +116,8 @@ struct kfd_agent {
 	const struct kfd_process *process;
 	const struct kfd_node *node;
 	int render_fd;			/* the node's, acquired as its VM */
+	/* the process's apertures on the node (GET_PROCESS_APERTURES_NEW) */
+	const struct kfd_process_device_apertures *apertures;
 };
 
 /*
@@ -167,5 +169,39 @@ aql_status kfd_events_open(struct kfd_agent *a);
 typedef void (*kfd_fault_fn)(uint32_t gpu_id, aql_status status, const char *msg, void *user);
 /* Add a listener, kept until exit. AQL_OK or AQL_ERR_NOMEM. Thread safe. */
 aql_status kfd_fault_listen(kfd_fault_fn fn, void *user);
+
+/*
+ * Queues (queue.c): an aql queue as a KFD AQL compute queue. The ops of
+ * struct aql_agent_ops by those names. kfd_queue_attach registers the
+ * ring and the amd_queue_t page, allocates the EOP buffer and the CWSR
+ * area, creates the queue, maps the GPU's doorbells and makes the queue's
+ * doorbell signal ring them. Errors: AQL_ERR_NOMEM, AQL_ERR_DEVICE (the
+ * ioctl and errno named), AQL_ERR_BUSY (the GPU's queue limit), and those
+ * of memory.c. kfd_queue_detach drains the queue (bounded), destroys it
+ * and frees what attach made. Thread safe.
+ */
+aql_status kfd_queue_attach(aql_agent *agent, struct aql_queue_impl *q);
+void kfd_queue_detach(aql_agent *agent, struct aql_queue_impl *q);
+
+/* What a queue of an AMD agent holds, for tests and tools. */
+struct kfd_queue_info {
+	uint32_t queue_id;		/* KFD's */
+	void *eop, *cwsr;		/* the EOP buffer and the CWSR area */
+	size_t eop_bytes, cwsr_bytes;
+	size_t cwsr_per_xcc;		/* ctx_save_restore_size: XCC i's area at i times it */
+	const uint64_t *error_reason;	/* err_payload_addr of the CWSR headers */
+};
+
+/* Fill *out for q, a queue attached to an AMD agent. Thread safe while q
+ * lives. */
+void kfd_queue_get_info(const struct aql_queue_impl *q, struct kfd_queue_info *out);
+
+/*
+ * Put every queue of the GPU gpu_id (0: of every GPU) into its error
+ * state with status and msg: later submissions fail with it, the packets
+ * in flight get -1 in their completion signals and their waiters wake.
+ * For the fault watcher (a kfd_fault_fn). Thread safe.
+ */
+void kfd_queue_fail_gpu(uint32_t gpu_id, aql_status status, const char *msg);
 
 #endif

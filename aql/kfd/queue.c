@@ -1,0 +1,557 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * AQL queues of an AMD GPU: each aql queue becomes a KFD compute queue of
+ * type COMPUTE_AQL whose ring and amd_queue_t are the core's own pages,
+ * registered as USERPTR buffers, so that the command processor (CP) reads
+ * what aql's producers write. Per queue also an EOP buffer (VRAM), a CWSR
+ * area (host memory: the runtime writes its headers) and a
+ * queue_inactive_signal, through which the CP reports a packet it refuses.
+ * Per GPU, once: the doorbell slice of /dev/kfd mapped, and the scratch
+ * backing address given to KFD.
+ *
+ * Scratch: the address is set (SET_SCRATCH_BACKING_VA), but no queue has
+ * scratch memory yet: a dispatch that needs private segment memory is
+ * refused by the CP with code 1 and reported as the queue's error.
+ *
+ * A watcher thread per queue sleeps on the queue_inactive_signal (its KFD
+ * event) and looks at the exception payload KFD writes (KFD 1.13+). The
+ * queues live in one list, for the fault watcher's kfd_queue_fail_gpu.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "aql/agent_impl.h"
+#include "aql/kfd/kfd.h"
+#include "aql/kfd/kfd_abi.h"
+#include "aql/queue_impl.h"
+#include "mem/host_mem.h"
+#include "mem/pages.h"
+#include "util/clock.h"
+#include "util/error.h"
+
+/* KFD takes rings of at least 1 KiB (smaller ones it silently enlarges,
+ * kfd_chardev.c set_queue_properties_from_user) and checks the ring's
+ * mapping only from one page up: a page of packets, as ROCr's minimum. */
+#define MIN_PACKETS 64u
+/* HSA priority "normal" in libhsakmt's map of 0..15. */
+#define DEFAULT_PRIORITY 7u
+#define QUEUE_PERCENTAGE 100u
+/* kfd_doorbell.c kfd_doorbell_process_slice: 1024 doorbells of 8 bytes
+ * per process on gfx9 and later. */
+#define DOORBELL_SLICE 8192u
+/* Scratch backing: 64 KiB aligned, as SET_SCRATCH_BACKING_VA takes the
+ * address >> 16 (libhsakmt fmm.c); the reservation holds addresses only. */
+#define SCRATCH_ALIGN ((size_t)64 << 10)
+#define SCRATCH_RESERVE ((size_t)1 << 30)
+/* A destroy waits for the queue's packets while they make progress, and
+ * gives up once none finished for this long (a dependency that never
+ * comes). */
+#define DRAIN_STALL_NS (5ull * 1000000000ull)
+/* The watcher looks at the exception payload this often: KFD sets the
+ * event of err_event_id, shared with other signals' waits. */
+#define WATCH_NS (50ull * 1000000ull)
+/* kfd_queue.c: DEBUGGER_BYTES_PER_WAVE, DEBUGGER_BYTES_ALIGN. */
+#define DEBUG_BYTES_PER_WAVE 32u
+#define DEBUG_ALIGN 64u
+
+/* kfd_ioctl.h (1.13) struct kfd_context_save_area_header: the start of
+ * each XCC's save area; firmware fills the wave-state part. */
+struct cwsr_header {
+	uint32_t control_stack_offset, control_stack_size;
+	uint32_t wave_state_offset, wave_state_size;
+	uint32_t debug_offset, debug_size;
+	uint64_t err_payload_addr;
+	uint32_t err_event_id, reserved;
+};
+_Static_assert(sizeof(struct cwsr_header) == 40, "kfd_context_save_area_header");
+
+struct kfd_queue {
+	struct aql_queue_impl *q;
+	struct kfd_agent *a;
+	uint32_t queue_id;		/* KFD's */
+	void *eop;
+	void *cwsr;
+	size_t cwsr_bytes, cwsr_per_xcc, eop_bytes;
+	aql_signal *inactive;		/* queue_inactive_signal */
+	uint64_t error_reason;		/* err_payload_addr: KFD ORs exception bits in */
+	pthread_t watcher;
+	uint32_t closing;		/* atomic: the watcher is to return */
+	struct kfd_queue *next;
+};
+
+/* Per GPU node, kept until exit. */
+struct qgpu {
+	uint8_t *doorbells;		/* the slice, mapped at the first queue */
+	int scratch_set;
+};
+
+static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct kfd_queue *queues;
+static pthread_mutex_t gpu_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct qgpu *qgpus;
+static pthread_once_t listen_once = PTHREAD_ONCE_INIT;
+static aql_status listen_status;
+
+static struct kfd_agent *agent_of(aql_agent *agent)
+{
+	return (struct kfd_agent *)agent;
+}
+
+/* The CWSR sizes of a node, per XCC (kfd_queue.c
+ * kfd_queue_ctx_save_restore_size; plan §5). */
+struct cwsr_sizes {
+	uint64_t cwsr, ctl_stack, debug, total, eop;
+};
+
+static uint32_t vgpr_bytes(uint32_t gfxv)
+{
+	if (gfxv == 90008 || gfxv == 90010 || (gfxv >= 90400 && gfxv < 90500) || gfxv == 90500)
+		return 0x80000;
+	if (gfxv == 110000 || gfxv == 110001 || gfxv == 120000 || gfxv == 120001)
+		return 0x60000;
+	return 0x40000;
+}
+
+static void cwsr_sizes(const struct kfd_node *n, struct cwsr_sizes *out)
+{
+	uint32_t gfxv = n->gfx_target_version, xcc = n->xccs ? n->xccs : 1;
+	uint64_t cu = n->simd_count / n->simd_per_cu / xcc;
+	uint64_t waves = cu * 32, wg, ctl;
+
+	if (gfxv < 100100) {
+		uint64_t se_bound = (uint64_t)n->array_count / n->simd_arrays_per_engine * 512;
+
+		waves = cu * 40 < se_bound ? cu * 40 : se_bound;
+	}
+	wg = cu * (vgpr_bytes(gfxv) + 0x4000 +
+		   (gfxv == 90500 ? (uint64_t)n->lds_size_in_kb << 10 : 0x10000) + 0x1000);
+	wg = (wg + 4095) & ~4095ull;
+	ctl = (40 + waves * (gfxv >= 100100 ? 12 : 8) + 8 + 4095) & ~4095ull;
+	if (gfxv >= 100100 && gfxv < 110000 && ctl > 0x7000)
+		ctl = 0x7000;
+	/* The node's own numbers where sysfs has them (Linux 6.18+ and
+	 * stable): the kernel checks against those. */
+	out->ctl_stack = n->ctl_stack_size ? n->ctl_stack_size : ctl;
+	out->cwsr = n->cwsr_size ? n->cwsr_size : ctl + wg;
+	out->debug = (waves * DEBUG_BYTES_PER_WAVE + DEBUG_ALIGN - 1) & ~(uint64_t)(DEBUG_ALIGN - 1);
+	out->total = ((out->cwsr + out->debug) * xcc + 4095) & ~4095ull;
+	out->eop = gfxv == 80002 ? 0x8000 : 4096;
+}
+
+/*
+ * Each XCC's header (libhsakmt queues.c fill_cwsr_header): where the debug
+ * area is, and from KFD 1.13 where KFD reports the queue's exceptions.
+ */
+static void fill_cwsr(struct kfd_queue *k, const struct cwsr_sizes *s)
+{
+	const struct kfd_node *n = k->a->node;
+	uint32_t xcc = n->xccs ? n->xccs : 1;
+
+	for (uint32_t i = 0; i < xcc; i++) {
+		struct cwsr_header *h =
+			(struct cwsr_header *)((uint8_t *)k->cwsr + (size_t)i * s->cwsr);
+
+		h->debug_offset = (uint32_t)((xcc - i) * s->cwsr);
+		h->debug_size = (uint32_t)(s->debug * xcc);
+		if (k->a->process->minor >= 13) {
+			h->err_payload_addr = (uint64_t)(uintptr_t)&k->error_reason;
+			h->err_event_id = k->inactive->event_id;
+		}
+	}
+}
+
+/* The GPU's doorbells and scratch address, once. Under gpu_lock. */
+static struct qgpu *qgpu_of(const struct kfd_agent *a)
+{
+	if (!qgpus && !(qgpus = calloc(a->process->topo.count, sizeof(*qgpus)))) {
+		aql_fail(AQL_ERR_NOMEM, "no memory for the AMD GPUs' queue state");
+		return NULL;
+	}
+	return &qgpus[a->node - a->process->topo.nodes];
+}
+
+/* libhsakmt does this once per GPU; HWS passes it to the firmware in
+ * MAP_PROCESS (kfd_packet_manager_v9.c pm_map_process_v9). Under gpu_lock. */
+static aql_status set_scratch(const struct kfd_agent *a, struct qgpu *g)
+{
+	struct kfd_ioctl_set_scratch_backing_va_args s = { .gpu_id = a->node->gpu_id };
+	aql_status st;
+	void *va;
+	int r;
+
+	if (g->scratch_set)
+		return AQL_OK;
+	st = aql_pages_reserve(SCRATCH_RESERVE, SCRATCH_ALIGN, &va);
+	if (st != AQL_OK)
+		return st;
+	s.va_addr = (uint64_t)(uintptr_t)va >> 16;
+	r = a->process->sys->ioctl(a->process->fd, AMDKFD_IOC_SET_SCRATCH_BACKING_VA, &s);
+	if (r < 0) {
+		aql_pages_unmap(va, SCRATCH_RESERVE);
+		return aql_fail_errno(AQL_ERR_DEVICE, -r, "%s agent %u: AMDKFD_IOC_SET_SCRATCH_BACKING_VA",
+				      a->node->gfx, a->info.device_index);
+	}
+	g->scratch_set = 1;
+	return AQL_OK;
+}
+
+/* The doorbell slice holding doorbell_offset, mapped once. Under gpu_lock. */
+static aql_status map_doorbells(const struct kfd_agent *a, struct qgpu *g, uint64_t offset)
+{
+	void *p;
+
+	if (g->doorbells)
+		return AQL_OK;
+	p = a->process->sys->mmap(NULL, DOORBELL_SLICE, PROT_READ | PROT_WRITE, MAP_SHARED,
+				  a->process->fd, (off_t)(offset & ~(uint64_t)(DOORBELL_SLICE - 1)));
+	if ((uintptr_t)p >= (uintptr_t)-4095)
+		return aql_fail_errno(AQL_ERR_DEVICE, (int)-(intptr_t)p,
+				      "%s agent %u: mapping its doorbells from /dev/kfd",
+				      a->node->gfx, a->info.device_index);
+	g->doorbells = p;
+	return AQL_OK;
+}
+
+/* Give -1 to the completion signals of the packets not retired; they
+ * will not run. Their waiters wake. */
+static void fail_pending(struct aql_queue_impl *q)
+{
+	aql_queue *queue = &q->pub;
+	uint64_t id = __atomic_load_n(&queue->amd->read_dispatch_id, __ATOMIC_ACQUIRE);
+	uint64_t end = __atomic_load_n(&queue->amd->write_dispatch_id, __ATOMIC_ACQUIRE);
+
+	for (; id < end && end - id <= queue->size; id++) {
+		aql_packet *slot = aql_queue_slot(queue, id);
+		uint16_t header = __atomic_load_n(&slot->header, __ATOMIC_ACQUIRE);
+		uint64_t signal = slot->dispatch.completion_signal;
+
+		if (aql_header_type(header) != AQL_PACKET_INVALID && signal)
+			aql_signal_store(aql_signal_from_handle(signal), -1, AQL_RELEASE);
+	}
+}
+
+/* The queue runs nothing more: its error, its packets -1. */
+static void stop_queue(struct aql_queue_impl *q, aql_status status, const char *msg)
+{
+	aql_queue_fail(q, status, "%s", msg);
+	aql_queue_halt(q);
+	fail_pending(q);
+}
+
+/* ROCr's names of the CP's codes in queue_inactive_signal. */
+static const char *cp_code_name(int64_t code)
+{
+	switch (code) {
+	case 1: return "the dispatch needs scratch (private segment) memory, which this agent does not provide yet";
+	case 2: return "invalid grid or workgroup dimensions";
+	case 4: return "invalid group segment (LDS) size";
+	case 8: return "invalid code object";
+	case 32: return "invalid packet format";
+	case 64: return "invalid argument";
+	case 128: return "invalid ISA";
+	case 256: return "unsupported vendor-specific packet";
+	default: return "an unknown CP error";
+	}
+}
+
+static void *watch(void *arg)
+{
+	struct kfd_queue *k = arg;
+	aql_amd_queue *amd = k->q->pub.amd;
+	char msg[256];
+	uint64_t reason;
+	int64_t code;
+
+	for (;;) {
+		aql_signal_wait(k->inactive, AQL_COND_NE, 0, WATCH_NS, AQL_WAIT_BLOCKED, NULL);
+		code = aql_signal_load(k->inactive, AQL_ACQUIRE);
+		reason = __atomic_load_n(&k->error_reason, __ATOMIC_ACQUIRE);
+		/* After the loads: the destroy's wake-up store comes after
+		 * closing, so a value it stored is never taken for a code. */
+		if (__atomic_load_n(&k->closing, __ATOMIC_ACQUIRE))
+			return NULL;
+		if (code) {
+			/* The CP waits on the packet for a 0 it never gets:
+			 * the queue stays stopped until its destroy. */
+			snprintf(msg, sizeof(msg), "AMD queue %llu (%s): the command processor "
+				 "refused packet %llu: %s (CP code %lld)",
+				 (unsigned long long)amd->hsa.id, k->a->node->gfx,
+				 (unsigned long long)__atomic_load_n(&amd->read_dispatch_id,
+								     __ATOMIC_ACQUIRE),
+				 cp_code_name(code), (long long)code);
+			stop_queue(k->q, AQL_ERR_QUEUE_ERROR, msg);
+			return NULL;
+		}
+		if (reason) {
+			snprintf(msg, sizeof(msg), "AMD queue %llu (%s): KFD stopped the queue on "
+				 "an exception (KFD_EC mask 0x%llx)", (unsigned long long)amd->hsa.id,
+				 k->a->node->gfx, (unsigned long long)reason);
+			stop_queue(k->q, AQL_ERR_DEVICE, msg);
+			return NULL;
+		}
+	}
+}
+
+static void fault_listener(uint32_t gpu_id, aql_status status, const char *msg, void *user)
+{
+	(void)user;
+	kfd_queue_fail_gpu(gpu_id, status, msg);
+}
+
+static void start_listening(void)
+{
+	listen_status = kfd_fault_listen(fault_listener, NULL);
+}
+
+void kfd_queue_fail_gpu(uint32_t gpu_id, aql_status status, const char *msg)
+{
+	pthread_mutex_lock(&list_lock);
+	for (struct kfd_queue *k = queues; k; k = k->next) {
+		if (gpu_id && k->a->node->gpu_id != gpu_id)
+			continue;
+		stop_queue(k->q, status, msg);
+	}
+	pthread_mutex_unlock(&list_lock);
+}
+
+static aql_status create_fail(const struct kfd_agent *a, int r)
+{
+	const char *gfx = a->node->gfx;
+	unsigned idx = a->info.device_index;
+
+	/* kfd_process_queue_manager.c pqm_create_queue: the HWS limit of the
+	 * device (127; 255 on GC 9.4.3+) */
+	if (r == -ENOSPC)
+		return aql_fail(AQL_ERR_BUSY, "%s agent %u: AMDKFD_IOC_CREATE_QUEUE: the GPU runs "
+				"as many queues as it can (ENOSPC): destroy one first", gfx, idx);
+	if (r == -ENOMEM)
+		return aql_fail(AQL_ERR_NOMEM, "%s agent %u: AMDKFD_IOC_CREATE_QUEUE: no memory "
+				"for the queue (ENOMEM)", gfx, idx);
+	if (r == -EINVAL)
+		return aql_fail(AQL_ERR_DEVICE, "%s agent %u: AMDKFD_IOC_CREATE_QUEUE refused the "
+				"queue's buffers or sizes (EINVAL)", gfx, idx);
+	return aql_fail_errno(AQL_ERR_DEVICE, -r, "%s agent %u: AMDKFD_IOC_CREATE_QUEUE", gfx, idx);
+}
+
+static void destroy_kfd_queue(const struct kfd_agent *a, uint32_t id)
+{
+	struct kfd_ioctl_destroy_queue_args d = { .queue_id = id };
+	int r = a->process->sys->ioctl(a->process->fd, AMDKFD_IOC_DESTROY_QUEUE, &d);
+
+	if (r < 0)
+		fprintf(stderr, "libaql: %s agent %u: AMDKFD_IOC_DESTROY_QUEUE of queue %u: %s\n",
+			a->node->gfx, a->info.device_index, id, strerror(-r));
+}
+
+/* Undo what attach made, in reverse; NULL members were not made. */
+static void free_parts(struct kfd_queue *k)
+{
+	aql_queue *queue = &k->q->pub;
+
+	if (k->cwsr) {
+		kfd_mem_unregister(&k->a->base, k->cwsr, k->cwsr_bytes);
+		aql_host_mem_free(k->cwsr, k->cwsr_bytes);
+	}
+	if (k->eop)
+		kfd_mem_free(&k->a->base, k->eop);
+	aql_signal_destroy(k->inactive);
+	kfd_mem_unregister(&k->a->base, queue->amd, aql_page_size());
+	kfd_mem_unregister(&k->a->base, queue->ring, (size_t)queue->size * sizeof(aql_packet));
+	free(k);
+}
+
+/* amd_queue_t as ROCr's AqlQueue fills it for a gfx9 GPU. */
+static void fill_amd_queue(struct kfd_queue *k)
+{
+	aql_amd_queue *amd = k->q->pub.amd;
+	const struct kfd_node *n = k->a->node;
+
+	amd->max_cu_id = n->cus - 1;
+	amd->max_wave_id = n->waves_per_cu - 1;
+	amd->group_segment_aperture_base_hi = (uint32_t)(k->a->apertures->lds_base >> 32);
+	amd->private_segment_aperture_base_hi = (uint32_t)(k->a->apertures->scratch_base >> 32);
+	/* No scratch yet: size 0, and COMPUTE_TMPRING_SIZE 0. */
+	amd->compute_tmpring_size = 0;
+	amd->scratch_backing_memory_location = 0;
+	amd->scratch_backing_memory_byte_size = 0;
+	amd->scratch_wave64_lane_byte_size = 0;
+	amd->queue_inactive_signal = aql_signal_handle(k->inactive);
+}
+
+/* Register, allocate and create; the queue then runs. */
+static aql_status create(struct kfd_queue *k, const struct cwsr_sizes *s, uint64_t *doorbell_offset)
+{
+	struct kfd_agent *a = k->a;
+	aql_queue *queue = &k->q->pub;
+	size_t ring = (size_t)queue->size * sizeof(aql_packet);
+	struct kfd_ioctl_create_queue_args c = {
+		.ring_base_address = (uint64_t)(uintptr_t)queue->ring,
+		.write_pointer_address = (uint64_t)(uintptr_t)&queue->amd->write_dispatch_id,
+		.read_pointer_address = (uint64_t)(uintptr_t)&queue->amd->read_dispatch_id,
+		.ring_size = (uint32_t)ring,
+		.gpu_id = a->node->gpu_id,
+		.queue_type = KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
+		.queue_percentage = QUEUE_PERCENTAGE,
+		.queue_priority = DEFAULT_PRIORITY,
+		.eop_buffer_size = s->eop,
+		.ctx_save_restore_size = (uint32_t)s->cwsr,
+		.ctl_stack_size = (uint32_t)s->ctl_stack,
+	};
+	aql_status st;
+	int r;
+
+	if ((st = kfd_mem_register(&a->base, queue->ring, ring)) != AQL_OK ||
+	    (st = kfd_mem_register(&a->base, queue->amd, aql_page_size())) != AQL_OK ||
+	    (st = aql_signal_create(0, &k->inactive)) != AQL_OK ||
+	    (st = kfd_mem_alloc(&a->base, s->eop, &k->eop)) != AQL_OK)
+		return st;
+	k->eop_bytes = s->eop;
+	k->cwsr_bytes = s->total;
+	k->cwsr_per_xcc = s->cwsr;
+	if ((st = aql_host_mem_alloc(s->total, aql_page_size(), &k->cwsr)) != AQL_OK)
+		return st;
+	fill_cwsr(k, s);
+	if ((st = kfd_mem_register(&a->base, k->cwsr, s->total)) != AQL_OK) {
+		aql_host_mem_free(k->cwsr, s->total);
+		k->cwsr = NULL;
+		return st;
+	}
+	fill_amd_queue(k);
+	c.eop_buffer_address = (uint64_t)(uintptr_t)k->eop;
+	c.ctx_save_restore_address = (uint64_t)(uintptr_t)k->cwsr;
+	r = a->process->sys->ioctl(a->process->fd, AMDKFD_IOC_CREATE_QUEUE, &c);
+	if (r < 0)
+		return create_fail(a, r);
+	k->queue_id = c.queue_id;
+	*doorbell_offset = c.doorbell_offset;
+	return AQL_OK;
+}
+
+aql_status kfd_queue_attach(aql_agent *agent, struct aql_queue_impl *q)
+{
+	struct kfd_agent *a = agent_of(agent);
+	uint64_t doorbell_offset = 0;
+	struct cwsr_sizes s;
+	struct kfd_queue *k;
+	struct qgpu *g;
+	aql_status st;
+
+	if (q->pub.size < MIN_PACKETS)
+		return aql_fail(AQL_ERR_INVALID_ARG, "%s agent %u: a queue of %u packets: AMD GPU "
+				"queues take %u packets or more", a->node->gfx,
+				a->info.device_index, q->pub.size, MIN_PACKETS);
+	pthread_once(&listen_once, start_listening);
+	if (listen_status != AQL_OK)
+		return aql_fail(listen_status, "%s agent %u: no fault listener for its queues",
+				a->node->gfx, a->info.device_index);
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return aql_fail(AQL_ERR_NOMEM, "no memory for an AMD queue");
+	k->q = q;
+	k->a = a;
+	cwsr_sizes(a->node, &s);
+	pthread_mutex_lock(&gpu_lock);
+	g = qgpu_of(a);
+	st = g ? set_scratch(a, g) : AQL_ERR_NOMEM;
+	pthread_mutex_unlock(&gpu_lock);
+	if (st == AQL_OK)
+		st = create(k, &s, &doorbell_offset);
+	if (st != AQL_OK) {
+		free_parts(k);
+		return st;
+	}
+	pthread_mutex_lock(&gpu_lock);
+	st = map_doorbells(a, g, doorbell_offset);
+	pthread_mutex_unlock(&gpu_lock);
+	if (st == AQL_OK && pthread_create(&k->watcher, NULL, watch, k))
+		st = aql_fail(AQL_ERR_SYSTEM, "%s agent %u: no thread to watch a queue",
+			      a->node->gfx, a->info.device_index);
+	if (st != AQL_OK) {
+		destroy_kfd_queue(a, k->queue_id);
+		free_parts(k);
+		return st;
+	}
+	/* gfx9: a 64-bit doorbell that takes the last packet id made valid
+	 * (aql_queue_ring_doorbell). */
+	q->pub.doorbell->kind = AQL_SIGNAL_KIND_DOORBELL;
+	q->pub.doorbell->hardware_doorbell_ptr =
+		(uint64_t)(uintptr_t)(g->doorbells + (doorbell_offset & (DOORBELL_SLICE - 1)));
+	q->agent_state = k;
+	pthread_mutex_lock(&list_lock);
+	k->next = queues;
+	queues = k;
+	pthread_mutex_unlock(&list_lock);
+	return AQL_OK;
+}
+
+void kfd_queue_get_info(const struct aql_queue_impl *q, struct kfd_queue_info *out)
+{
+	const struct kfd_queue *k = q->agent_state;
+
+	*out = (struct kfd_queue_info){ .queue_id = k->queue_id, .eop = k->eop,
+					.cwsr = k->cwsr, .eop_bytes = k->eop_bytes,
+					.cwsr_bytes = k->cwsr_bytes,
+					.cwsr_per_xcc = k->cwsr_per_xcc,
+					.error_reason = &k->error_reason };
+}
+
+/* Wait while the queue's packets finish; 0 when all did, else 1 (none
+ * finished for DRAIN_STALL_NS, or the queue stopped). */
+static int drain(struct kfd_queue *k)
+{
+	aql_amd_queue *amd = k->q->pub.amd;
+	uint64_t last = __atomic_load_n(&amd->read_dispatch_id, __ATOMIC_ACQUIRE);
+	uint64_t deadline = aql_deadline(DRAIN_STALL_NS), nap = 1000;
+
+	for (;;) {
+		uint64_t rd = __atomic_load_n(&amd->read_dispatch_id, __ATOMIC_ACQUIRE);
+
+		if (rd >= __atomic_load_n(&amd->write_dispatch_id, __ATOMIC_ACQUIRE))
+			return 0;
+		if (__atomic_load_n(&k->q->halted, __ATOMIC_ACQUIRE))
+			return 1;
+		if (rd != last) {
+			last = rd;
+			deadline = aql_deadline(DRAIN_STALL_NS);
+			nap = 1000;
+		} else if (aql_now_ns() >= deadline) {
+			return 1;
+		}
+		nanosleep(&(struct timespec){ 0, (long)nap }, NULL);
+		nap = nap * 2 > 1000000 ? 1000000 : nap * 2;
+	}
+}
+
+void kfd_queue_detach(aql_agent *agent, struct aql_queue_impl *q)
+{
+	struct kfd_agent *a = agent_of(agent);
+	struct kfd_queue *k = q->agent_state, **pp;
+
+	if (drain(k) && !__atomic_load_n(&q->halted, __ATOMIC_ACQUIRE))
+		aql_queue_fail(q, AQL_ERR_TIMEOUT,
+			       "AMD queue %llu (%s) destroyed with packet %llu unfinished for %llu s "
+			       "(a dependency that never came?): it and those after it got -1",
+			       (unsigned long long)q->pub.amd->hsa.id, a->node->gfx,
+			       (unsigned long long)q->pub.amd->read_dispatch_id,
+			       DRAIN_STALL_NS / 1000000000ull);
+	pthread_mutex_lock(&list_lock);
+	for (pp = &queues; *pp != k; pp = &(*pp)->next)
+		;
+	*pp = k->next;
+	pthread_mutex_unlock(&list_lock);
+	/* The CP writes nothing after DESTROY_QUEUE returns: the core's
+	 * cancel then gives what did not run -1. */
+	destroy_kfd_queue(a, k->queue_id);
+	__atomic_store_n(&k->closing, 1, __ATOMIC_RELEASE);
+	aql_signal_store(k->inactive, 1, AQL_RELEASE);
+	pthread_join(k->watcher, NULL);
+	q->pub.doorbell->kind = AQL_SIGNAL_KIND_USER;
+	q->pub.doorbell->value = -1;
+	q->agent_state = NULL;
+	free_parts(k);
+}

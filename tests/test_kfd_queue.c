@@ -1,0 +1,554 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Queues of the AMD agent (aql/kfd/queue.c) on the KFD emulation
+ * (AQL_KFD_SYS): one GPU, its model and KFD version from the meson run,
+ * packets run by the emulated command processor (tests/kfd_emu/cp.c).
+ * Not run on hardware.
+ *
+ * - a queue's buffers as KFD sees them: the ring and the amd_queue_t page
+ *   USERPTR BOs of exactly their sizes, one VRAM EOP page, the CWSR area
+ *   of the size the plan's formula gives for the model (the emulation's
+ *   CREATE_QUEUE refuses other sizes), a doorbell of the GPU's slice;
+ *   the amd_queue_t fields; the scratch address set once per GPU; all of
+ *   it gone after the destroy;
+ * - barriers and completion signals, in order, on a ring that wraps; the
+ *   doorbell holds the last packet id; concurrent producers (TSan);
+ * - a packet the CP refuses stops the queue with a message, its signal -1;
+ * - destroy with packets in flight: no hang, the signals -1;
+ * - a GPU memory fault puts the GPU's queues into their error state; from
+ *   KFD 1.13 so does a queue exception written to the CWSR header's
+ *   err_payload_addr, whose headers (one per XCC) are checked;
+ * - with --hsaco (gfx90a, AQL_KFD_EMU_KERNELS naming saxpy's host build):
+ *   saxpy loaded on the agent and dispatched with a hand-built packet
+ *   (the typed launch needs copies, not built yet), its data and kernarg
+ *   block in a host pool open to the agent: the CP runs it, y is right;
+ * - --expect refused (AQL_KFD_EMU_FAIL=create_queue): a clear error and
+ *   nothing left behind; --expect stop (queue_stop:N): a bounded wait
+ *   reports the stopped queue, and the destroy gives its packets -1.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <aql/aql.h>
+
+#include "helpers.h"
+#include "aql/kfd/kfd.h"
+#include "aql/kfd/kfd_abi.h"
+#include "kfd_emu/kfdemu.h"
+
+#define MS 1000000ull
+
+static kfdemu_stats_fn stats_fn;
+static kfdemu_bo_at_fn bo_at_fn;
+static kfdemu_vm_fault_fn vm_fault_fn;
+static kfdemu_queue_exception_fn exception_fn;
+static struct kfd_agent *amd;
+
+static void *emu_sym(void *lib, const char *name)
+{
+	void *fn = lib ? dlsym(lib, name) : NULL;
+
+	if (!fn)
+		th_stop("no kfdemu symbols in AQL_KFD_SYS");
+	return fn;
+}
+
+static void load_emu(void)
+{
+	const char *path = getenv("AQL_KFD_SYS");
+	void *lib = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+
+	*(void **)&stats_fn = emu_sym(lib, "kfdemu_stats");
+	*(void **)&bo_at_fn = emu_sym(lib, "kfdemu_bo_at");
+	*(void **)&vm_fault_fn = emu_sym(lib, "kfdemu_vm_fault");
+	*(void **)&exception_fn = emu_sym(lib, "kfdemu_queue_exception");
+}
+
+static struct kfdemu_stats stats(void)
+{
+	struct kfdemu_stats s;
+
+	CHECK(stats_fn(&s) == 0, "kfdemu_stats");
+	return s;
+}
+
+/* The CWSR BO's bytes (plan §5, computed by hand from the models). */
+static uint64_t cwsr_total(void)
+{
+	if (!strcmp(amd->node->gfx, "gfx90a"))
+		return 0x402F000;
+	if (!strcmp(amd->node->gfx, "gfx942"))
+		return 0xB167000;
+	th_stop("a model this test has no CWSR numbers for");
+}
+
+static aql_queue *queue(uint32_t size)
+{
+	aql_queue_config c = { .size = size, .type = AQL_QUEUE_MULTI };
+	aql_queue *q = NULL;
+
+	CHECK_OK(aql_queue_create(&amd->base, &c, &q));
+	if (!q)
+		th_stop("no queue");
+	return q;
+}
+
+static aql_packet barrier(aql_signal *dep, aql_signal *done)
+{
+	aql_packet p = { 0 };
+
+	p.barrier.header = aql_packet_header(AQL_PACKET_BARRIER_AND, 1, AQL_FENCE_SYSTEM,
+					     AQL_FENCE_SYSTEM);
+	p.barrier.dep_signal[0] = dep ? aql_signal_handle(dep) : 0;
+	p.barrier.completion_signal = done ? aql_signal_handle(done) : 0;
+	return p;
+}
+
+static uint64_t doorbell_value(aql_queue *q)
+{
+	return __atomic_load_n((uint64_t *)(uintptr_t)q->doorbell->hardware_doorbell_ptr,
+			       __ATOMIC_ACQUIRE);
+}
+
+static void check_bo(const void *addr, uint32_t domain, uint64_t size, const char *what)
+{
+	struct kfdemu_bo b;
+
+	CHECK(bo_at_fn((uint64_t)(uintptr_t)addr, &b) == 0, "%s: no BO at %p", what, addr);
+	CHECK(b.va == (uint64_t)(uintptr_t)addr && b.size == size && b.domain == domain,
+	      "%s: BO at 0x%llx of %llu bytes, domain %u (want %p, %llu, %u)", what,
+	      (unsigned long long)b.va, (unsigned long long)b.size, b.domain, addr,
+	      (unsigned long long)size, domain);
+	CHECK(b.mapped != 0 && b.gpu_id == amd->node->gpu_id, "%s: not mapped to the GPU", what);
+}
+
+static struct kfd_queue_info info_of(aql_queue *q)
+{
+	struct kfd_queue_info qi;
+
+	kfd_queue_get_info((const struct aql_queue_impl *)q, &qi);
+	return qi;
+}
+
+/* XCC i's CWSR header (kfd_context_save_area_header), by offset. */
+static uint32_t header_u32(const struct kfd_queue_info *qi, uint32_t xcc, size_t off)
+{
+	uint32_t v;
+
+	memcpy(&v, (const char *)qi->cwsr + xcc * qi->cwsr_per_xcc + off, 4);
+	return v;
+}
+
+static uint64_t header_u64(const struct kfd_queue_info *qi, uint32_t xcc, size_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, (const char *)qi->cwsr + xcc * qi->cwsr_per_xcc + off, 8);
+	return v;
+}
+
+/* The EOP buffer, the CWSR area and its per-XCC headers. */
+static void check_cwsr(aql_queue *q)
+{
+	struct kfd_queue_info qi = info_of(q);
+	uint32_t xccs = amd->node->xccs ? amd->node->xccs : 1;
+	const aql_signal *inactive = aql_signal_from_handle(q->amd->queue_inactive_signal);
+	int v113 = stats().version_minor >= 13;
+
+	check_bo(qi.eop, KFDEMU_VRAM, 4096, "EOP buffer");
+	check_bo(qi.cwsr, KFDEMU_USERPTR, cwsr_total(), "CWSR area");
+	for (uint32_t i = 0; i < xccs; i++) {
+		CHECK(header_u32(&qi, i, 16) == (xccs - i) * qi.cwsr_per_xcc,
+		      "XCC %u: debug_offset 0x%x", i, header_u32(&qi, i, 16));
+		CHECK(header_u64(&qi, i, 24) == (v113 ? (uintptr_t)qi.error_reason : 0) &&
+		      header_u32(&qi, i, 32) == (v113 ? inactive->event_id : 0) &&
+		      (!v113 || inactive->event_id != 0),
+		      "XCC %u: err_payload_addr 0x%llx, err_event_id %u", i,
+		      (unsigned long long)header_u64(&qi, i, 24), header_u32(&qi, i, 32));
+	}
+}
+
+static void check_create(void)
+{
+	struct kfdemu_stats before = stats(), after;
+	aql_queue *q = queue(256), *q2, *small = NULL;
+	aql_amd_queue *a = q->amd;
+	aql_queue_config c = { .size = 16 };
+
+	after = stats();
+	CHECK(after.queues == before.queues + 1, "%u queues", after.queues);
+	check_bo(q->ring, KFDEMU_USERPTR, 256 * 64, "ring");
+	check_bo(a, KFDEMU_USERPTR, 4096, "amd_queue_t page");
+	CHECK(((uintptr_t)q->ring & 4095) == 0 && ((uintptr_t)a & 4095) == 0,
+	      "ring %p and amd_queue_t %p page aligned", (void *)q->ring, (void *)a);
+	/* ring + amd page + CWSR area in USERPTR; the EOP page in VRAM */
+	CHECK(after.bo_bytes[KFDEMU_USERPTR] - before.bo_bytes[KFDEMU_USERPTR] ==
+	      256 * 64 + 4096 + cwsr_total(), "USERPTR bytes grew by %llu",
+	      (unsigned long long)(after.bo_bytes[KFDEMU_USERPTR] -
+				   before.bo_bytes[KFDEMU_USERPTR]));
+	CHECK(after.bo_bytes[KFDEMU_VRAM] - before.bo_bytes[KFDEMU_VRAM] == 4096,
+	      "VRAM grew by %llu", (unsigned long long)(after.bo_bytes[KFDEMU_VRAM] -
+							 before.bo_bytes[KFDEMU_VRAM]));
+	CHECK(after.ioctls[_IOC_NR(AMDKFD_IOC_CREATE_QUEUE)] ==
+	      before.ioctls[_IOC_NR(AMDKFD_IOC_CREATE_QUEUE)] + 1, "CREATE_QUEUE calls");
+	CHECK(after.ioctls[_IOC_NR(AMDKFD_IOC_SET_SCRATCH_BACKING_VA)] == 1,
+	      "SET_SCRATCH_BACKING_VA %llu calls",
+	      (unsigned long long)after.ioctls[_IOC_NR(AMDKFD_IOC_SET_SCRATCH_BACKING_VA)]);
+	/* amd_queue_t as ROCr fills it */
+	CHECK(q->doorbell->kind == AQL_SIGNAL_KIND_DOORBELL && q->doorbell->hardware_doorbell_ptr,
+	      "doorbell signal kind %lld", (long long)q->doorbell->kind);
+	CHECK(a->hsa.doorbell_signal == aql_signal_handle(q->doorbell), "doorbell_signal");
+	CHECK(a->max_cu_id == amd->node->cus - 1 && a->max_wave_id == amd->node->waves_per_cu - 1,
+	      "max_cu_id %u max_wave_id %u", a->max_cu_id, a->max_wave_id);
+	CHECK(a->group_segment_aperture_base_hi == (uint32_t)(amd->apertures->lds_base >> 32) &&
+	      a->private_segment_aperture_base_hi == (uint32_t)(amd->apertures->scratch_base >> 32) &&
+	      a->group_segment_aperture_base_hi != 0, "aperture hi 0x%x 0x%x",
+	      a->group_segment_aperture_base_hi, a->private_segment_aperture_base_hi);
+	CHECK(a->queue_inactive_signal != 0 && a->read_dispatch_id_field_base_byte_offset == 128 &&
+	      (a->queue_properties & AQL_AMD_QUEUE_PROPERTY_IS_PTR64) &&
+	      a->scratch_last_used_index == UINT64_MAX && a->compute_tmpring_size == 0,
+	      "amd_queue_t fields");
+	check_cwsr(q);
+	/* a second queue: another doorbell of the same slice, no second
+	 * scratch address */
+	q2 = queue(64);
+	CHECK(q2->doorbell->hardware_doorbell_ptr - q->doorbell->hardware_doorbell_ptr == 8,
+	      "doorbells 0x%llx 0x%llx", (unsigned long long)q->doorbell->hardware_doorbell_ptr,
+	      (unsigned long long)q2->doorbell->hardware_doorbell_ptr);
+	CHECK(stats().ioctls[_IOC_NR(AMDKFD_IOC_SET_SCRATCH_BACKING_VA)] == 1,
+	      "SET_SCRATCH_BACKING_VA once per GPU");
+	CHECK(aql_queue_create(&amd->base, &c, &small) == AQL_ERR_INVALID_ARG && !small &&
+	      th_error_has("64 packets or more"), "a queue of 16 packets");
+	CHECK_OK(aql_queue_destroy(q2));
+	CHECK_OK(aql_queue_destroy(q));
+	after = stats();
+	CHECK(after.queues == before.queues && after.bos == before.bos &&
+	      after.bo_bytes[KFDEMU_USERPTR] == before.bo_bytes[KFDEMU_USERPTR] &&
+	      after.bo_bytes[KFDEMU_VRAM] == before.bo_bytes[KFDEMU_VRAM],
+	      "after destroy: %u queues, %u BOs (before %u, %u)", after.queues, after.bos,
+	      before.queues, before.bos);
+}
+
+/* Barriers in order behind a dependency, across ring wraps. */
+static void check_barriers(void)
+{
+	aql_queue *q = queue(64);
+	aql_signal *gate = th_signal(1), *done = th_signal(1), *last = th_signal(1);
+	aql_packet p = barrier(gate, done);
+	uint64_t id;
+
+	CHECK(th_submit(q, &p) == AQL_OK, "gated barrier");
+	p = barrier(NULL, last);
+	CHECK(th_submit(q, &p) == AQL_OK, "next barrier");
+	CHECK(doorbell_value(q) == 1, "doorbell %llu after packet 1",
+	      (unsigned long long)doorbell_value(q));
+	th_sleep_ms(20);
+	/* the CP waits on the gate, and the one behind waits too */
+	CHECK(aql_signal_load(done, AQL_ACQUIRE) == 1 && aql_signal_load(last, AQL_ACQUIRE) == 1,
+	      "ran before its dependency");
+	aql_signal_store(gate, 0, AQL_RELEASE);
+	CHECK(th_wait_done(done) == 0, "gated barrier's signal");
+	CHECK(th_wait_done(last) == 0, "next barrier's signal");
+	/* 1000 packets through a ring of 64 */
+	aql_signal_store(last, 1, AQL_RELEASE);
+	for (int i = 0; i < 1000; i++) {
+		p = barrier(NULL, i == 999 ? last : NULL);
+		if (th_submit(q, &p) != AQL_OK)
+			break;
+	}
+	CHECK(th_wait_done(last) == 0, "the 1000th barrier");
+	id = th_wait_read_index(q, 1002);
+	CHECK(id == 1002 && doorbell_value(q) == 1001, "read index %llu, doorbell %llu",
+	      (unsigned long long)id, (unsigned long long)doorbell_value(q));
+	CHECK_OK(aql_queue_destroy(q));
+	aql_signal_destroy(gate);
+	aql_signal_destroy(done);
+	aql_signal_destroy(last);
+}
+
+#define PRODUCERS 4
+#define PER_PRODUCER 300
+
+static aql_queue *stress_q;
+static aql_signal *stress_done;
+
+static void *produce(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < PER_PRODUCER; i++) {
+		aql_packet p = barrier(NULL, stress_done);
+
+		if (th_submit(stress_q, &p) != AQL_OK)
+			break;
+	}
+	return NULL;
+}
+
+/*
+ * Producers on one MULTI queue: every packet runs, each decrement counts.
+ * Their doorbell stores land out of order, and the emulated CP takes the
+ * doorbell's value as the last packet to run (hardware polls the write
+ * pointer instead): so the ring holds every packet, and the test rings
+ * the last id once the producers are done.
+ */
+static void check_stress(void)
+{
+	pthread_t t[PRODUCERS];
+
+	stress_q = queue(2048);
+	stress_done = th_signal(PRODUCERS * PER_PRODUCER);
+	for (int i = 0; i < PRODUCERS; i++)
+		pthread_create(&t[i], NULL, produce, NULL);
+	for (int i = 0; i < PRODUCERS; i++)
+		pthread_join(t[i], NULL);
+	aql_queue_ring_doorbell(stress_q, PRODUCERS * PER_PRODUCER - 1);
+	CHECK(th_wait_done(stress_done) == 0, "all %d packets", PRODUCERS * PER_PRODUCER);
+	th_wait_read_index(stress_q, PRODUCERS * PER_PRODUCER);
+	CHECK_OK(aql_queue_destroy(stress_q));
+	aql_signal_destroy(stress_done);
+}
+
+/* A vendor packet the CP does not know: CP code 256 stops the queue. */
+static void check_refused_packet(void)
+{
+	aql_queue *q = queue(64);
+	aql_signal *s = th_signal(1), *behind = th_signal(1);
+	aql_packet p = { 0 }, b = barrier(NULL, behind);
+	const char *msg = "";
+	uint64_t end = th_now_ns() + TH_TIMEOUT_NS;
+
+	p.barrier_value.header.header = aql_packet_header(AQL_PACKET_VENDOR_SPECIFIC, 1,
+							  AQL_FENCE_SYSTEM,
+							  AQL_FENCE_SYSTEM);
+	p.barrier_value.header.format = 0x7f;
+	p.barrier_value.completion_signal = aql_signal_handle(s);
+	CHECK(th_submit(q, &p) == AQL_OK, "vendor packet");
+	CHECK(th_submit(q, &b) == AQL_OK, "barrier behind it");
+	CHECK(th_wait_done(s) == -1, "refused packet's signal");
+	CHECK(th_wait_done(behind) == -1, "the signal of the packet behind it");
+	while (aql_queue_error(q, &msg) == AQL_OK && th_now_ns() < end)
+		th_sleep_ms(1);
+	CHECK(aql_queue_error(q, &msg) == AQL_ERR_QUEUE_ERROR &&
+	      strstr(msg, "unsupported vendor-specific packet (CP code 256)") &&
+	      strstr(msg, "packet 0"), "queue error: %s", msg);
+	CHECK(aql_queue_submit(q, &b) == AQL_ERR_QUEUE_ERROR, "submission after the error");
+	CHECK_OK(aql_queue_destroy(q));
+	aql_signal_destroy(s);
+	aql_signal_destroy(behind);
+}
+
+#define SAXPY_N 1000u
+
+/* saxpy (y = a x + y) through the queue, run by the emulated CP. */
+static void check_dispatch(const char *hsaco)
+{
+	aql_agent *agent = &amd->base;
+	aql_mem_pool_config pc = { .kind = AQL_MEM_FINE_GRAINED, .numa_node = AQL_NUMA_ANY,
+				   .agents = &agent, .agent_count = 1 };
+	aql_mem_pool *pool = NULL;
+	aql_code_object *co = NULL;
+	const aql_kernel *k = NULL;
+	float *x = NULL, *y = NULL, a = 2.0f;
+	unsigned char *args = NULL;
+	aql_signal *done = th_signal(1);
+	aql_queue *q = queue(64);
+	aql_packet p = { 0 };
+	const char *why = "";
+	uint32_t bad = 0;
+	uint64_t ptr;
+
+	CHECK_OK(aql_code_object_load_file(agent, hsaco, NULL, &co));
+	if (co)
+		CHECK_OK(aql_code_object_kernel(co, "saxpy", &k));
+	CHECK_OK(aql_mem_pool_create(&pc, &pool));
+	if (!k || !pool)
+		th_stop("no saxpy or no pool");
+	CHECK_OK(aql_mem_alloc(pool, SAXPY_N * sizeof(float), 64, (void **)&x));
+	CHECK_OK(aql_mem_alloc(pool, SAXPY_N * sizeof(float), 64, (void **)&y));
+	CHECK_OK(aql_mem_alloc(pool, k->kernarg_size, k->kernarg_align, (void **)&args));
+	if (!x || !y || !args)
+		th_stop("no pool memory");
+	for (uint32_t i = 0; i < SAXPY_N; i++) {
+		x[i] = (float)i;
+		y[i] = 1.0f;
+	}
+	/* saxpy's explicit arguments: a, x, y, n (AMDGPU layout) */
+	memset(args, 0, k->kernarg_size);
+	memcpy(args, &a, 4);
+	ptr = (uintptr_t)x;
+	memcpy(args + 8, &ptr, 8);
+	ptr = (uintptr_t)y;
+	memcpy(args + 16, &ptr, 8);
+	memcpy(args + 24, &(uint32_t){ SAXPY_N }, 4);
+	p.dispatch.header = aql_packet_header(AQL_PACKET_KERNEL_DISPATCH, 1, AQL_FENCE_SYSTEM,
+					      AQL_FENCE_SYSTEM);
+	p.dispatch.setup = 1;
+	p.dispatch.workgroup_size_x = 64;
+	p.dispatch.workgroup_size_y = p.dispatch.workgroup_size_z = 1;
+	p.dispatch.grid_size_x = SAXPY_N;
+	p.dispatch.grid_size_y = p.dispatch.grid_size_z = 1;
+	p.dispatch.group_segment_size = k->group_segment_size;
+	p.dispatch.private_segment_size = k->private_segment_size;
+	p.dispatch.kernel_object = k->kernel_object;
+	p.dispatch.kernarg_address = (uintptr_t)args;
+	p.dispatch.completion_signal = aql_signal_handle(done);
+	CHECK(th_submit(q, &p) == AQL_OK, "saxpy dispatch");
+	CHECK(th_wait_done(done) == 0, "saxpy's signal (queue: %s)", (aql_queue_error(q, &why), why));
+	for (uint32_t i = 0; i < SAXPY_N; i++)
+		bad += y[i] != 2.0f * (float)i + 1.0f;
+	CHECK(bad == 0, "%u of %u elements of y wrong (y[1] = %g)", bad, SAXPY_N, (double)y[1]);
+	CHECK_OK(aql_queue_destroy(q));
+	aql_signal_destroy(done);
+	aql_mem_free(args);
+	aql_mem_free(x);
+	aql_mem_free(y);
+	CHECK_OK(aql_mem_pool_destroy(pool));
+	CHECK_OK(aql_code_object_destroy(co));
+}
+
+/* A queue stuck on a dependency is destroyed in bounded time. */
+static void check_destroy_in_flight(void)
+{
+	aql_queue *q = queue(64);
+	aql_signal *gate = th_signal(1), *s[3];
+	uint64_t t0;
+
+	for (int i = 0; i < 3; i++) {
+		aql_packet p = barrier(i == 1 ? gate : NULL, s[i] = th_signal(1));
+
+		th_submit(q, &p);
+	}
+	CHECK(th_wait_done(s[0]) == 0, "packet before the stuck one");
+	t0 = th_now_ns();
+	CHECK_OK(aql_queue_destroy(q));
+	CHECK(th_now_ns() - t0 < TH_TIMEOUT_NS, "destroy took %llu ms",
+	      (unsigned long long)((th_now_ns() - t0) / MS));
+	CHECK(aql_signal_load(s[1], AQL_ACQUIRE) == -1 && aql_signal_load(s[2], AQL_ACQUIRE) == -1,
+	      "signals %lld %lld", (long long)aql_signal_load(s[1], AQL_ACQUIRE),
+	      (long long)aql_signal_load(s[2], AQL_ACQUIRE));
+	CHECK(stats().queues == 0, "%u queues after destroy", stats().queues);
+	for (int i = 0; i < 3; i++)
+		aql_signal_destroy(s[i]);
+	aql_signal_destroy(gate);
+}
+
+/* A VM fault: the fault watcher stops the GPU's queues (KFD evicts them). */
+static void check_fault(void)
+{
+	aql_queue *q = queue(64);
+	aql_signal *gate = th_signal(1), *s = th_signal(1);
+	aql_packet p = barrier(gate, s);
+	const char *msg = "";
+	uint64_t end = th_now_ns() + TH_TIMEOUT_NS;
+
+	th_submit(q, &p);
+	vm_fault_fn(amd->node->gpu_id, 0x7000000, 1, 0);
+	while (aql_queue_error(q, &msg) == AQL_OK && th_now_ns() < end)
+		th_sleep_ms(1);
+	CHECK(aql_queue_error(q, &msg) != AQL_OK && strstr(msg, "0x7000000"), "queue error: %s",
+	      msg);
+	CHECK(th_wait_done(s) == -1, "the faulted queue's packet");
+	CHECK_OK(aql_queue_destroy(q));
+	aql_signal_destroy(gate);
+	aql_signal_destroy(s);
+}
+
+/* KFD 1.13+: a queue exception KFD ORs into err_payload stops the queue. */
+static void check_exception(void)
+{
+	aql_queue *q = queue(64);
+	struct kfd_queue_info qi = info_of(q);
+	aql_signal *gate = th_signal(1), *s = th_signal(1);
+	aql_packet p = barrier(gate, s);
+	const char *msg = "";
+	uint64_t end = th_now_ns() + TH_TIMEOUT_NS;
+
+	th_submit(q, &p);
+	CHECK(exception_fn(header_u64(&qi, 0, 24), header_u32(&qi, 0, 32), 1ull << 4) == 0,
+	      "raising the queue's exception");
+	while (aql_queue_error(q, &msg) == AQL_OK && th_now_ns() < end)
+		th_sleep_ms(1);
+	CHECK(aql_queue_error(q, &msg) == AQL_ERR_DEVICE && strstr(msg, "mask 0x10"),
+	      "queue error: %s", msg);
+	CHECK(th_wait_done(s) == -1, "the stopped queue's packet");
+	CHECK_OK(aql_queue_destroy(q));
+	aql_signal_destroy(gate);
+	aql_signal_destroy(s);
+}
+
+/* AQL_KFD_EMU_FAIL=create_queue: refused, nothing left behind. */
+static void expect_refused(void)
+{
+	struct kfdemu_stats before = stats(), after;
+	aql_queue_config c = { .size = 64 };
+	aql_queue *q = NULL;
+
+	CHECK(aql_queue_create(&amd->base, &c, &q) == AQL_ERR_NOMEM && !q &&
+	      th_error_has("AMDKFD_IOC_CREATE_QUEUE"), "refused queue");
+	after = stats();
+	CHECK(after.queues == 0 && after.bos == before.bos &&
+	      after.bo_bytes[KFDEMU_USERPTR] == before.bo_bytes[KFDEMU_USERPTR] &&
+	      after.bo_bytes[KFDEMU_VRAM] == before.bo_bytes[KFDEMU_VRAM],
+	      "left behind: %u BOs (before %u)", after.bos, before.bos);
+}
+
+/* AQL_KFD_EMU_FAIL=queue_stop:2: the CP stops after two packets. */
+static void expect_stop(void)
+{
+	aql_queue *q = queue(64);
+	aql_signal *s[4];
+	int64_t v = 1;
+
+	for (int i = 0; i < 4; i++) {
+		aql_packet p = barrier(NULL, s[i] = th_signal(1));
+
+		th_submit(q, &p);
+	}
+	CHECK(th_wait_done(s[1]) == 0, "second packet");
+	CHECK(aql_signal_wait(s[2], AQL_COND_LT, 1, 200 * MS, AQL_WAIT_BLOCKED, &v) ==
+	      AQL_ERR_TIMEOUT && v == 1, "the stopped queue's packet: a bounded wait times out");
+	CHECK_OK(aql_queue_destroy(q));
+	CHECK(aql_signal_load(s[2], AQL_ACQUIRE) == -1 && aql_signal_load(s[3], AQL_ACQUIRE) == -1,
+	      "packets of the stopped queue -1");
+	for (int i = 0; i < 4; i++)
+		aql_signal_destroy(s[i]);
+}
+
+int main(int argc, char **argv)
+{
+	const char *expect = argc == 3 && !strcmp(argv[1], "--expect") ? argv[2] : "";
+	const char *hsaco = argc == 3 && !strcmp(argv[1], "--hsaco") ? argv[2] : NULL;
+	aql_agent *agent = NULL;
+
+	CHECK(aql_agent_open(AQL_AGENT_AMD, 0, &agent) == AQL_OK, "AMD agent 0: %s",
+	      aql_error_message());
+	if (!agent)
+		return th_finish();
+	load_emu();
+	amd = (struct kfd_agent *)agent;
+	/* The signal pool's first block (registered with the GPU) before
+	 * the BO counts start. */
+	aql_signal_destroy(th_signal(0));
+	printf("%s on KFD %u.%u\n", amd->node->gfx, stats().version_major, stats().version_minor);
+	if (!strcmp(expect, "refused")) {
+		expect_refused();
+	} else if (!strcmp(expect, "stop")) {
+		expect_stop();
+	} else {
+		check_create();
+		check_barriers();
+		check_stress();
+		check_refused_packet();
+		if (hsaco)
+			check_dispatch(hsaco);
+		check_destroy_in_flight();
+		if (stats().version_minor >= 13)
+			check_exception();
+		check_fault();
+	}
+	CHECK(aql_agent_destroy(agent) == AQL_OK, "destroy: %s", aql_error_message());
+	return th_finish();
+}
