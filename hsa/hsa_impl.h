@@ -157,10 +157,12 @@ void *hsa_rt_set_pop(struct hsa_rt_set *set);
 
 /*
  * The last hsa_shut_down() releases what the program left, as ROCr does:
- * queues first (their processors stop), then executables and readers,
- * signal groups and signals, and blocks of agent memory, before the
- * agents are closed. Handles to them are dead afterwards.
+ * the asynchronous handler thread and queues first (their processors
+ * stop), then executables and readers, signal groups and signals, and
+ * blocks of agent memory, before the agents are closed. Handles to them
+ * are dead afterwards.
  */
+void hsa_rt_release_async(void);
 void hsa_rt_release_queues(void);
 void hsa_rt_release_executables(void);
 void hsa_rt_release_signals(void);

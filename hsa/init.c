@@ -129,6 +129,7 @@ static hsa_status_t build_table(void)
 
 static void clear_table(void)
 {
+	hsa_rt_release_async();
 	hsa_rt_release_queues();
 	hsa_rt_release_executables();
 	hsa_rt_release_signals();

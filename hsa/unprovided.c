@@ -24,12 +24,6 @@ hsa_status_t hsa_agent_iterate_caches(hsa_agent_t agent, hsa_status_t (*callback
 				 "hsa_agent_iterate_caches: caches (libaql does not describe them)");
 }
 
-hsa_status_t hsa_amd_async_function(void (*callback)(void *arg), void *arg)
-{
-	HSA_RT_CHECK_INIT();
-	return hsa_rt_unprovided(HSA_STATUS_ERROR, "hsa_amd_async_function: asynchronous handlers");
-}
-
 hsa_status_t hsa_amd_coherency_get_type(hsa_agent_t agent, hsa_amd_coherency_type_t *type)
 {
 	HSA_RT_CHECK_INIT();
@@ -247,15 +241,6 @@ hsa_status_t hsa_amd_register_system_event_handler(hsa_amd_system_event_callback
 	HSA_RT_CHECK_INIT();
 	return hsa_rt_unprovided(HSA_STATUS_ERROR,
 				 "hsa_amd_register_system_event_handler: system event handlers");
-}
-
-hsa_status_t hsa_amd_signal_async_handler(hsa_signal_t signal, hsa_signal_condition_t cond,
-					  hsa_signal_value_t value, hsa_amd_signal_handler handler,
-					  void *arg)
-{
-	HSA_RT_CHECK_INIT();
-	return hsa_rt_unprovided(HSA_STATUS_ERROR,
-				 "hsa_amd_signal_async_handler: asynchronous handlers");
 }
 
 hsa_status_t hsa_cache_get_info(hsa_cache_t cache, hsa_cache_info_t attribute, void *value)
