@@ -609,7 +609,11 @@ hsa_status_t hsa_executable_symbol_get_info(hsa_executable_symbol_t executable_s
 			   "symbol attribute %d does not apply to %s", (int)attribute, s->name);
 }
 
-/* Call fn on each symbol of e loaded for a (every agent when NULL). */
+/*
+ * Call fn on each kernel symbol of e loaded for a (every agent when NULL);
+ * variables found by name are left out, so a listing does not depend on
+ * the lookups before it.
+ */
 static hsa_status_t iterate(struct executable *e, struct hsa_rt_agent *a,
 			    hsa_status_t (*fn)(struct symbol *s, void *ctx), void *ctx)
 {
@@ -620,7 +624,7 @@ static hsa_status_t iterate(struct executable *e, struct hsa_rt_agent *a,
 		struct loaded *l = e->loaded[i];
 
 		for (uint32_t j = 0; j < l->count && st == HSA_STATUS_SUCCESS; j++)
-			if (!a || l->agent == a)
+			if ((!a || l->agent == a) && l->symbols[j]->kind == HSA_SYMBOL_KIND_KERNEL)
 				st = fn(l->symbols[j], ctx);
 	}
 	pthread_mutex_unlock(&e->lock);

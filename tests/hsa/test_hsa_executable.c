@@ -4,7 +4,8 @@
  * a file and from memory, loading, freezing, symbol lookup and every
  * symbol attribute of a kernel, iteration, and the error paths (bad
  * files, handles and code objects, an unfrozen executable, loading into a
- * frozen one). argv[1]: the library; argv[2]: saxpy's host build.
+ * frozen one), and a global variable's symbol. argv[1]: the library;
+ * argv[2]: saxpy's host build; argv[3]: variable_kernel.c's.
  */
 #include <fcntl.h>
 #include <stdlib.h>
@@ -197,19 +198,59 @@ static void executables(hsa_agent_t cpu, const void *image, size_t size)
 	CHECK_OK(hsa_code_object_reader_destroy(bad));
 }
 
+/* "answer", a uint32_t of 42, found by name but not listed. */
+static void variables(hsa_agent_t cpu, const void *image, size_t size)
+{
+	hsa_code_object_reader_t r;
+	hsa_executable_t e;
+	hsa_executable_symbol_t sym;
+	hsa_symbol_kind_t kind = HSA_SYMBOL_KIND_KERNEL;
+	hsa_variable_segment_t segment = HSA_VARIABLE_SEGMENT_READONLY;
+	uint64_t address = 0, object;
+	uint32_t var_size = 0;
+	struct seen seen = { 0, 0, cpu };
+
+	CHECK_OK(hsa_code_object_reader_create_from_memory(image, size, &r));
+	CHECK_OK(hsa_executable_create_alt(HSA_PROFILE_FULL, HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT,
+					   NULL, &e));
+	CHECK_OK(hsa_executable_load_agent_code_object(e, cpu, r, NULL, NULL));
+	CHECK_OK(hsa_executable_freeze(e, NULL));
+	CHECK_OK(hsa_executable_get_symbol_by_name(e, "answer", &cpu, &sym));
+	CHECK_OK(hsa_executable_symbol_get_info(sym, HSA_EXECUTABLE_SYMBOL_INFO_TYPE, &kind));
+	CHECK(kind == HSA_SYMBOL_KIND_VARIABLE, "kind %d", kind);
+	CHECK_OK(hsa_executable_symbol_get_info(sym, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS,
+						&address));
+	CHECK_OK(hsa_executable_symbol_get_info(sym, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE,
+						&var_size));
+	CHECK(address && var_size == 4 && *(const uint32_t *)(uintptr_t)address == 42,
+	      "answer at 0x%llx, %u bytes", (unsigned long long)address, var_size);
+	CHECK_OK(hsa_executable_symbol_get_info(sym, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SEGMENT,
+						&segment));
+	CHECK(segment == HSA_VARIABLE_SEGMENT_GLOBAL, "segment %d", segment);
+	CHECK_ST(hsa_executable_symbol_get_info(sym, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT,
+						&object), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+	/* libaql names a code object's kernels only, so only they are listed. */
+	CHECK_OK(hsa_executable_iterate_symbols(e, on_symbol, &seen));
+	CHECK(seen.count == 1, "%u symbols listed", seen.count);
+	CHECK_OK(hsa_executable_destroy(e));
+	CHECK_OK(hsa_code_object_reader_destroy(r));
+}
+
 int main(int argc, char **argv)
 {
 	hsa_executable_t e;
-	size_t size = 0;
-	void *image;
+	size_t size = 0, var_size = 0;
+	void *image, *var_image;
 
-	if (argc < 3) {
-		fprintf(stderr, "usage: %s libhsa-runtime64.so.1 saxpy.host.so\n", argv[0]);
+	if (argc < 4) {
+		fprintf(stderr, "usage: %s libhsa-runtime64.so.1 saxpy.host.so variable.host.so\n",
+			argv[0]);
 		return 2;
 	}
 	ht_require_aql(argv[1]);
 	image = read_file(argv[2], &size);
-	CHECK(image, "read %s", argv[2]);
+	var_image = read_file(argv[3], &var_size);
+	CHECK(image && var_image, "read %s and %s", argv[2], argv[3]);
 	CHECK_ST(hsa_executable_create_alt(HSA_PROFILE_FULL, HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT,
 					   NULL, &e), HSA_STATUS_ERROR_NOT_INITIALIZED);
 	CHECK_OK(hsa_init());
@@ -217,7 +258,10 @@ int main(int argc, char **argv)
 		readers(argv[2], image, size);
 		executables(ht_cpu_agent(), image, size);
 	}
+	if (var_image)
+		variables(ht_cpu_agent(), var_image, var_size);
 	CHECK_OK(hsa_shut_down());
 	free(image);
+	free(var_image);
 	return ht_finish();
 }
