@@ -271,6 +271,16 @@ static int core_agent_info(const struct hsa_rt_agent *a, int attribute, void *va
 	return 1;
 }
 
+/*
+ * A uint32_t attribute, stored bytewise: rocminfo 5.2 passes a uint16_t
+ * field, not 4-byte aligned, for HSA_AMD_AGENT_INFO_BDFID, whose type is
+ * uint32_t (ROCr writes all four bytes there too).
+ */
+static void put_u32(void *value, uint32_t v)
+{
+	memcpy(value, &v, sizeof(v));
+}
+
 /* AMD's attributes (hsa_ext_amd.h). 1 if attribute was one. */
 static int amd_agent_info(const struct hsa_rt_agent *a, int attribute, void *value)
 {
@@ -288,25 +298,25 @@ static int amd_agent_info(const struct hsa_rt_agent *a, int attribute, void *val
 	case HSA_AMD_AGENT_INFO_DOMAIN:
 	case HSA_AMD_AGENT_INFO_ASIC_REVISION:
 	case HSA_AMD_AGENT_INFO_COOPERATIVE_COMPUTE_UNIT_COUNT:
-		*(uint32_t *)value = 0;	/* not described by aql_agent_info */
+		put_u32(value, 0);	/* not described by aql_agent_info */
 		break;
 	case HSA_AMD_AGENT_INFO_CACHELINE_SIZE:
-		*(uint32_t *)value = cacheline_size(a);
+		put_u32(value, cacheline_size(a));
 		break;
 	case HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT:
-		*(uint32_t *)value = info->compute_units;
+		put_u32(value, info->compute_units);
 		break;
 	case HSA_AMD_AGENT_INFO_MAX_CLOCK_FREQUENCY:
-		*(uint32_t *)value = max_clock_mhz(a);
+		put_u32(value, max_clock_mhz(a));
 		break;
 	case HSA_AMD_AGENT_INFO_DRIVER_NODE_ID:
-		*(uint32_t *)value = node_of(a);
+		put_u32(value, node_of(a));
 		break;
 	case HSA_AMD_AGENT_INFO_PRODUCT_NAME:
 		put_string(value, 64, info->name);
 		break;
 	case HSA_AMD_AGENT_INFO_MAX_WAVES_PER_CU:
-		*(uint32_t *)value = waves_per_cu(info);
+		put_u32(value, waves_per_cu(info));
 		break;
 	case HSA_AMD_AGENT_INFO_HDP_FLUSH:
 		*(hsa_amd_hdp_flush_t *)value = (hsa_amd_hdp_flush_t){ NULL, NULL };

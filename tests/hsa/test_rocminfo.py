@@ -10,7 +10,8 @@ usage: test_rocminfo.py --lib-dir DIR --shim SO --info AQL_INFO [--rocminfo PATH
                         [--emu-dir DIR]
 
 --emu-dir: tests/cuda_emu's directory, so that an emulated NVIDIA agent
-is listed too. Exit 77 (skip) where rocminfo is not installed.
+is listed too; AQL_KFD_SYS in the environment (the KFD emulation) adds AMD
+agents to both listings. Exit 77 (skip) where rocminfo is not installed.
 """
 
 import argparse

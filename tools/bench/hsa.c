@@ -14,9 +14,10 @@
  *
  * dispatch_rtt_spin_hsa, dispatch_rtt_block_hsa
  *	As dispatch_rtt_spin and dispatch_rtt_block, as an HSA program does
- *	it: hsa_signal_store_relaxed of the completion signal, then
- *	hsa_queue_add_write_index_relaxed, the packet written into the
- *	ring with its header stored last (release), the doorbell rung with
+ *	it: hsa_signal_store_relaxed of the completion signal, then the
+ *	write index loaded and stored (one producer, as the native path),
+ *	the packet written into the ring with its header stored last
+ *	(release), the doorbell rung with
  *	hsa_signal_store_screlease, and hsa_signal_wait_scacquire with
  *	HSA_WAIT_STATE_ACTIVE resp. BLOCKED (which the layer waits out
  *	as AQL_WAIT_SPIN_BLOCK, spinning briefly before it sleeps, where
@@ -24,8 +25,9 @@
  *
  * dispatch_throughput_hsa
  *	As dispatch_throughput: N packets back to back on a SINGLE queue,
- *	the last one signalling, each one published the same way; a full
- *	ring is waited out by polling hsa_queue_load_read_index_scacquire.
+ *	the last one signalling, each one published the same way; the read
+ *	index is reloaded only when the ring looks full (dispatch.c's path
+ *	keeps a cached copy too).
  *
  * The kernel object is dispatch.c's empty host kernel descriptor, the
  * object the CPU agent runs (an executable's "name.kd" symbol is the same
@@ -58,7 +60,8 @@ struct hsa_fns {
 				     void (*)(hsa_status_t, hsa_queue_t *, void *), void *,
 				     uint32_t, uint32_t, hsa_queue_t **);
 	hsa_status_t (*queue_destroy)(hsa_queue_t *);
-	uint64_t (*add_write_index_relaxed)(const hsa_queue_t *, uint64_t);
+	uint64_t (*load_write_index_relaxed)(const hsa_queue_t *);
+	void (*store_write_index_relaxed)(const hsa_queue_t *, uint64_t);
 	uint64_t (*load_read_index_scacquire)(const hsa_queue_t *);
 	hsa_status_t (*signal_create)(hsa_signal_value_t, uint32_t, const hsa_agent_t *,
 				      hsa_signal_t *);
@@ -161,7 +164,8 @@ static int hsa_setup(void)
 	    resolve(&hb.f.agent_get_info, "hsa_agent_get_info") ||
 	    resolve(&hb.f.queue_create, "hsa_queue_create") ||
 	    resolve(&hb.f.queue_destroy, "hsa_queue_destroy") ||
-	    resolve(&hb.f.add_write_index_relaxed, "hsa_queue_add_write_index_relaxed") ||
+	    resolve(&hb.f.load_write_index_relaxed, "hsa_queue_load_write_index_relaxed") ||
+	    resolve(&hb.f.store_write_index_relaxed, "hsa_queue_store_write_index_relaxed") ||
 	    resolve(&hb.f.load_read_index_scacquire, "hsa_queue_load_read_index_scacquire") ||
 	    resolve(&hb.f.signal_create, "hsa_signal_create") ||
 	    resolve(&hb.f.signal_destroy, "hsa_signal_destroy") ||
@@ -227,17 +231,23 @@ static int close_queue(hsa_queue_t *q, hsa_signal_t sig)
 }
 
 /*
- * Publish one packet as an HSA program does: reserve a slot, wait while the
- * ring is full, copy the body, store header and setup last with release,
- * ring the doorbell. -1 when the ring stays full for WAIT_TIMEOUT_NS.
+ * Publish one packet as a single producer on an HSA SINGLE queue does, the
+ * way dispatch.c's native path does: take the write index with a load and
+ * a store, reload the read index (*read, the last one seen) only when the
+ * ring looks full, copy the body, store header and setup last with
+ * release, ring the doorbell. -1 when the ring stays full for
+ * WAIT_TIMEOUT_NS.
  */
-static int publish(hsa_queue_t *q, const aql_packet *p)
+static int publish(hsa_queue_t *q, uint64_t *read, const aql_packet *p)
 {
-	uint64_t id = hb.f.add_write_index_relaxed(q, 1), t0 = 0;
+	uint64_t id = hb.f.load_write_index_relaxed(q), t0 = 0;
 	aql_packet *slot;
 	uint32_t first;
 
-	while (id - hb.f.load_read_index_scacquire(q) >= q->size) {
+	while (id - *read >= q->size) {
+		*read = hb.f.load_read_index_scacquire(q);
+		if (id - *read < q->size)
+			break;
 		if (!t0)
 			t0 = now_ns();
 		else if (now_ns() - t0 > WAIT_TIMEOUT_NS) {
@@ -246,6 +256,7 @@ static int publish(hsa_queue_t *q, const aql_packet *p)
 			return -1;
 		}
 	}
+	hb.f.store_write_index_relaxed(q, id + 1);
 	slot = (aql_packet *)q->base_address + (id & (q->size - 1));
 	memcpy((char *)slot + sizeof(first), (const char *)p + sizeof(first),
 	       sizeof(*p) - sizeof(first));
@@ -270,12 +281,12 @@ static int rtt_loop(hsa_queue_t *q, hsa_signal_t sig, hsa_wait_state_t state,
 		    uint64_t *samples, uint32_t n)
 {
 	const aql_packet pkt = empty_dispatch(0, (aql_signal *)(uintptr_t)sig.handle);
-	uint64_t t0;
+	uint64_t t0, read = hb.f.load_read_index_scacquire(q);
 
 	for (uint32_t i = 0; i < n; i++) {
 		hb.f.signal_store_relaxed(sig, 1);
 		t0 = now_ns();
-		if (publish(q, &pkt) || await(sig, state))
+		if (publish(q, &read, &pkt) || await(sig, state))
 			return -1;
 		if (samples)
 			samples[i] = now_ns() - t0;
@@ -326,14 +337,14 @@ static int tput_round(hsa_queue_t *q, hsa_signal_t sig, uint32_t packets, double
 {
 	const aql_packet body = empty_dispatch(0, NULL);
 	const aql_packet last = empty_dispatch(1, (aql_signal *)(uintptr_t)sig.handle);
-	uint64_t t0;
+	uint64_t t0, read = hb.f.load_read_index_scacquire(q);
 
 	hb.f.signal_store_relaxed(sig, 1);
 	t0 = now_ns();
 	for (uint32_t i = 1; i < packets; i++)
-		if (publish(q, &body))
+		if (publish(q, &read, &body))
 			return -1;
-	if (publish(q, &last) || await(sig, HSA_WAIT_STATE_BLOCKED))
+	if (publish(q, &read, &last) || await(sig, HSA_WAIT_STATE_BLOCKED))
 		return -1;
 	*rate = rate_of(packets, now_ns() - t0);
 	return 0;
