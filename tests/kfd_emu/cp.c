@@ -6,7 +6,7 @@
  * (memory.c): an address no BO mapped on the GPU holds is a VM fault.
  *
  * The doorbell holds the id of the last packet made valid; the CP
- * processes packets up to the id rung or the write pointer, in order, one at a time,
+ * processes packets up to the highest id rung, in order, one at a time,
  * and waits on a slot whose header is still INVALID (a producer that
  * rang ahead of it). Packets: BARRIER_AND, BARRIER_OR, AMD's
  * BARRIER_VALUE, and kernel dispatches (kernels.c).
@@ -369,14 +369,7 @@ static void *cp_main(void *arg)
 	for (;;) {
 		uint64_t bell = __atomic_load_n(cp->q.doorbell, __ATOMIC_ACQUIRE);
 
-		/* Producers of a MULTI queue ring out of order, so a smaller id
-		 * may overwrite a larger one. The MQD's write-pointer poll
-		 * address is write_pointer_address (kfd_mqd_manager_v9.c
-		 * init_mqd: cp_hqd_pq_wptr_poll_addr), so the CP also runs what
-		 * write_dispatch_id says is reserved, waiting on INVALID slots. */
-		if ((bell == NEVER_RUNG || bell < rd) &&
-		    (load64(cp, cp->q.amd_queue + offsetof(aql_amd_queue, write_dispatch_id), &wr) ||
-		     wr <= rd)) {
+		if (bell == NEVER_RUNG || bell < rd) {
 			if (idle(cp, &round))
 				break;
 			continue;
@@ -384,7 +377,7 @@ static void *cp_main(void *arg)
 		round = 0;
 		/* a doorbell past write_dispatch_id rings a packet that no
 		 * producer reserved: an agent bug, said once */
-		if (!warned && bell != NEVER_RUNG && bell >= rd &&
+		if (!warned &&
 		    !load64(cp, cp->q.amd_queue + offsetof(aql_amd_queue, write_dispatch_id), &wr) &&
 		    bell >= wr) {
 			fprintf(stderr, "kfd-emu: queue %u: doorbell %llu is past write_dispatch_id "
