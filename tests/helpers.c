@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -312,4 +313,18 @@ int th_error_has(const char *needle)
 		return 1;
 	fprintf(stderr, "  message \"%s\" lacks \"%s\"\n", aql_error_message(), needle);
 	return 0;
+}
+
+void *th_kfdemu_sym(const char *name)
+{
+	const char *path = getenv("AQL_KFD_SYS");
+	void *lib = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+	void *fn = lib ? dlsym(lib, name) : NULL;
+
+	/* The library stays loaded: aql holds it. */
+	if (lib)
+		dlclose(lib);
+	if (!fn)
+		th_stop("no kfdemu symbols in AQL_KFD_SYS");
+	return fn;
 }

@@ -52,6 +52,13 @@ aql_status th_done(aql_status st);
 /* Fail and end the test at once, as th_done() does on a timeout. */
 void th_stop(const char *why) __attribute__((noreturn));
 
+/*
+ * A symbol of the KFD emulation that aql loaded (AQL_KFD_SYS, a test
+ * extra of tests/kfd_emu/kfdemu.h), or th_stop(): a run that names no
+ * emulation must not pass.
+ */
+void *th_kfdemu_sym(const char *name);
+
 /* CHECK_OK for a wait on work in flight: a timeout ends the test (th_done). */
 #define CHECK_DONE(call) CHECK_OK(th_done(call))
 

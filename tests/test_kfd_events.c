@@ -22,7 +22,6 @@
  * - with two GPUs (gfx90a,gfx942): the second gets the event page and
  *   every signal block.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -45,25 +44,13 @@ static kfdemu_vm_fault_fn vm_fault_fn;
 static kfdemu_gpu_reset_fn gpu_reset_fn;
 static uint32_t gpu_id;
 
-static void *emu_sym(void *lib, const char *name)
-{
-	void *fn = lib ? dlsym(lib, name) : NULL;
-
-	if (!fn)
-		th_stop("no kfdemu symbols in AQL_KFD_SYS");
-	return fn;
-}
-
 static void load_emu(void)
 {
-	const char *path = getenv("AQL_KFD_SYS");
-	void *lib = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
-
-	*(void **)&stats_fn = emu_sym(lib, "kfdemu_stats");
-	*(void **)&bo_at_fn = emu_sym(lib, "kfdemu_bo_at");
-	*(void **)&interrupt_fn = emu_sym(lib, "kfdemu_event_interrupt");
-	*(void **)&vm_fault_fn = emu_sym(lib, "kfdemu_vm_fault");
-	*(void **)&gpu_reset_fn = emu_sym(lib, "kfdemu_gpu_reset");
+	*(void **)&stats_fn = th_kfdemu_sym("kfdemu_stats");
+	*(void **)&bo_at_fn = th_kfdemu_sym("kfdemu_bo_at");
+	*(void **)&interrupt_fn = th_kfdemu_sym("kfdemu_event_interrupt");
+	*(void **)&vm_fault_fn = th_kfdemu_sym("kfdemu_vm_fault");
+	*(void **)&gpu_reset_fn = th_kfdemu_sym("kfdemu_gpu_reset");
 }
 
 static struct kfdemu_stats stats(void)

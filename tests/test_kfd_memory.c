@@ -13,7 +13,6 @@
  *	VRAM refused (AQL_KFD_EMU_FAIL=alloc_enomem:1, past the event page):
  *	AQL_ERR_NOMEM naming the agent and the free bytes.
  */
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,31 +23,17 @@
 #include "aql/kfd/kfd_abi.h"
 #include "kfd_emu/kfdemu.h"
 
-static void *emu_sym(const char *name)
-{
-	const char *path = getenv("AQL_KFD_SYS");
-	void *lib = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
-	void *fn = lib ? dlsym(lib, name) : NULL;
-
-	/* The library stays loaded: aql holds it. */
-	if (lib)
-		dlclose(lib);
-	if (!fn)
-		th_stop("no kfdemu symbols in AQL_KFD_SYS");
-	return fn;
-}
-
 static uint32_t live_bos(void)
 {
 	struct kfdemu_stats s;
 
-	CHECK(((kfdemu_stats_fn)emu_sym("kfdemu_stats"))(&s) == 0, "kfdemu_stats");
+	CHECK(((kfdemu_stats_fn)th_kfdemu_sym("kfdemu_stats"))(&s) == 0, "kfdemu_stats");
 	return s.bos;
 }
 
 static int bo_at(const void *p, struct kfdemu_bo *out)
 {
-	return ((kfdemu_bo_at_fn)emu_sym("kfdemu_bo_at"))((uintptr_t)p, out);
+	return ((kfdemu_bo_at_fn)th_kfdemu_sym("kfdemu_bo_at"))((uintptr_t)p, out);
 }
 
 static void check_agent_memory(aql_agent *agent)

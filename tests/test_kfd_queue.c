@@ -26,7 +26,6 @@
  *   nothing left behind; --expect stop (queue_stop:N): a bounded wait
  *   reports the stopped queue, and the destroy gives its packets -1.
  */
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,24 +46,12 @@ static kfdemu_vm_fault_fn vm_fault_fn;
 static kfdemu_queue_exception_fn exception_fn;
 static struct kfd_agent *amd;
 
-static void *emu_sym(void *lib, const char *name)
-{
-	void *fn = lib ? dlsym(lib, name) : NULL;
-
-	if (!fn)
-		th_stop("no kfdemu symbols in AQL_KFD_SYS");
-	return fn;
-}
-
 static void load_emu(void)
 {
-	const char *path = getenv("AQL_KFD_SYS");
-	void *lib = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
-
-	*(void **)&stats_fn = emu_sym(lib, "kfdemu_stats");
-	*(void **)&bo_at_fn = emu_sym(lib, "kfdemu_bo_at");
-	*(void **)&vm_fault_fn = emu_sym(lib, "kfdemu_vm_fault");
-	*(void **)&exception_fn = emu_sym(lib, "kfdemu_queue_exception");
+	*(void **)&stats_fn = th_kfdemu_sym("kfdemu_stats");
+	*(void **)&bo_at_fn = th_kfdemu_sym("kfdemu_bo_at");
+	*(void **)&vm_fault_fn = th_kfdemu_sym("kfdemu_vm_fault");
+	*(void **)&exception_fn = th_kfdemu_sym("kfdemu_queue_exception");
 }
 
 static struct kfdemu_stats stats(void)

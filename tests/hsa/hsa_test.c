@@ -72,3 +72,22 @@ int ht_finish(void)
 	printf("%u passed, %u failed\n", ht_passed, ht_failed);
 	return ht_failed ? 1 : 0;
 }
+
+void *ht_read_file(const char *path, size_t *size)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	long n;
+
+	if (f && !fseek(f, 0, SEEK_END) && (n = ftell(f)) > 0 && !fseek(f, 0, SEEK_SET)) {
+		buf = malloc((size_t)n);
+		if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+			free(buf);
+			buf = NULL;
+		}
+		*size = (size_t)n;
+	}
+	if (f)
+		fclose(f);
+	return buf;
+}

@@ -66,6 +66,9 @@ uint64_t ht_timeout_ns(void);
 /* CLOCK_MONOTONIC, ns. */
 uint64_t ht_now_ns(void);
 
+/* The whole file at path in malloc'ed memory and its *size; NULL if unreadable. */
+void *ht_read_file(const char *path, size_t *size);
+
 /* Print "N passed, M failed" and return the exit status. */
 int ht_finish(void);
 

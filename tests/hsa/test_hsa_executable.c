@@ -14,25 +14,6 @@
 
 #include "hsa_test.h"
 
-static void *read_file(const char *path, size_t *size)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	long n;
-
-	if (f && !fseek(f, 0, SEEK_END) && (n = ftell(f)) > 0 && !fseek(f, 0, SEEK_SET)) {
-		buf = malloc((size_t)n);
-		if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-			free(buf);
-			buf = NULL;
-		}
-		*size = (size_t)n;
-	}
-	if (f)
-		fclose(f);
-	return buf;
-}
-
 static void readers(const char *path, const void *image, size_t size)
 {
 	hsa_code_object_reader_t r;
@@ -248,8 +229,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	ht_require_aql(argv[1]);
-	image = read_file(argv[2], &size);
-	var_image = read_file(argv[3], &var_size);
+	image = ht_read_file(argv[2], &size);
+	var_image = ht_read_file(argv[3], &var_size);
 	CHECK(image && var_image, "read %s and %s", argv[2], argv[3]);
 	CHECK_ST(hsa_executable_create_alt(HSA_PROFILE_FULL, HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT,
 					   NULL, &e), HSA_STATUS_ERROR_NOT_INITIALIZED);

@@ -19,25 +19,6 @@ struct copy_args {
 	uint32_t *out;
 };
 
-static void *read_file(const char *path, size_t *size)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	long n;
-
-	if (f && !fseek(f, 0, SEEK_END) && (n = ftell(f)) > 0 && !fseek(f, 0, SEEK_SET)) {
-		buf = malloc((size_t)n);
-		if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-			free(buf);
-			buf = NULL;
-		}
-		*size = (size_t)n;
-	}
-	if (f)
-		fclose(f);
-	return buf;
-}
-
 static void dispatch(hsa_queue_t *q, uint64_t kernel_object, void *args, uint32_t items,
 		     hsa_signal_t done)
 {
@@ -79,7 +60,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	ht_require_aql(argv[1]);
-	image = read_file(argv[2], &size);
+	image = ht_read_file(argv[2], &size);
 	CHECK(image, "read %s", argv[2]);
 	CHECK_OK(hsa_init());
 	agent = ht_cpu_agent();
