@@ -20,8 +20,8 @@
  *	(release), the doorbell rung with
  *	hsa_signal_store_screlease, and hsa_signal_wait_scacquire with
  *	HSA_WAIT_STATE_ACTIVE resp. BLOCKED (which the layer waits out
- *	as AQL_WAIT_SPIN_BLOCK, spinning briefly before it sleeps, where
- *	dispatch_rtt_block sleeps at once).
+ *	as AQL_WAIT_SPIN_BLOCK, spinning briefly before it sleeps, as ROCr
+ *	does): compared with dispatch_rtt_spin resp. dispatch_rtt_spin_block.
  *
  * dispatch_throughput_hsa
  *	As dispatch_throughput: N packets back to back on a SINGLE queue,
