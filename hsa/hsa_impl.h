@@ -15,7 +15,8 @@
  *   hsa_isa_t.handle            address of the struct hsa_rt_isa of an agent
  *   hsa_signal_t.handle         the aql_signal (amd_signal_t layout)
  *   hsa_queue_t *               the aql_queue's amd_queue_t, whose first
- *                               member is the hsa_queue_t
+ *                               member is the hsa_queue_t (a soft queue's
+ *                               is laid out alike, with no aql_queue)
  * Table entries are checked by address range, so a stale or foreign
  * handle is refused rather than followed.
  */
@@ -167,6 +168,13 @@ void hsa_rt_release_queues(void);
 void hsa_rt_release_executables(void);
 void hsa_rt_release_signals(void);
 void hsa_rt_release_memory(void);
+
+/*
+ * hsa_memory_allocate() from region r and hsa_memory_free(), without the
+ * init and handle checks: for memory the layer itself places in a region.
+ */
+hsa_status_t hsa_rt_allocate(struct hsa_rt_region *r, size_t size, void **ptr);
+hsa_status_t hsa_rt_free(void *ptr);
 
 /* 1 if signal was made by hsa_signal_create() and not destroyed since. */
 int hsa_rt_signal_live(hsa_signal_t signal);

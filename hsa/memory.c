@@ -42,7 +42,7 @@ static struct agent_block *find_block(const void *ptr, size_t size)
 	return hsa_rt_set_find(&agent_blocks, holds, &r);
 }
 
-static hsa_status_t allocate(struct hsa_rt_region *r, size_t size, void **ptr)
+hsa_status_t hsa_rt_allocate(struct hsa_rt_region *r, size_t size, void **ptr)
 {
 	struct agent_block *b;
 	aql_mem_pool *pool;
@@ -82,7 +82,7 @@ static hsa_status_t allocate(struct hsa_rt_region *r, size_t size, void **ptr)
 	return HSA_STATUS_SUCCESS;
 }
 
-static hsa_status_t release(void *ptr)
+hsa_status_t hsa_rt_free(void *ptr)
 {
 	struct agent_block *b;
 	aql_status st;
@@ -118,7 +118,7 @@ hsa_status_t hsa_memory_allocate(hsa_region_t region, size_t size, void **ptr)
 	if (!r)
 		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_REGION, "0x%llx is not a region",
 				   (unsigned long long)region.handle);
-	return allocate(r, size, ptr);
+	return hsa_rt_allocate(r, size, ptr);
 }
 
 hsa_status_t hsa_amd_memory_pool_allocate(hsa_amd_memory_pool_t memory_pool, size_t size,
@@ -134,19 +134,19 @@ hsa_status_t hsa_amd_memory_pool_allocate(hsa_amd_memory_pool_t memory_pool, siz
 				   (unsigned long long)memory_pool.handle);
 	if (flags)
 		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_ARGUMENT, "flags 0x%x is not 0", flags);
-	return allocate(r, size, ptr);
+	return hsa_rt_allocate(r, size, ptr);
 }
 
 hsa_status_t hsa_memory_free(void *ptr)
 {
 	HSA_RT_CHECK_INIT();
-	return release(ptr);
+	return hsa_rt_free(ptr);
 }
 
 hsa_status_t hsa_amd_memory_pool_free(void *ptr)
 {
 	HSA_RT_CHECK_INIT();
-	return release(ptr);
+	return hsa_rt_free(ptr);
 }
 
 /* Copy through the host when the two ends are memory of different agents. */

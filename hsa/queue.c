@@ -9,15 +9,23 @@
  * Profiling is the ENABLE_PROFILING bit of amd_queue_t's queue_properties,
  * which the CPU agent reads per packet, as ROCr's CP does; queues start
  * without it, since stamping costs two clock reads a packet.
+ *
+ * A soft queue (hsa_soft_queue_create) is the same control block and ring
+ * placed in the program's region, with the program's doorbell signal and
+ * no aql queue behind it: the program's own thread processes its packets
+ * (agent dispatch, as HSA intends), so the index functions serve it as
+ * they are.
  */
 #include <stdlib.h>
+#include <string.h>
 #include <aql/queue.h>
 
 #include "hsa_impl.h"
 
 struct rt_queue {
-	aql_queue *queue;
-	struct hsa_rt_agent *agent;
+	aql_amd_queue *amd;
+	aql_queue *queue;		/* NULL for a soft queue */
+	struct hsa_rt_agent *agent;	/* NULL for a soft queue */
 	void (*callback)(hsa_status_t status, hsa_queue_t *source, void *data);
 	void *data;
 };
@@ -31,7 +39,7 @@ static inline aql_amd_queue *amd(const hsa_queue_t *queue)
 
 static int is_queue_of(const void *item, const void *key)
 {
-	return (const void *)((const struct rt_queue *)item)->queue->amd == key;
+	return (const void *)((const struct rt_queue *)item)->amd == key;
 }
 
 /* The live queue whose control block is queue, or NULL. */
@@ -105,13 +113,22 @@ hsa_status_t hsa_queue_create(hsa_agent_t agent, uint32_t size, hsa_queue_type32
 		free(q);
 		return hsa_rt_from_aql(st, HSA_STATUS_ERROR_INVALID_QUEUE_CREATION);
 	}
+	q->amd = q->queue->amd;
 	if (hsa_rt_set_add(&queues, q)) {
 		aql_queue_destroy(q->queue);
 		free(q);
 		return hsa_rt_fail(HSA_STATUS_ERROR_OUT_OF_RESOURCES, "no memory for the queue");
 	}
-	*queue = (hsa_queue_t *)(void *)q->queue->amd;
+	*queue = (hsa_queue_t *)(void *)q->amd;
 	return HSA_STATUS_SUCCESS;
+}
+
+/* Free what a queue holds once its processor (a soft queue has none) is stopped. */
+static void free_queue(struct rt_queue *q)
+{
+	if (!q->queue)
+		hsa_rt_free(q->amd);
+	free(q);
 }
 
 hsa_status_t hsa_queue_destroy(hsa_queue_t *queue)
@@ -124,11 +141,11 @@ hsa_status_t hsa_queue_destroy(hsa_queue_t *queue)
 	if (!q)
 		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_QUEUE, "%p is not a live queue",
 				   (void *)queue);
-	st = aql_queue_destroy(q->queue);
+	st = q->queue ? aql_queue_destroy(q->queue) : AQL_OK;
 	if (st != AQL_OK)
 		return hsa_rt_from_aql(st, HSA_STATUS_ERROR_INVALID_QUEUE);
 	hsa_rt_set_remove(&queues, q);
-	free(q);
+	free_queue(q);
 	return HSA_STATUS_SUCCESS;
 }
 
@@ -137,8 +154,9 @@ void hsa_rt_release_queues(void)
 	struct rt_queue *q;
 
 	while ((q = hsa_rt_set_pop(&queues))) {
-		aql_queue_destroy(q->queue);
-		free(q);
+		if (q->queue)
+			aql_queue_destroy(q->queue);
+		free_queue(q);
 	}
 }
 
@@ -152,14 +170,78 @@ hsa_status_t hsa_queue_inactivate(hsa_queue_t *queue)
 				 "hsa_queue_inactivate (aql's queues run until destroyed)");
 }
 
+/*
+ * Soft queue ids count down from the top of the range, so they never meet
+ * the ids libaql gives its queues (counting up from 0).
+ */
+static uint64_t next_soft_id = UINT64_MAX;
+
 hsa_status_t hsa_soft_queue_create(hsa_region_t region, uint32_t size, hsa_queue_type32_t type,
 				   uint32_t features, hsa_signal_t doorbell_signal,
 				   hsa_queue_t **queue)
 {
-	(void)region, (void)size, (void)type, (void)features, (void)doorbell_signal, (void)queue;
+	const uint32_t known = HSA_QUEUE_FEATURE_KERNEL_DISPATCH | HSA_QUEUE_FEATURE_AGENT_DISPATCH;
+	struct hsa_rt_region *r;
+	struct rt_queue *q;
+	aql_amd_queue *amd;
+	aql_packet *ring;
+	hsa_status_t st;
+	void *mem;
+
 	HSA_RT_CHECK_INIT();
-	return hsa_rt_unprovided(HSA_STATUS_ERROR_OUT_OF_RESOURCES,
-				 "hsa_soft_queue_create (queues served by the program itself)");
+	r = hsa_rt_region_from(region.handle);
+	if (!r)
+		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_REGION, "0x%llx is not a region",
+				   (unsigned long long)region.handle);
+	/* The program's processor reads the ring, so the host must reach it. */
+	if (r->kind != HSA_RT_REGION_SYSTEM_FINE)
+		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_ARGUMENT,
+				   "a soft queue lives in a fine-grained host region");
+	if (!queue)
+		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_ARGUMENT, "queue is NULL");
+	if (!size || (size & (size - 1)) ||
+	    (uint64_t)size * sizeof(aql_packet) > r->alloc_max - sizeof(aql_amd_queue))
+		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_ARGUMENT,
+				   "queue size %u: must be a power of two whose ring fits the region",
+				   size);
+	if (type != HSA_QUEUE_TYPE_MULTI && type != HSA_QUEUE_TYPE_SINGLE)
+		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_ARGUMENT,
+				   "queue type %u: MULTI or SINGLE", type);
+	if (!features || (features & ~known))
+		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_ARGUMENT,
+				   "features 0x%x: kernel and/or agent dispatch", features);
+	if (!doorbell_signal.handle)
+		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_ARGUMENT, "doorbell_signal is 0");
+	if (!hsa_rt_signal_live(doorbell_signal))
+		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_SIGNAL, "0x%llx is not a live signal",
+				   (unsigned long long)doorbell_signal.handle);
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return hsa_rt_fail(HSA_STATUS_ERROR_OUT_OF_RESOURCES, "no memory for the queue");
+	/* The control block, then the ring, in one block of the region. */
+	st = hsa_rt_allocate(r, sizeof(*amd) + (size_t)size * sizeof(aql_packet), &mem);
+	if (st != HSA_STATUS_SUCCESS) {
+		free(q);
+		return st;
+	}
+	amd = mem;
+	ring = (aql_packet *)(amd + 1);
+	memset(amd, 0, sizeof(*amd));
+	for (uint32_t i = 0; i < size; i++)
+		ring[i].header = AQL_PACKET_INVALID;
+	amd->hsa.type = type;
+	amd->hsa.features = features;
+	amd->hsa.base_address = (uint64_t)(uintptr_t)ring;
+	amd->hsa.doorbell_signal = doorbell_signal.handle;
+	amd->hsa.size = size;
+	amd->hsa.id = __atomic_fetch_sub(&next_soft_id, 1, __ATOMIC_RELAXED);
+	q->amd = amd;
+	if (hsa_rt_set_add(&queues, q)) {
+		free_queue(q);
+		return hsa_rt_fail(HSA_STATUS_ERROR_OUT_OF_RESOURCES, "no memory for the queue");
+	}
+	*queue = (hsa_queue_t *)(void *)amd;
+	return HSA_STATUS_SUCCESS;
 }
 
 /* Packets the processor has not started yet are stamped (or not). */
@@ -171,6 +253,10 @@ hsa_status_t hsa_amd_profiling_set_profiler_enabled(hsa_queue_t *queue, int enab
 	q = queue ? find_queue(queue) : NULL;
 	if (!q)
 		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_QUEUE, "%p is not a live queue",
+				   (void *)queue);
+	if (!q->queue)
+		return hsa_rt_fail(HSA_STATUS_ERROR,
+				   "%p is a soft queue: the program processes its packets",
 				   (void *)queue);
 	if (enable && q->agent->info.kind != AQL_AGENT_CPU)
 		return hsa_rt_unprovided(HSA_STATUS_ERROR,
