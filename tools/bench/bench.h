@@ -19,6 +19,8 @@
 
 #include <aql/aql.h>
 
+#include "empty.h"
+
 #define ARRAY_SIZE(a)		(sizeof(a) / sizeof((a)[0]))
 
 #define WAIT_TIMEOUT_NS		(10ull * 1000000000ull)
@@ -143,11 +145,10 @@ int bench_launch_raw(struct ctx *ctx, struct result *res);
 int bench_launch_typed(struct ctx *ctx, struct result *res);
 int bench_launch_overhead(struct ctx *ctx, struct result *res);
 
-/* dispatch.c's empty host-kernel dispatch; completion may be NULL. */
-aql_packet empty_dispatch(int barrier, aql_signal *completion);
 
 #ifdef AQL_BENCH_HSA
 int bench_rtt_spin_hsa(struct ctx *ctx, struct result *res);
+int bench_tput_so(struct ctx *ctx, struct result *res);
 int bench_rtt_block_hsa(struct ctx *ctx, struct result *res);
 int bench_tput_hsa(struct ctx *ctx, struct result *res);
 /* hsa_shut_down() of the library the HSA rows loaded, if they did. */

@@ -23,6 +23,13 @@
  *	as AQL_WAIT_SPIN_BLOCK, spinning briefly before it sleeps, as ROCr
  *	does): compared with dispatch_rtt_spin resp. dispatch_rtt_spin_block.
  *
+ * dispatch_throughput_so
+ *	As dispatch_throughput, by aqlbench-native.so (native_so.c) on the
+ *	libaql.so the HSA library runs on: aql-bench's own rows run on its
+ *	static libaql, whose packet processor is not position-independent
+ *	code, so this row, not dispatch_throughput, is the peer that leaves
+ *	only the HSA layer as the difference.
+ *
  * dispatch_throughput_hsa
  *	As dispatch_throughput: N packets back to back on a SINGLE queue,
  *	the last one signalling, each one published the same way; the read
@@ -46,6 +53,7 @@
 #include "bench.h"
 
 #define HSA_LIB "libhsa-runtime64.so.1"
+#define NATIVE_SO "aqlbench-native.so"
 
 /* The entry points these benchmarks call, resolved from the library. */
 struct hsa_fns {
@@ -379,6 +387,60 @@ int bench_tput_hsa(struct ctx *ctx, struct result *res)
 	if (close_queue(q, sig))
 		rc = -1;
 out:
+	free(rates);
+	return rc;
+}
+
+/*
+ * aqlbench-native.so (native_so.c), loaded once the HSA library has
+ * brought libaql.so in, so that it binds to that copy. Beside aql-bench in
+ * the build, else where meson installs it.
+ */
+static void *open_native(void)
+{
+	char self[PATH_MAX], path[PATH_MAX + 32];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *slash;
+
+	if (n > 0) {
+		self[n] = 0;
+		slash = strrchr(self, '/');
+		if (slash) {
+			*slash = 0;
+			snprintf(path, sizeof(path), "%s/" NATIVE_SO, self);
+			if (access(path, R_OK) == 0)
+				return dlopen(path, RTLD_NOW | RTLD_LOCAL);
+		}
+	}
+	return dlopen(AQL_BENCH_NATIVE_SO_PATH, RTLD_NOW | RTLD_LOCAL);
+}
+
+int bench_tput_so(struct ctx *ctx, struct result *res)
+{
+	int (*tput)(uint32_t, uint32_t, uint32_t, double *);
+	uint32_t n = ctx->sz.rounds;
+	double *rates;
+	void *lib;
+	int rc = -1;
+
+	if (hsa_ready(res))
+		return 0;
+	lib = open_native();
+	*(void **)&tput = lib ? dlsym(lib, "aql_bench_native_tput") : NULL;
+	if (!tput) {
+		snprintf(hb.why, sizeof(hb.why), "skipped: no " NATIVE_SO " (%s)", dlerror());
+		res->kind = RESULT_SKIPPED;
+		res->skipped = hb.why;
+		return 0;
+	}
+	rates = calloc(n, sizeof(*rates));
+	if (!rates)
+		return fail_errno("calloc", ENOMEM);
+	if (tput(ctx->queue_size, ctx->sz.packets, n, rates) == 0) {
+		res->kind = RESULT_RATE;
+		rate_stats(rates, n, 1, &res->rate);
+		rc = 0;
+	}
 	free(rates);
 	return rc;
 }

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * aqlbench-native.so: dispatch_throughput's rounds, built against
+ * libaql.so. aql-bench links libaql statically; aql's
+ * libhsa-runtime64.so.1 runs on libaql.so. aql-bench loads this module
+ * after that library, so both use the same libaql.so and its default CPU
+ * agent, and dispatch_throughput_so is the native peer of
+ * dispatch_throughput_hsa with only the HSA layer between them.
+ */
+#include <stdio.h>
+#include <time.h>
+#include <aql/aql.h>
+
+#include "empty.h"
+
+#define WAIT_TIMEOUT_NS (30ull * 1000000000ull)
+
+static uint64_t clock_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int round_of(aql_queue *q, aql_signal *done, uint32_t packets, double *rate)
+{
+	uint64_t t0;
+
+	aql_signal_store(done, 1, AQL_RELAXED);
+	t0 = clock_ns();
+	if (empty_submit_batch(q, 0, done, packets) != AQL_OK ||
+	    aql_signal_wait(done, AQL_COND_LT, 1, WAIT_TIMEOUT_NS, AQL_WAIT_SPIN_BLOCK,
+			    NULL) != AQL_OK)
+		return -1;
+	*rate = (double)packets * 1e9 / (double)(clock_ns() - t0 + 1);
+	return 0;
+}
+
+/*
+ * One warm-up round, then rounds rounds of packets empty dispatches on a
+ * SINGLE queue of queue_size packets on libaql.so's default agent, each
+ * round's dispatches/s in rates[]. 0, or -1 with the reason on stderr.
+ */
+__attribute__((visibility("default")))
+int aql_bench_native_tput(uint32_t queue_size, uint32_t packets, uint32_t rounds,
+			  double *rates)
+{
+	aql_queue_config c = { .size = queue_size, .type = AQL_QUEUE_SINGLE };
+	aql_agent *agent;
+	aql_queue *q = NULL;
+	aql_signal *done = NULL;
+	double warm;
+	int rc = -1;
+
+	if (aql_agent_default(&agent) == AQL_OK && aql_queue_create(agent, &c, &q) == AQL_OK &&
+	    aql_signal_create(1, &done) == AQL_OK && round_of(q, done, packets, &warm) == 0) {
+		uint32_t i = 0;
+
+		while (i < rounds && round_of(q, done, packets, &rates[i]) == 0)
+			i++;
+		rc = i == rounds ? 0 : -1;
+	}
+	if (rc)
+		fprintf(stderr, "aqlbench-native.so: %s\n", aql_error_message());
+	aql_queue_destroy(q);
+	aql_signal_destroy(done);
+	return rc;
+}
