@@ -45,7 +45,7 @@ struct opts {
 	bool json;
 	bool quick;
 	uint32_t threads;
-	const char *mode;	/* "dispatch", "load", "read", "channel", "cuda" */
+	const char *mode;	/* "dispatch", "load", "read", "channel", "cuda", "amd" */
 	const char *path;	/* the FILE of --load and --read, or NULL */
 };
 
@@ -98,6 +98,9 @@ struct ctx {
 	struct result results[MAX_BENCHES];
 	size_t nresults;
 	void *state;		/* the mode's own, from its setup() */
+	/* Set by a mode's setup: why its goals get no verdict (an emulated
+	 * device), printed in place of ok/MISSED; NULL judges them. */
+	const char *no_verdict;
 };
 
 typedef int (*bench_fn)(struct ctx *ctx, struct result *res);
@@ -145,6 +148,17 @@ int bench_launch_overhead(struct ctx *ctx, struct result *res);
 
 /* dispatch.c's empty host-kernel dispatch; completion may be NULL. */
 aql_packet empty_dispatch(int barrier, aql_signal *completion);
+/*
+ * dispatch.c: wait for sig < 1 (10 s at most); on a timeout say whether
+ * q stopped or where its indices stand. 0 or -1.
+ */
+int await_done(aql_queue *q, aql_signal *sig, enum aql_wait_hint hint);
+/*
+ * n packets on q: n - 1 of body, then last, which should signal and set
+ * the barrier bit so that its completion implies the rest's.
+ */
+aql_status submit_batch(aql_queue *q, const aql_packet *body, const aql_packet *last,
+			uint32_t n);
 
 #ifdef AQL_BENCH_HSA
 int bench_rtt_spin_hsa(struct ctx *ctx, struct result *res);
@@ -159,6 +173,7 @@ extern const struct mode bench_mode_load;
 extern const struct mode bench_mode_read;
 extern const struct mode bench_mode_channel;
 extern const struct mode bench_mode_cuda;
+extern const struct mode bench_mode_amd;
 
 /*
  * channel.c: the checked message layout that the channel and its DPDK

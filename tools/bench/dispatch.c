@@ -183,7 +183,7 @@ static void signals_destroy(aql_signal **sigs, uint32_t n)
  * A timed-out wait means the queue stopped, or a packet was never picked
  * up (read < write) or never signalled (read == write): say which.
  */
-static int await_done(aql_queue *q, aql_signal *sig, enum aql_wait_hint hint)
+int await_done(aql_queue *q, aql_signal *sig, enum aql_wait_hint hint)
 {
 	const char *why = NULL;
 	aql_status st;
@@ -202,24 +202,18 @@ static int await_done(aql_queue *q, aql_signal *sig, enum aql_wait_hint hint)
 	return rc;
 }
 
-/*
- * n packets; only the last one signals. It also sets the barrier bit, so
- * its completion means every packet before it has completed as well.
- */
-static aql_status submit_batch(aql_queue *q, int barrier, aql_signal *done,
-			       uint32_t n)
+aql_status submit_batch(aql_queue *q, const aql_packet *body, const aql_packet *last,
+			uint32_t n)
 {
-	const aql_packet body = empty_dispatch(barrier, NULL);
-	const aql_packet last = empty_dispatch(1, done);
 	aql_status st;
 	uint32_t i;
 
 	for (i = 1; i < n; i++) {
-		st = aql_queue_submit(q, &body);
+		st = aql_queue_submit(q, body);
 		if (st != AQL_OK)
 			return st;
 	}
-	return aql_queue_submit(q, &last);
+	return aql_queue_submit(q, last);
 }
 
 /* ---- (a) dispatch round trip ------------------------------------------ */
@@ -399,12 +393,13 @@ typedef int (*round_fn)(struct tput *t, double *rate);
 static int tput_round_single(struct tput *t, double *rate)
 {
 	aql_signal *sig = t->sigs[0];
+	const aql_packet body = empty_dispatch(t->barrier, NULL), last = empty_dispatch(1, sig);
 	aql_status st;
 	uint64_t t0;
 
 	aql_signal_store(sig, 1, AQL_RELAXED);
 	t0 = now_ns();
-	st = submit_batch(t->q, t->barrier, sig, t->packets);
+	st = submit_batch(t->q, &body, &last, t->packets);
 	if (st != AQL_OK)
 		return fail("aql_queue_submit", st);
 	if (await_done(t->q, sig, TPUT_WAIT_HINT))
@@ -416,10 +411,11 @@ static int tput_round_single(struct tput *t, double *rate)
 static void *mp_submitter(void *arg)
 {
 	struct mp_worker *w = arg;
+	const aql_packet body = empty_dispatch(w->t->barrier, NULL), last = empty_dispatch(1, w->sig);
 
 	pthread_barrier_wait(&w->t->start);
 	w->start_ns = now_ns();
-	w->st = submit_batch(w->t->q, w->t->barrier, w->sig, w->packets);
+	w->st = submit_batch(w->t->q, &body, &last, w->packets);
 	if (w->st != AQL_OK)
 		snprintf(w->msg, sizeof(w->msg), "%s", aql_error_message());
 	return NULL;
