@@ -3,7 +3,9 @@
 """Test tests/hil/pack and tests/hil/run without a GPU: the pack holds
 every CUDA-agent test meson defines, with each file it names, the
 libraries its programs need (never libcuda.so.1) and a run script; with no
-driver both run and the pack's run exit 77 and say why.
+driver both run and the pack's run exit 77 and say why. tests/hil/run-amd:
+its tests are the KFD emulation's runs outside the emulation's own modes,
+and with no /dev/kfd it exits 77 and says why.
 
 usage: test_hil.py BUILD_DIR [unittest args]
 """
@@ -35,7 +37,7 @@ def has_driver():
 
 def clean_env():
     return {k: v for k, v in os.environ.items()
-            if k != 'LD_LIBRARY_PATH' and not k.startswith('AQL_CUDA_EMU_')}
+            if k != 'LD_LIBRARY_PATH' and not hil.is_emu_var(k)}
 
 
 class Pack(unittest.TestCase):
@@ -124,6 +126,33 @@ class Pack(unittest.TestCase):
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn('not empty', p.stdout)
+
+
+class Amd(unittest.TestCase):
+    def test_selection(self):
+        intro = hil.load_json(os.path.join(BUILD, 'meson-info', 'intro-tests.json'))
+        suites = hil.listed_suites(hil.AMD['suites'])
+        picked = [t for t in intro if hil.on_amd(t, suites)]
+        self.assertIn('kfd_queue_gfx90a', [t['name'] for t in picked])
+        for t in picked:
+            env = t.get('env') or {}
+            self.assertIn('AQL_KFD_SYS', env, t['name'])
+            self.assertFalse([k for k in hil.KFD_EMU_ONLY if k in env], t['name'])
+            self.assertNotIn(t['name'], suites[1])
+            self.assertFalse(hil.on_cuda(t, hil.listed_suites()), t['name'])
+        env = hil.real_env(picked[0]['env'], None)
+        self.assertFalse([k for k in env if hil.is_emu_var(k)], env)
+        self.assertEqual(env['AQL_HIL'], '1')
+
+    def test_no_kfd_skips(self):
+        if os.path.exists('/dev/kfd'):
+            self.skipTest('this machine has a /dev/kfd')
+        p = subprocess.run([os.path.join(HIL, 'run-amd'), BUILD], env=clean_env(),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           timeout=120)
+        self.assertEqual(p.returncode, 77, p.stdout)
+        self.assertIn('no AMD agent, nothing run', p.stdout)
+        self.assertIn('/dev/kfd', p.stdout)
 
 
 def main():

@@ -25,6 +25,11 @@
  * - --expect refused (AQL_KFD_EMU_FAIL=create_queue): a clear error and
  *   nothing left behind; --expect stop (queue_stop:N): a bounded wait
  *   reports the stopped queue, and the destroy gives its packets -1.
+ *
+ * With AQL_HIL=1 (tests/hil/run-amd, the kernel's /dev/kfd) only what
+ * hardware can show runs: barriers, producers, saxpy on a gfx90a, destroy
+ * in flight; the BO and CWSR checks, the refused vendor packet and the
+ * injected faults need the emulation's hooks and its CP codes.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -45,6 +50,7 @@ static kfdemu_bo_at_fn bo_at_fn;
 static kfdemu_vm_fault_fn vm_fault_fn;
 static kfdemu_queue_exception_fn exception_fn;
 static struct kfd_agent *amd;
+static int hil;
 
 static void load_emu(void)
 {
@@ -230,7 +236,8 @@ static void check_barriers(void)
 	CHECK(th_submit(q, &p) == AQL_OK, "gated barrier");
 	p = barrier(NULL, last);
 	CHECK(th_submit(q, &p) == AQL_OK, "next barrier");
-	CHECK(doorbell_value(q) == 1, "doorbell %llu after packet 1",
+	/* A hardware doorbell page need not read back what was written. */
+	CHECK(hil || doorbell_value(q) == 1, "doorbell %llu after packet 1",
 	      (unsigned long long)doorbell_value(q));
 	th_sleep_ms(20);
 	/* the CP waits on the gate, and the one behind waits too */
@@ -248,7 +255,7 @@ static void check_barriers(void)
 	}
 	CHECK(th_wait_done(last) == 0, "the 1000th barrier");
 	id = th_wait_read_index(q, 1002);
-	CHECK(id == 1002 && doorbell_value(q) == 1001, "read index %llu, doorbell %llu",
+	CHECK(id == 1002 && (hil || doorbell_value(q) == 1001), "read index %llu, doorbell %llu",
 	      (unsigned long long)id, (unsigned long long)doorbell_value(q));
 	CHECK_OK(aql_queue_destroy(q));
 	aql_signal_destroy(gate);
@@ -416,7 +423,7 @@ static void check_destroy_in_flight(void)
 	CHECK(aql_signal_load(s[1], AQL_ACQUIRE) == -1 && aql_signal_load(s[2], AQL_ACQUIRE) == -1,
 	      "signals %lld %lld", (long long)aql_signal_load(s[1], AQL_ACQUIRE),
 	      (long long)aql_signal_load(s[2], AQL_ACQUIRE));
-	CHECK(stats().queues == 0, "%u queues after destroy", stats().queues);
+	CHECK(hil || stats().queues == 0, "%u queues after destroy", hil ? 0 : stats().queues);
 	for (int i = 0; i < 3; i++)
 		aql_signal_destroy(s[i]);
 	aql_signal_destroy(gate);
@@ -514,27 +521,41 @@ int main(int argc, char **argv)
 	      aql_error_message());
 	if (!agent)
 		return th_finish();
-	load_emu();
+	hil = getenv("AQL_HIL") && !strcmp(getenv("AQL_HIL"), "1");
 	amd = (struct kfd_agent *)agent;
+	if (hil) {
+		printf("note: AQL_HIL=1: %s on KFD %u.%u (%s), the emulation's checks left out\n",
+		       amd->node->gfx, amd->process->major, amd->process->minor,
+		       amd->process->sys->name);
+	} else {
+		load_emu();
+		printf("%s on KFD %u.%u\n", amd->node->gfx, stats().version_major,
+		       stats().version_minor);
+	}
 	/* The signal pool's first block (registered with the GPU) before
 	 * the BO counts start. */
 	aql_signal_destroy(th_signal(0));
-	printf("%s on KFD %u.%u\n", amd->node->gfx, stats().version_major, stats().version_minor);
 	if (!strcmp(expect, "refused")) {
 		expect_refused();
 	} else if (!strcmp(expect, "stop")) {
 		expect_stop();
 	} else {
-		check_create();
+		if (!hil)
+			check_create();
 		check_barriers();
 		check_stress();
-		check_refused_packet();
-		if (hsaco)
+		if (!hil)
+			check_refused_packet();
+		/* --hsaco names saxpy's gfx90a build. */
+		if (hsaco && strcmp(amd->node->gfx, "gfx90a"))
+			printf("note: no saxpy dispatch: the GPU is a %s\n", amd->node->gfx);
+		else if (hsaco)
 			check_dispatch(hsaco);
 		check_destroy_in_flight();
-		if (stats().version_minor >= 13)
+		if (!hil && stats().version_minor >= 13)
 			check_exception();
-		check_fault();
+		if (!hil)
+			check_fault();
 	}
 	CHECK(aql_agent_destroy(agent) == AQL_OK, "destroy: %s", aql_error_message());
 	return th_finish();

@@ -11,6 +11,7 @@
  *	--read FILE	read.c: file loads, io_uring vs read()
  *	--channel	channel.c: device-to-host channels, vs DPDK rte_ring
  *	--agent cuda	cuda.c: the CUDA agent, vs the raw driver API
+ *	--agent amd	amd.c: the AMD agent over /dev/kfd
  *
  * The goals printed at the end are reported, never enforced: the exit
  * status only says whether every run succeeded.
@@ -55,6 +56,7 @@ static const struct mode *const modes[] = {
 	&bench_mode_read,
 	&bench_mode_channel,
 	&bench_mode_cuda,
+	&bench_mode_amd,
 };
 
 static const struct mode *find_mode(const char *name)
@@ -113,7 +115,7 @@ static void usage(FILE *f)
 		"       aql-bench [--json] [--quick] --load FILE\n"
 		"       aql-bench [--json] [--quick] --read FILE\n"
 		"       aql-bench [--json] [--quick] --channel\n"
-		"       aql-bench [--json] [--quick] --agent cuda\n"
+		"       aql-bench [--json] [--quick] --agent cuda|amd\n"
 		"\n"
 		"Dispatch microbenchmarks on the default agent, with machine\n"
 		"baselines from the same run and the goals they are judged by.\n"
@@ -135,6 +137,9 @@ static void usage(FILE *f)
 		"  --agent cuda launches, round trips, chains and copies on\n"
 		"               NVIDIA agent 0 next to the raw driver API\n"
 		"               (exit 77 when there is no NVIDIA agent)\n"
+		"  --agent amd  round trips and dispatch throughput of an\n"
+		"               empty kernel on AMD agent 0 (exit 77 when\n"
+		"               there is no AMD agent)\n"
 		"  --help       show this text\n"
 		"\n"
 		"Goals are reported, not enforced; the exit status is non-zero\n"
@@ -203,12 +208,12 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			o->path = NULL;
 			break;
 		case 'a':
-			if (strcmp(optarg, "cuda")) {
-				fprintf(stderr, "aql-bench: --agent takes 'cuda', got '%s'\n",
-					optarg);
+			if (strcmp(optarg, "cuda") && strcmp(optarg, "amd")) {
+				fprintf(stderr, "aql-bench: --agent takes 'cuda' or 'amd', "
+					"got '%s'\n", optarg);
 				return -1;
 			}
-			o->mode = "cuda";
+			o->mode = optarg;
 			o->path = NULL;
 			break;
 		case 'h':

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Hardware-in-the-loop: the CUDA-agent suites and aql-bench --agent cuda
-against the real driver (see README.md here).
+against the real driver, or the AMD-agent ones and aql-bench --agent amd
+against the kernel's /dev/kfd (see README.md here).
 
   hil.py run BUILD_DIR      run from a meson build directory
+  hil.py run-amd BUILD_DIR  the same for the AMD agent
   hil.py pack OUTDIR BUILD_DIR
                             copy what a GPU machine without build tools
                             needs into OUTDIR, with OUTDIR/run
@@ -18,8 +20,13 @@ here. It runs with the emulation taken out of its environment and
 AQL_HIL=1 set, so that a test can leave out what only the emulation can
 do (its counters, aqlemu_stats).
 
-Exit status: 0 all passed, 77 no NVIDIA agent (the reason is printed),
-1 a test or the bench failed, 2 a usage error.
+An AMD-agent test is one meson runs on the KFD emulation (AQL_KFD_SYS in
+its environment) in none of the emulation's own modes (KFD_EMU_ONLY), or
+one tests/hil/suites-amd names; it runs without AQL_KFD_SYS and
+AQL_KFD_EMU_*, so aql opens /dev/kfd, and with AQL_HIL=1.
+
+Exit status: 0 all passed, 77 no NVIDIA (AMD) agent (the reason is
+printed), 1 a test or the bench failed, 2 a usage error.
 """
 
 import json
@@ -50,10 +57,15 @@ def is_emu_path(p):
     return 'cuda_emu' in p
 
 
-def listed_suites():
-    """(names to run, names never to run) from tests/hil/suites."""
+# Per vendor: aql-info's agent kind, the suites file, aql-bench's --agent.
+CUDA = {'kind': 'nvidia', 'name': 'NVIDIA', 'suites': 'suites', 'bench': 'cuda'}
+AMD = {'kind': 'amd', 'name': 'AMD', 'suites': 'suites-amd', 'bench': 'amd'}
+
+
+def listed_suites(name='suites'):
+    """(names to run, names never to run) from tests/hil/NAME."""
     run, skip = set(), set()
-    path = os.path.join(HERE, 'suites')
+    path = os.path.join(HERE, name)
     if os.path.exists(path):
         with open(path) as f:
             for line in f:
@@ -83,18 +95,41 @@ def on_cuda(t, suites):
             any(is_emu_path(v) for v in env.values()))
 
 
+# The KFD emulation's knobs that make a run a test of the emulation
+# itself: its failures, KFD versions and rules, BAR and XNACK settings.
+KFD_EMU_ONLY = ('AQL_KFD_EMU_FAIL', 'AQL_KFD_EMU_VERSION', 'AQL_KFD_EMU_CHECKS',
+                'AQL_KFD_EMU_BAR', 'AQL_KFD_EMU_XNACK')
+
+
+def on_amd(t, suites):
+    run, skip = suites
+    env = t.get('env') or {}
+    if t['name'] in skip:
+        return False
+    if t['name'] in run:
+        return True
+    # An empty model list is the emulation's machine without a GPU.
+    if any(k in env for k in KFD_EMU_ONLY) or env.get('AQL_KFD_EMU_GPUS') == '':
+        return False
+    return 'AQL_KFD_SYS' in env
+
+
+def is_emu_var(k):
+    return k.startswith(('AQL_CUDA_EMU_', 'AQL_KFD_EMU_')) or k == 'AQL_KFD_SYS'
+
+
 def real_env(test_env, libdir):
-    """The test's environment with the emulation taken out."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith('AQL_CUDA_EMU_')}
+    """The test's environment with the emulations taken out."""
+    env = {k: v for k, v in os.environ.items() if not is_emu_var(k)}
     outer = env.get('LD_LIBRARY_PATH', '')
     for k, v in (test_env or {}).items():
-        if not k.startswith('AQL_CUDA_EMU_'):
+        if not is_emu_var(k):
             env[k] = v
     # The test's own library folders, then the caller's: a driver found
     # through LD_LIBRARY_PATH (as in many containers) stays found.
     paths = []
     for p in env.get('LD_LIBRARY_PATH', '').split(':') + outer.split(':'):
-        if p and not is_emu_path(p) and p not in paths:
+        if p and not is_emu_path(p) and 'kfd_emu' not in p and p not in paths:
             paths.append(p)
     if libdir:
         paths.insert(0, libdir)
@@ -111,8 +146,8 @@ def real_env(test_env, libdir):
     return env
 
 
-def probe(info, libdir):
-    """None when an NVIDIA agent opens, else the reason."""
+def probe(info, libdir, target):
+    """None when an agent of target's kind opens, else the reason."""
     try:
         p = subprocess.run([info, '--json'], env=real_env({}, libdir), stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True, timeout=120)
@@ -122,14 +157,18 @@ def probe(info, libdir):
         doc = json.loads(p.stdout)
     except ValueError:
         return 'aql-info --json failed (exit %d): %s' % (p.returncode, p.stderr.strip())
-    gpus = [a for a in doc['agents'] if a['kind'] == 'nvidia']
+    gpus = [a for a in doc['agents'] if a['kind'] == target['kind']]
     for a in gpus:
-        print('hil: GPU %d: %s (%s), driver %s, signals: %s' % (
-            a['index'], a['name'], a['isa'], a['driver_version'], a['signal_path']))
+        if target is CUDA:
+            print('hil: GPU %d: %s (%s), driver %s, signals: %s' % (
+                a['index'], a['name'], a['isa'], a['driver_version'], a['signal_path']))
+        else:
+            print('hil: GPU %d: %s (%s)' % (a['index'], a['name'], a['isa']))
     if gpus:
         return None
-    why = [u for u in doc['unavailable'] if u['kind'] == 'nvidia']
-    return '; '.join('%s: %s' % (u['status'], u['reason']) for u in why) or 'no NVIDIA agent'
+    why = [u for u in doc['unavailable'] if u['kind'] == target['kind']]
+    return ('; '.join('%s: %s' % (u['status'], u['reason']) for u in why) or
+            'no %s agent' % target['name'])
 
 
 def run_one(name, cmd, env, cwd, timeout, logdir):
@@ -156,19 +195,20 @@ def run_one(name, cmd, env, cwd, timeout, logdir):
     return verdict
 
 
-def run(root, tests, logdir, libdir, subst):
-    """Run tests (CUDA-agent tests only) and the bench; root: the build
+def run(root, tests, logdir, libdir, subst, target=CUDA):
+    """Run tests (target's agent tests only) and the bench; root: the build
     directory (its tools/ and tests/ inside)."""
     os.makedirs(logdir, exist_ok=True)
     info = os.path.join(root, 'tools', 'aql-info')
     bench = os.path.join(root, 'tools', 'aql-bench')
-    why = probe(info, libdir)
+    label = 'aql-bench --agent ' + target['bench']
+    why = probe(info, libdir, target)
     if why:
-        print('hil: no NVIDIA agent, nothing run: ' + why)
+        print('hil: no %s agent, nothing run: %s' % (target['name'], why))
         return SKIP
     verdicts = {}
     names = {t['name'] for t in tests}
-    for name in sorted(listed_suites()[0] - names):
+    for name in sorted(listed_suites(target['suites'])[0] - names):
         print('hil: FAIL %-32s not in this build' % name)
         verdicts[name] = 'FAIL'
     for t in tests:
@@ -179,18 +219,17 @@ def run(root, tests, logdir, libdir, subst):
         cwd = subst(t['workdir']) if t.get('workdir') else root
         timeout = max(60, 2 * (t.get('timeout') or 300))
         verdicts[t['name']] = run_one(t['name'], cmd, env, cwd, timeout, logdir)
-    print('hil: aql-bench --agent cuda (output also in %s)' % os.path.join(logdir, 'bench.txt'))
+    print('hil: %s (output also in %s)' % (label, os.path.join(logdir, 'bench.txt')))
     sys.stdout.flush()
     with open(os.path.join(logdir, 'bench.txt'), 'w') as f:
-        p = subprocess.Popen([bench, '--agent', 'cuda'], env=real_env({}, libdir),
+        p = subprocess.Popen([bench, '--agent', target['bench']], env=real_env({}, libdir),
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         for line in p.stdout:
             sys.stdout.write(line)
             f.write(line)
         rc = p.wait()
-    verdicts['aql-bench --agent cuda'] = 'PASS' if rc == 0 else 'FAIL'
-    print('hil: %s aql-bench --agent cuda%s' % (verdicts['aql-bench --agent cuda'],
-                                               '' if rc == 0 else '  (%d)' % rc))
+    verdicts[label] = 'PASS' if rc == 0 else 'FAIL'
+    print('hil: %s %s%s' % (verdicts[label], label, '' if rc == 0 else '  (%d)' % rc))
     count = {v: sum(1 for x in verdicts.values() if x == v) for v in ('PASS', 'FAIL', 'SKIP')}
     print('hil: summary: %d passed, %d failed, %d skipped (of %d)%s' % (
         count['PASS'], count['FAIL'], count['SKIP'], len(verdicts),
@@ -210,6 +249,12 @@ def cmd_run(build):
     build = os.path.abspath(build)
     tests = [t for t in build_tests(build) if on_cuda(t, listed_suites())]
     return run(build, tests, os.path.join(build, 'hil-logs'), None, lambda s: s)
+
+
+def cmd_run_amd(build):
+    build = os.path.abspath(build)
+    tests = [t for t in build_tests(build) if on_amd(t, listed_suites(AMD['suites']))]
+    return run(build, tests, os.path.join(build, 'hil-logs-amd'), None, lambda s: s, AMD)
 
 
 def cmd_run_pack(pack):
@@ -373,6 +418,8 @@ def cmd_pack(out, build):
 def main(argv):
     if len(argv) == 3 and argv[1] == 'run':
         return cmd_run(argv[2])
+    if len(argv) == 3 and argv[1] == 'run-amd':
+        return cmd_run_amd(argv[2])
     if len(argv) == 3 and argv[1] == 'run-pack':
         return cmd_run_pack(argv[2])
     if len(argv) == 4 and argv[1] == 'pack':

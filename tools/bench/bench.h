@@ -47,7 +47,7 @@ struct opts {
 	bool json;
 	bool quick;
 	uint32_t threads;
-	const char *mode;	/* "dispatch", "load", "read", "channel", "cuda" */
+	const char *mode;	/* "dispatch", "load", "read", "channel", "cuda", "amd" */
 	const char *path;	/* the FILE of --load and --read, or NULL */
 };
 
@@ -100,6 +100,9 @@ struct ctx {
 	struct result results[MAX_BENCHES];
 	size_t nresults;
 	void *state;		/* the mode's own, from its setup() */
+	/* Set by a mode's setup: why its goals get no verdict (an emulated
+	 * device), printed in place of ok/MISSED; NULL judges them. */
+	const char *no_verdict;
 };
 
 typedef int (*bench_fn)(struct ctx *ctx, struct result *res);
@@ -145,6 +148,11 @@ int bench_launch_raw(struct ctx *ctx, struct result *res);
 int bench_launch_typed(struct ctx *ctx, struct result *res);
 int bench_launch_overhead(struct ctx *ctx, struct result *res);
 
+/*
+ * dispatch.c: wait for sig < 1 (10 s at most); on a timeout say whether
+ * q stopped or where its indices stand. 0 or -1.
+ */
+int await_done(aql_queue *q, aql_signal *sig, enum aql_wait_hint hint);
 
 #ifdef AQL_BENCH_HSA
 int bench_rtt_spin_hsa(struct ctx *ctx, struct result *res);
@@ -160,6 +168,7 @@ extern const struct mode bench_mode_load;
 extern const struct mode bench_mode_read;
 extern const struct mode bench_mode_channel;
 extern const struct mode bench_mode_cuda;
+extern const struct mode bench_mode_amd;
 
 /*
  * channel.c: the checked message layout that the channel and its DPDK

@@ -145,7 +145,7 @@ static void signals_destroy(aql_signal **sigs, uint32_t n)
  * A timed-out wait means the queue stopped, or a packet was never picked
  * up (read < write) or never signalled (read == write): say which.
  */
-static int await_done(aql_queue *q, aql_signal *sig, enum aql_wait_hint hint)
+int await_done(aql_queue *q, aql_signal *sig, enum aql_wait_hint hint)
 {
 	const char *why = NULL;
 	aql_status st;
@@ -341,12 +341,13 @@ typedef int (*round_fn)(struct tput *t, double *rate);
 static int tput_round_single(struct tput *t, double *rate)
 {
 	aql_signal *sig = t->sigs[0];
+	const aql_packet body = empty_dispatch(t->barrier, NULL), last = empty_dispatch(1, sig);
 	aql_status st;
 	uint64_t t0;
 
 	aql_signal_store(sig, 1, AQL_RELAXED);
 	t0 = now_ns();
-	st = empty_submit_batch(t->q, t->barrier, sig, t->packets);
+	st = submit_batch(t->q, &body, &last, t->packets);
 	if (st != AQL_OK)
 		return fail("aql_queue_submit", st);
 	if (await_done(t->q, sig, TPUT_WAIT_HINT))
@@ -358,10 +359,11 @@ static int tput_round_single(struct tput *t, double *rate)
 static void *mp_submitter(void *arg)
 {
 	struct mp_worker *w = arg;
+	const aql_packet body = empty_dispatch(w->t->barrier, NULL), last = empty_dispatch(1, w->sig);
 
 	pthread_barrier_wait(&w->t->start);
 	w->start_ns = now_ns();
-	w->st = empty_submit_batch(w->t->q, w->t->barrier, w->sig, w->packets);
+	w->st = submit_batch(w->t->q, &body, &last, w->packets);
 	if (w->st != AQL_OK)
 		snprintf(w->msg, sizeof(w->msg), "%s", aql_error_message());
 	return NULL;

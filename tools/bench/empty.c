@@ -40,16 +40,15 @@ aql_packet empty_dispatch(int barrier, aql_signal *completion)
 	return p;
 }
 
-aql_status empty_submit_batch(aql_queue *q, int barrier, aql_signal *done, uint32_t n)
+aql_status submit_batch(aql_queue *q, const aql_packet *body, const aql_packet *last,
+			uint32_t n)
 {
-	const aql_packet body = empty_dispatch(barrier, NULL);
-	const aql_packet last = empty_dispatch(1, done);
 	aql_status st;
 
 	for (uint32_t i = 1; i < n; i++) {
-		st = aql_queue_submit(q, &body);
+		st = aql_queue_submit(q, body);
 		if (st != AQL_OK)
 			return st;
 	}
-	return aql_queue_submit(q, &last);
+	return aql_queue_submit(q, last);
 }

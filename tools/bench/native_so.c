@@ -25,11 +25,12 @@ static uint64_t clock_ns(void)
 
 static int round_of(aql_queue *q, aql_signal *done, uint32_t packets, double *rate)
 {
+	const aql_packet body = empty_dispatch(0, NULL), last = empty_dispatch(1, done);
 	uint64_t t0;
 
 	aql_signal_store(done, 1, AQL_RELAXED);
 	t0 = clock_ns();
-	if (empty_submit_batch(q, 0, done, packets) != AQL_OK ||
+	if (submit_batch(q, &body, &last, packets) != AQL_OK ||
 	    aql_signal_wait(done, AQL_COND_LT, 1, WAIT_TIMEOUT_NS, AQL_WAIT_SPIN_BLOCK,
 			    NULL) != AQL_OK)
 		return -1;

@@ -127,8 +127,8 @@ static void json_goal(const struct ctx *ctx, const struct goal *g)
 	if (g->unit)
 		printf("\"unit\":\"%s\",", g->unit);
 	printf("\"value\":%.4f,\"goal\":%g,\"cmp\":\"%s\",\"met\":%s}\n",
-	       v, g->goal,
-	       g->at_least ? ">=" : "<=", goal_met(g, v) ? "true" : "false");
+	       v, g->goal, g->at_least ? ">=" : "<=",
+	       ctx->no_verdict ? "null" : goal_met(g, v) ? "true" : "false");
 }
 
 void print_json(const struct ctx *ctx, const struct mode *m)
@@ -234,7 +234,7 @@ static void table_goals(const struct ctx *ctx, const struct mode *m)
 		}
 		printf("  %-50s %9s %2s %8s  %s\n", g->label, v,
 		       g->at_least ? ">=" : "<=", gv,
-		       goal_met(g, value) ? "ok" : "MISSED");
+		       ctx->no_verdict ? ctx->no_verdict : goal_met(g, value) ? "ok" : "MISSED");
 	}
 }
 
