@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 """aql-bench --quick measures the empty dispatch through aql's
 libhsa-runtime64.so.1 (tools/bench/hsa.c) beside the native rows: the
-three HSA rows and their goals are reported with measured values, not
+three HSA rows, dispatch_throughput_so (the native peer on the same
+libaql.so) and their goals are reported with measured values, not
 skipped. No figure is judged (the goals are reported, never enforced).
 
 usage: test_bench_hsa.py BENCH LIBHSA
@@ -13,7 +14,8 @@ import os
 import subprocess
 import sys
 
-ROWS = ('dispatch_rtt_spin_hsa', 'dispatch_rtt_block_hsa', 'dispatch_throughput_hsa')
+ROWS = ('dispatch_rtt_spin_hsa', 'dispatch_rtt_block_hsa', 'dispatch_throughput_so',
+        'dispatch_throughput_hsa')
 GOALS = ('ratio_dispatch_rtt_spin_hsa_vs_native', 'ratio_dispatch_rtt_block_hsa_vs_native',
          'ratio_dispatch_throughput_hsa_vs_native')
 
