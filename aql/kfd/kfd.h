@@ -196,10 +196,14 @@ struct kfd_queue_info {
 	size_t eop_bytes, cwsr_bytes;
 	size_t cwsr_per_xcc;		/* ctx_save_restore_size: XCC i's area at i times it */
 	const uint64_t *error_reason;	/* err_payload_addr of the CWSR headers */
+	void *scratch;			/* its scratch VRAM, NULL none yet */
+	size_t scratch_bytes;		/* all XCCs' */
+	const void *scratch_window;	/* the GPU's SET_SCRATCH_BACKING_VA */
 };
 
 /* Fill *out for q, a queue attached to an AMD agent. Thread safe while q
- * lives. */
+ * lives; the scratch members change when a dispatch grows it (read them
+ * once the dispatch finished). */
 void kfd_queue_get_info(const struct aql_queue_impl *q, struct kfd_queue_info *out);
 
 /*
