@@ -18,18 +18,26 @@
  * - a GPU memory fault puts the GPU's queues into their error state; from
  *   KFD 1.13 so does a queue exception written to the CWSR header's
  *   err_payload_addr, whose headers (one per XCC) are checked;
+ * - scratch: a dispatch with private_segment_size is refused by the CP
+ *   (code 1) until the queue has scratch; the watcher grows it (a VRAM BO
+ *   in the scratch window, the amd_queue_t's descriptor and sizes) and
+ *   the CP retries; a bigger need grows it again; the destroy frees it;
  * - with --hsaco (gfx90a, AQL_KFD_EMU_KERNELS naming saxpy's host build):
  *   saxpy loaded on the agent and dispatched with a hand-built packet
  *   (the typed launch needs copies, not built yet), its data and kernarg
- *   block in a host pool open to the agent: the CP runs it, y is right;
+ *   block in a host pool open to the agent: the CP runs it, y is right,
+ *   also after scratch growth;
  * - --expect refused (AQL_KFD_EMU_FAIL=create_queue): a clear error and
  *   nothing left behind; --expect stop (queue_stop:N): a bounded wait
- *   reports the stopped queue, and the destroy gives its packets -1.
+ *   reports the stopped queue, and the destroy gives its packets -1;
+ *   --expect scratch_enomem (a small AQL_KFD_EMU_VRAM): the growth fails,
+ *   the queue's error says how much was asked.
  *
  * With AQL_HIL=1 (tests/hil/run-amd, the kernel's /dev/kfd) only what
- * hardware can show runs: barriers, producers, saxpy on a gfx90a, destroy
- * in flight; the BO and CWSR checks, the refused vendor packet and the
- * injected faults need the emulation's hooks and its CP codes.
+ * hardware can show runs: barriers, producers, saxpy on a gfx90a (with its
+ * scratch growth), destroy in flight; the BO and CWSR checks, the refused
+ * vendor packet, the scratch refusal and the injected faults need the
+ * emulation's hooks and its CP codes.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -334,9 +342,130 @@ static void check_refused_packet(void)
 	aql_signal_destroy(behind);
 }
 
+/* The scratch a dispatch of lane_size private bytes gets (plan §9). */
+static uint64_t scratch_need(uint32_t private_size)
+{
+	return (((uint64_t)private_size + 15) & ~15ull) * 64 * amd->node->cus *
+	       amd->node->max_slots_scratch_cu;
+}
+
+/* The amd_queue_t's scratch fields and the BO behind them, after a
+ * growth for private_size bytes per work-item. */
+static void check_scratch_fields(aql_queue *q, uint32_t private_size)
+{
+	const aql_amd_queue *a = q->amd;
+	struct kfd_queue_info qi = info_of(q);
+	uint64_t lane = ((uint64_t)private_size + 15) & ~15ull, need = scratch_need(private_size);
+	uint64_t per_xcc = need / amd->node->xccs, base = (uint64_t)(uintptr_t)qi.scratch;
+	uint32_t wave_kib = (uint32_t)((lane * 64 + 1023) / 1024);
+	uint64_t waves = per_xcc / (wave_kib * 1024ull);
+
+	if (waves > (uint64_t)amd->node->cus * amd->node->max_slots_scratch_cu)
+		waves = (uint64_t)amd->node->cus * amd->node->max_slots_scratch_cu;
+	CHECK(qi.scratch && qi.scratch_bytes == need, "scratch %p of %zu bytes (want %llu)",
+	      qi.scratch, qi.scratch_bytes, (unsigned long long)need);
+	if (!hil)
+		check_bo(qi.scratch, KFDEMU_VRAM, need, "scratch");
+	CHECK(base % (64 << 10) == 0 && (const uint8_t *)qi.scratch >= (const uint8_t *)qi.scratch_window &&
+	      a->scratch_backing_memory_location ==
+	      (uint64_t)((const uint8_t *)qi.scratch - (const uint8_t *)qi.scratch_window),
+	      "scratch_backing_memory_location 0x%llx", (unsigned long long)a->scratch_backing_memory_location);
+	CHECK(a->scratch_backing_memory_byte_size == per_xcc && a->scratch_wave64_lane_byte_size == lane,
+	      "scratch sizes %llu, %u per lane (want %llu, %llu)",
+	      (unsigned long long)a->scratch_backing_memory_byte_size,
+	      a->scratch_wave64_lane_byte_size, (unsigned long long)per_xcc,
+	      (unsigned long long)lane);
+	CHECK(a->scratch_resource_descriptor[0] == (uint32_t)base &&
+	      a->scratch_resource_descriptor[1] == ((uint32_t)(base >> 32) | 1u << 31) &&
+	      a->scratch_resource_descriptor[2] == per_xcc &&
+	      a->scratch_resource_descriptor[3] == 0x00ea4facu,
+	      "scratch descriptor %08x %08x %08x %08x", a->scratch_resource_descriptor[0],
+	      a->scratch_resource_descriptor[1], a->scratch_resource_descriptor[2],
+	      a->scratch_resource_descriptor[3]);
+	CHECK(a->compute_tmpring_size == ((uint32_t)waves | wave_kib << 12),
+	      "compute_tmpring_size 0x%x (want %llu waves of %u KiB)", a->compute_tmpring_size,
+	      (unsigned long long)waves, wave_kib);
+}
+
+/*
+ * A dispatch that needs scratch, whose code object the CP then refuses
+ * (kernel_object 0: code 8): that code shows the CP retried after the
+ * growth. A second, bigger need grows again; the destroy frees it.
+ */
+static void check_scratch(void)
+{
+	struct kfdemu_stats before = stats();
+	aql_queue *q = queue(64);
+	aql_signal *s = th_signal(1);
+	aql_packet p = { 0 };
+	const char *msg = "";
+	uint64_t end = th_now_ns() + TH_TIMEOUT_NS;
+
+	p.dispatch.header = aql_packet_header(AQL_PACKET_KERNEL_DISPATCH, 1, AQL_FENCE_SYSTEM,
+					      AQL_FENCE_SYSTEM);
+	p.dispatch.setup = 1;
+	p.dispatch.workgroup_size_x = 64;
+	p.dispatch.workgroup_size_y = p.dispatch.workgroup_size_z = 1;
+	p.dispatch.grid_size_x = 256;
+	p.dispatch.grid_size_y = p.dispatch.grid_size_z = 1;
+	p.dispatch.private_segment_size = 40;
+	p.dispatch.completion_signal = aql_signal_handle(s);
+	CHECK(th_submit(q, &p) == AQL_OK, "dispatch needing scratch");
+	CHECK(th_wait_done(s) == -1, "its signal");
+	while (aql_queue_error(q, &msg) == AQL_OK && th_now_ns() < end)
+		th_sleep_ms(1);
+	CHECK(aql_queue_error(q, &msg) == AQL_ERR_QUEUE_ERROR &&
+	      strstr(msg, "(CP code 8)"), "after the growth the CP retried: %s", msg);
+	check_scratch_fields(q, 40);
+	CHECK(stats().bo_bytes[KFDEMU_VRAM] - before.bo_bytes[KFDEMU_VRAM] >= scratch_need(40),
+	      "VRAM in use after the growth");
+	CHECK_OK(aql_queue_destroy(q));
+	CHECK(stats().bos == before.bos && stats().bo_bytes[KFDEMU_VRAM] == before.bo_bytes[KFDEMU_VRAM],
+	      "the scratch BO after the destroy: %u BOs (before %u)", stats().bos, before.bos);
+	aql_signal_destroy(s);
+}
+
 #define SAXPY_N 1000u
 
-/* saxpy (y = a x + y) through the queue, run by the emulated CP. */
+/* saxpy on q with private_size bytes of scratch per work-item asked: y
+ * right afterwards. */
+static void run_saxpy(aql_queue *q, const aql_kernel *k, void *args, const float *x, float *y,
+		      uint32_t private_size)
+{
+	aql_signal *done = th_signal(1);
+	aql_packet p = { 0 };
+	const char *why = "";
+	uint32_t bad = 0;
+
+	for (uint32_t i = 0; i < SAXPY_N; i++)
+		y[i] = 1.0f;
+	p.dispatch.header = aql_packet_header(AQL_PACKET_KERNEL_DISPATCH, 1, AQL_FENCE_SYSTEM,
+					      AQL_FENCE_SYSTEM);
+	p.dispatch.setup = 1;
+	p.dispatch.workgroup_size_x = 64;
+	p.dispatch.workgroup_size_y = p.dispatch.workgroup_size_z = 1;
+	p.dispatch.grid_size_x = SAXPY_N;
+	p.dispatch.grid_size_y = p.dispatch.grid_size_z = 1;
+	p.dispatch.group_segment_size = k->group_segment_size;
+	p.dispatch.private_segment_size = private_size;
+	p.dispatch.kernel_object = k->kernel_object;
+	p.dispatch.kernarg_address = (uintptr_t)args;
+	p.dispatch.completion_signal = aql_signal_handle(done);
+	CHECK(th_submit(q, &p) == AQL_OK, "saxpy dispatch");
+	CHECK(th_wait_done(done) == 0, "saxpy's signal with %u private bytes (queue: %s)",
+	      private_size, (aql_queue_error(q, &why), why));
+	for (uint32_t i = 0; i < SAXPY_N; i++)
+		bad += y[i] != 2.0f * x[i] + 1.0f;
+	CHECK(bad == 0, "%u of %u elements of y wrong (y[1] = %g), %u private bytes", bad, SAXPY_N,
+	      (double)y[1], private_size);
+	aql_signal_destroy(done);
+}
+
+/*
+ * saxpy (y = a x + y) through the queue, run by the emulated CP: as the
+ * kernel asks, then with scratch asked in the packet, which the queue
+ * grows to (the CP checks it before it runs the host build), then more.
+ */
 static void check_dispatch(const char *hsaco)
 {
 	aql_agent *agent = &amd->base;
@@ -347,13 +476,15 @@ static void check_dispatch(const char *hsaco)
 	const aql_kernel *k = NULL;
 	float *x = NULL, *y = NULL, a = 2.0f;
 	unsigned char *args = NULL;
-	aql_signal *done = th_signal(1);
-	aql_queue *q = queue(64);
-	aql_packet p = { 0 };
-	const char *why = "";
-	uint32_t bad = 0;
+	/* the emulation's BO counts; on hardware (AQL_HIL) there are none */
+	struct kfdemu_stats before = { 0 }, grown = { 0 };
+	aql_queue *q;
+	void *first;
 	uint64_t ptr;
 
+	if (!hil)
+		before = stats();
+	q = queue(64);
 	CHECK_OK(aql_code_object_load_file(agent, hsaco, NULL, &co));
 	if (co)
 		CHECK_OK(aql_code_object_kernel(co, "saxpy", &k));
@@ -365,10 +496,8 @@ static void check_dispatch(const char *hsaco)
 	CHECK_OK(aql_mem_alloc(pool, k->kernarg_size, k->kernarg_align, (void **)&args));
 	if (!x || !y || !args)
 		th_stop("no pool memory");
-	for (uint32_t i = 0; i < SAXPY_N; i++) {
+	for (uint32_t i = 0; i < SAXPY_N; i++)
 		x[i] = (float)i;
-		y[i] = 1.0f;
-	}
 	/* saxpy's explicit arguments: a, x, y, n (AMDGPU layout) */
 	memset(args, 0, k->kernarg_size);
 	memcpy(args, &a, 4);
@@ -377,30 +506,38 @@ static void check_dispatch(const char *hsaco)
 	ptr = (uintptr_t)y;
 	memcpy(args + 16, &ptr, 8);
 	memcpy(args + 24, &(uint32_t){ SAXPY_N }, 4);
-	p.dispatch.header = aql_packet_header(AQL_PACKET_KERNEL_DISPATCH, 1, AQL_FENCE_SYSTEM,
-					      AQL_FENCE_SYSTEM);
-	p.dispatch.setup = 1;
-	p.dispatch.workgroup_size_x = 64;
-	p.dispatch.workgroup_size_y = p.dispatch.workgroup_size_z = 1;
-	p.dispatch.grid_size_x = SAXPY_N;
-	p.dispatch.grid_size_y = p.dispatch.grid_size_z = 1;
-	p.dispatch.group_segment_size = k->group_segment_size;
-	p.dispatch.private_segment_size = k->private_segment_size;
-	p.dispatch.kernel_object = k->kernel_object;
-	p.dispatch.kernarg_address = (uintptr_t)args;
-	p.dispatch.completion_signal = aql_signal_handle(done);
-	CHECK(th_submit(q, &p) == AQL_OK, "saxpy dispatch");
-	CHECK(th_wait_done(done) == 0, "saxpy's signal (queue: %s)", (aql_queue_error(q, &why), why));
-	for (uint32_t i = 0; i < SAXPY_N; i++)
-		bad += y[i] != 2.0f * (float)i + 1.0f;
-	CHECK(bad == 0, "%u of %u elements of y wrong (y[1] = %g)", bad, SAXPY_N, (double)y[1]);
+	run_saxpy(q, k, args, x, y, k->private_segment_size);
+	CHECK(info_of(q).scratch == NULL || k->private_segment_size,
+	      "scratch for a kernel without private segment");
+	run_saxpy(q, k, args, x, y, 24);
+	check_scratch_fields(q, 24);
+	first = info_of(q).scratch;
+	/* the same need again: no growth */
+	run_saxpy(q, k, args, x, y, 20);
+	CHECK(info_of(q).scratch == first && q->amd->scratch_wave64_lane_byte_size == 32,
+	      "scratch regrown for a need it met");
+	if (!hil)
+		grown = stats();
+	run_saxpy(q, k, args, x, y, 300);
+	check_scratch_fields(q, 300);
+	/* the first scratch BO gave way to the second */
+	if (!hil)
+		CHECK(stats().bos == grown.bos &&
+		      stats().bo_bytes[KFDEMU_VRAM] - grown.bo_bytes[KFDEMU_VRAM] ==
+		      scratch_need(300) - scratch_need(24),
+		      "BOs after the second growth: %u (%u before)", stats().bos, grown.bos);
 	CHECK_OK(aql_queue_destroy(q));
-	aql_signal_destroy(done);
 	aql_mem_free(args);
 	aql_mem_free(x);
 	aql_mem_free(y);
 	CHECK_OK(aql_mem_pool_destroy(pool));
 	CHECK_OK(aql_code_object_destroy(co));
+	if (!hil)
+		CHECK(stats().bos == before.bos &&
+		      stats().bo_bytes[KFDEMU_VRAM] == before.bo_bytes[KFDEMU_VRAM],
+		      "after the destroys: %u BOs, %llu bytes of VRAM (before %u, %llu)",
+		      stats().bos, (unsigned long long)stats().bo_bytes[KFDEMU_VRAM], before.bos,
+		      (unsigned long long)before.bo_bytes[KFDEMU_VRAM]);
 }
 
 /* A queue stuck on a dependency is destroyed in bounded time. */
@@ -511,6 +648,37 @@ static void expect_stop(void)
 		aql_signal_destroy(s[i]);
 }
 
+/* A small VRAM: the growth fails, and the queue's error says how much. */
+static void expect_scratch_enomem(void)
+{
+	aql_queue *q = queue(64);
+	aql_signal *s = th_signal(1);
+	aql_packet p = { 0 };
+	const char *msg = "";
+	char want[64];
+	uint64_t end = th_now_ns() + TH_TIMEOUT_NS;
+
+	p.dispatch.header = aql_packet_header(AQL_PACKET_KERNEL_DISPATCH, 1, AQL_FENCE_SYSTEM,
+					      AQL_FENCE_SYSTEM);
+	p.dispatch.setup = 1;
+	p.dispatch.workgroup_size_x = p.dispatch.grid_size_x = 64;
+	p.dispatch.workgroup_size_y = p.dispatch.workgroup_size_z = 1;
+	p.dispatch.grid_size_y = p.dispatch.grid_size_z = 1;
+	p.dispatch.private_segment_size = 16;
+	p.dispatch.completion_signal = aql_signal_handle(s);
+	CHECK(th_submit(q, &p) == AQL_OK, "dispatch needing scratch");
+	CHECK(th_wait_done(s) == -1, "its signal");
+	while (aql_queue_error(q, &msg) == AQL_OK && th_now_ns() < end)
+		th_sleep_ms(1);
+	snprintf(want, sizeof(want), "%llu bytes asked", (unsigned long long)scratch_need(16));
+	CHECK(aql_queue_error(q, &msg) == AQL_ERR_NOMEM && strstr(msg, want) &&
+	      strstr(msg, "VRAM exhausted"), "queue error: %s", msg);
+	CHECK(info_of(q).scratch == NULL && q->amd->scratch_backing_memory_byte_size == 0,
+	      "scratch after the failed growth");
+	CHECK_OK(aql_queue_destroy(q));
+	aql_signal_destroy(s);
+}
+
 int main(int argc, char **argv)
 {
 	const char *expect = argc == 3 && !strcmp(argv[1], "--expect") ? argv[2] : "";
@@ -539,13 +707,17 @@ int main(int argc, char **argv)
 		expect_refused();
 	} else if (!strcmp(expect, "stop")) {
 		expect_stop();
+	} else if (!strcmp(expect, "scratch_enomem")) {
+		expect_scratch_enomem();
 	} else {
 		if (!hil)
 			check_create();
 		check_barriers();
 		check_stress();
-		if (!hil)
+		if (!hil) {
 			check_refused_packet();
+			check_scratch();
+		}
 		/* --hsaco names saxpy's gfx90a build. */
 		if (hsaco && strcmp(amd->node->gfx, "gfx90a"))
 			printf("note: no saxpy dispatch: the GPU is a %s\n", amd->node->gfx);

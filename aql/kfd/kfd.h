@@ -136,6 +136,12 @@ void kfd_mem_unregister(aql_agent *agent, void *ptr, size_t size);
 aql_status kfd_code_alloc(aql_agent *agent, enum aql_code_object_kind kind, size_t size,
 			  void **out);
 void kfd_code_free(aql_agent *agent, void *base, size_t size);
+/* Scratch VRAM at the first free, align-aligned place of the window
+ * [base, base + window) the caller reserved (no host mapping); errors as
+ * kfd_mem_alloc. */
+aql_status kfd_scratch_alloc(aql_agent *agent, void *base, size_t window, size_t align,
+			     size_t size, void **out);
+void kfd_scratch_free(aql_agent *agent, void *ptr);
 /* VRAM KFD would still allocate for the agent (AMDKFD_IOC_AVAILABLE_MEMORY,
  * KFD 1.9): 0 with a message where it cannot say. */
 aql_status kfd_mem_available(const struct kfd_agent *a, uint64_t *out);
@@ -190,10 +196,14 @@ struct kfd_queue_info {
 	size_t eop_bytes, cwsr_bytes;
 	size_t cwsr_per_xcc;		/* ctx_save_restore_size: XCC i's area at i times it */
 	const uint64_t *error_reason;	/* err_payload_addr of the CWSR headers */
+	void *scratch;			/* its scratch VRAM, NULL none yet */
+	size_t scratch_bytes;		/* all XCCs' */
+	const void *scratch_window;	/* the GPU's SET_SCRATCH_BACKING_VA */
 };
 
 /* Fill *out for q, a queue attached to an AMD agent. Thread safe while q
- * lives. */
+ * lives; the scratch members change when a dispatch grows it (read them
+ * once the dispatch finished). */
 void kfd_queue_get_info(const struct aql_queue_impl *q, struct kfd_queue_info *out);
 
 /*

@@ -26,7 +26,9 @@
 #include "mem/pages.h"
 #include "util/error.h"
 
-enum bo_kind { BO_AGENT, BO_CODE, BO_USERPTR };
+/* BO_SCRATCH: VRAM inside a queue's scratch window, whose addresses the
+ * caller reserved (queue.c); like USERPTR it owns no range of its own. */
+enum bo_kind { BO_AGENT, BO_CODE, BO_USERPTR, BO_SCRATCH };
 
 struct kfd_bo {
 	uintptr_t start, end;		/* page aligned */
@@ -195,9 +197,16 @@ static int bo_free_handle(const struct kfd_agent *a, uint64_t handle)
 	return a->process->sys->ioctl(a->process->fd, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &f);
 }
 
+/* Whether the BO's address range was reserved by bo_create. */
+static int owns_range(enum bo_kind kind)
+{
+	return kind == BO_AGENT || kind == BO_CODE;
+}
+
 /*
- * Make a BO of size bytes with flags at *va (USERPTR: the host's range),
- * or at a range reserved here (*va == 0), mapped to the GPU and, for
+ * Make a BO of size bytes with flags at va (USERPTR: the host's range;
+ * BO_SCRATCH: the caller's reserved range), or at a range reserved here
+ * (AGENT and CODE, va 0), mapped to the GPU and, for
  * host_prot other than PROT_NONE, to the host; *out is its address.
  * Under bo_lock.
  */
@@ -217,7 +226,7 @@ static aql_status bo_create(const struct kfd_agent *a, struct bo_list *l, enum b
 
 	if ((st = bo_reserve_slot(l)) != AQL_OK)
 		return st;
-	if (!userptr) {
+	if (owns_range(kind)) {
 		/* NORESERVE: the range only holds the address; the BO is
 		 * the memory. */
 		p = sys->mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
@@ -271,7 +280,7 @@ static aql_status bo_create(const struct kfd_agent *a, struct bo_list *l, enum b
 free:
 	bo_free_handle(a, al.handle);
 unreserve:
-	if (!userptr)
+	if (owns_range(kind))
 		sys->munmap((void *)va, size);
 	return st;
 }
@@ -295,7 +304,7 @@ static void bo_destroy(const struct kfd_agent *a, struct bo_list *l, struct kfd_
 			strerror(-r));
 	/* libhsakmt frees a BO before unmapping its pages, so the kernel
 	 * never sees them go while the BO holds them. */
-	if (gone.kind != BO_USERPTR)
+	if (owns_range(gone.kind))
 		sys->munmap((void *)gone.start, gone.end - gone.start);
 }
 
@@ -372,6 +381,48 @@ static void free_kind(aql_agent *agent, enum bo_kind kind, void *ptr, const char
 void kfd_mem_free(aql_agent *agent, void *ptr)
 {
 	free_kind(agent, BO_AGENT, ptr, "agent memory");
+}
+
+/*
+ * Scratch VRAM for a queue: the first gap of size bytes, at align, in the
+ * window [base, base + window) that the caller reserved, found among the
+ * GPU's BOs (every queue of the GPU takes its scratch from one window).
+ */
+aql_status kfd_scratch_alloc(aql_agent *agent, void *base, size_t window, size_t align,
+			     size_t size, void **out)
+{
+	struct kfd_agent *a = agent_of(agent);
+	uintptr_t at = (uintptr_t)base, end = at + window;
+	size_t bytes = page_round(size);
+	struct bo_list *l;
+	aql_status st;
+
+	pthread_mutex_lock(&bo_lock);
+	l = list_of(a);
+	if (!l) {
+		pthread_mutex_unlock(&bo_lock);
+		return AQL_ERR_NOMEM;
+	}
+	for (uint32_t i = bo_after(l, at); i < l->count && l->bos[i].start < end; i++) {
+		if (l->bos[i].start >= at && l->bos[i].start - at >= bytes)
+			break;
+		at = (l->bos[i].end + align - 1) & ~(uintptr_t)(align - 1);
+	}
+	if (bytes < size || at > end || end - at < bytes)
+		st = aql_fail(AQL_ERR_NOMEM, "%s agent %u: no room for %zu bytes of scratch in "
+			      "its %zu-byte scratch window", a->node->gfx, a->info.device_index,
+			      size, window);
+	else
+		st = bo_create(a, l, BO_SCRATCH,
+			       KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE |
+			       KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE, PROT_NONE, at, bytes, out);
+	pthread_mutex_unlock(&bo_lock);
+	return st;
+}
+
+void kfd_scratch_free(aql_agent *agent, void *ptr)
+{
+	free_kind(agent, BO_SCRATCH, ptr, "scratch memory");
 }
 
 /*

@@ -7,11 +7,13 @@
  * area (host memory: the runtime writes its headers) and a
  * queue_inactive_signal, through which the CP reports a packet it refuses.
  * Per GPU, once: the doorbell slice of /dev/kfd mapped, and the scratch
- * backing address given to KFD.
+ * backing window reserved and given to KFD (SET_SCRATCH_BACKING_VA).
  *
- * Scratch: the address is set (SET_SCRATCH_BACKING_VA), but no queue has
- * scratch memory yet: a dispatch that needs private segment memory is
- * refused by the CP with code 1 and reported as the queue's error.
+ * Scratch (plan §9), ROCr's way: a queue starts without it; a dispatch
+ * that needs more private segment memory than the queue has is refused
+ * by the CP with code 1, and the watcher backs a place in the window
+ * with VRAM for every wave the GPU can hold, writes the descriptor and
+ * sizes into the amd_queue_t and stores 0, on which the CP retries.
  *
  * A watcher thread per queue sleeps on the queue_inactive_signal (its KFD
  * event) and looks at the exception payload KFD writes (KFD 1.13+). The
@@ -48,6 +50,11 @@
  * address >> 16 (libhsakmt fmm.c); the reservation holds addresses only. */
 #define SCRATCH_ALIGN ((size_t)64 << 10)
 #define SCRATCH_RESERVE ((size_t)1 << 30)
+/* COMPUTE_TMPRING_SIZE (gfx9): WAVES bits 0-11, WAVESIZE bits 12-24 in
+ * 1 KiB units. */
+#define TMPRING_WAVES_MAX 0xfffu
+#define TMPRING_WAVESIZE_MAX 0x1fffu
+#define TMPRING_UNIT 1024u
 /* A destroy waits for the queue's packets while they make progress, and
  * gives up once none finished for this long (a dependency that never
  * comes). */
@@ -79,6 +86,9 @@ struct kfd_queue {
 	size_t cwsr_bytes, cwsr_per_xcc, eop_bytes;
 	aql_signal *inactive;		/* queue_inactive_signal */
 	uint64_t error_reason;		/* err_payload_addr: KFD ORs exception bits in */
+	uint8_t *scratch_window;	/* the GPU's, SET_SCRATCH_BACKING_VA */
+	void *scratch;			/* this queue's VRAM in it, NULL none */
+	size_t scratch_bytes;
 	pthread_t watcher;
 	uint32_t closing;		/* atomic: the watcher is to return */
 	struct kfd_queue *next;
@@ -87,7 +97,7 @@ struct kfd_queue {
 /* Per GPU node, kept until exit. */
 struct qgpu {
 	uint8_t *doorbells;		/* the slice, mapped at the first queue */
-	int scratch_set;
+	uint8_t *scratch_window;	/* SCRATCH_RESERVE bytes, NULL until set */
 };
 
 static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -184,7 +194,7 @@ static aql_status set_scratch(const struct kfd_agent *a, struct qgpu *g)
 	void *va;
 	int r;
 
-	if (g->scratch_set)
+	if (g->scratch_window)
 		return AQL_OK;
 	st = aql_pages_reserve(SCRATCH_RESERVE, SCRATCH_ALIGN, &va);
 	if (st != AQL_OK)
@@ -196,7 +206,7 @@ static aql_status set_scratch(const struct kfd_agent *a, struct qgpu *g)
 		return aql_fail_errno(AQL_ERR_DEVICE, -r, "%s agent %u: AMDKFD_IOC_SET_SCRATCH_BACKING_VA",
 				      a->node->gfx, a->info.device_index);
 	}
-	g->scratch_set = 1;
+	g->scratch_window = va;
 	return AQL_OK;
 }
 
@@ -247,7 +257,7 @@ static void stop_queue(struct aql_queue_impl *q, aql_status status, const char *
 static const char *cp_code_name(int64_t code)
 {
 	switch (code) {
-	case 1: return "the dispatch needs scratch (private segment) memory, which this agent does not provide yet";
+	case 1: return "the dispatch needs more scratch (private segment) memory";
 	case 2: return "invalid grid or workgroup dimensions";
 	case 4: return "invalid group segment (LDS) size";
 	case 8: return "invalid code object";
@@ -257,6 +267,103 @@ static const char *cp_code_name(int64_t code)
 	case 256: return "unsupported vendor-specific packet";
 	default: return "an unknown CP error";
 	}
+}
+
+/*
+ * The scratch descriptor and sizes of the amd_queue_t for lane bytes per
+ * work-item, as ROCr's AqlQueue::InitScratchSRD fills them for gfx9
+ * (SQ_BUF_RSRC_WORD1/3 bit layout checked against ROCr's registers.h;
+ * the SQ_SEL_*, BUF_*_FORMAT and SQ_RSRC_BUF values, 4/5/6/7, 4, 4 and 0,
+ * are from the same header, not checked on hardware). Sizes are per XCC.
+ */
+static void fill_scratch(struct kfd_queue *k, uint64_t lane, uint32_t wave_kib)
+{
+	aql_amd_queue *amd = k->q->pub.amd;
+	const struct kfd_node *n = k->a->node;
+	uint64_t base = (uint64_t)(uintptr_t)k->scratch;
+	uint64_t per_xcc = k->scratch_bytes / n->xccs;
+	uint64_t waves = per_xcc / ((uint64_t)wave_kib * TMPRING_UNIT);
+	uint64_t slots = (uint64_t)n->cus * n->max_slots_scratch_cu;
+
+	if (waves > slots)
+		waves = slots;
+	if (waves > TMPRING_WAVES_MAX)
+		waves = TMPRING_WAVES_MAX;
+	amd->scratch_resource_descriptor[0] = (uint32_t)base;
+	/* BASE_ADDRESS_HI 0-15, SWIZZLE_ENABLE 31 */
+	amd->scratch_resource_descriptor[1] = (uint32_t)((base >> 32) & 0xffff) | 1u << 31;
+	amd->scratch_resource_descriptor[2] = (uint32_t)per_xcc;	/* NUM_RECORDS */
+	/* DST_SEL_XYZW = X,Y,Z,W; NUM_FORMAT UINT; DATA_FORMAT 32;
+	 * ELEMENT_SIZE 1 (4 bytes); INDEX_STRIDE 3 (64); ADD_TID_ENABLE;
+	 * TYPE 0 (buffer) */
+	amd->scratch_resource_descriptor[3] = 4u | 5u << 3 | 6u << 6 | 7u << 9 | 4u << 12 |
+					      4u << 15 | 1u << 19 | 3u << 21 | 1u << 23;
+	amd->scratch_backing_memory_location = (uint64_t)((uint8_t *)k->scratch - k->scratch_window);
+	amd->compute_tmpring_size = (uint32_t)waves | wave_kib << 12;
+	amd->scratch_backing_memory_byte_size = per_xcc;
+	amd->scratch_wave64_lane_byte_size = (uint32_t)lane;
+}
+
+/*
+ * CP code 1: scratch for the packet the CP stopped at, enough for the
+ * most waves the GPU holds at once, align16(private_segment_size) bytes
+ * per lane of 64 (ROCr's DynamicScratchHandler; plan §9). The old VRAM
+ * goes first, as ROCr releases before it acquires. AQL_OK when the CP may
+ * retry; else the queue's error, with why in msg.
+ */
+static aql_status grow_scratch(struct kfd_queue *k, char *msg, size_t msg_size)
+{
+	aql_amd_queue *amd = k->q->pub.amd;
+	const struct kfd_node *n = k->a->node;
+	uint64_t id = __atomic_load_n(&amd->read_dispatch_id, __ATOMIC_ACQUIRE);
+	const aql_packet *slot = aql_queue_slot(&k->q->pub, id);
+	uint64_t lane, size, wave_kib, have = amd->scratch_wave64_lane_byte_size;
+
+	if (aql_header_type(__atomic_load_n(&slot->header, __ATOMIC_ACQUIRE)) !=
+	    AQL_PACKET_KERNEL_DISPATCH) {
+		snprintf(msg, msg_size, "CP code 1 (scratch) for packet %llu, not a kernel "
+			 "dispatch", (unsigned long long)id);
+		return AQL_ERR_QUEUE_ERROR;
+	}
+	lane = ((uint64_t)slot->dispatch.private_segment_size + 15) & ~15ull;
+	size = lane * 64 * n->cus * n->max_slots_scratch_cu;
+	wave_kib = (lane * 64 + TMPRING_UNIT - 1) / TMPRING_UNIT;
+	/* Refused again with this much there: growing would loop. */
+	if (lane <= have) {
+		snprintf(msg, msg_size, "the command processor refused packet %llu for scratch "
+			 "again, with %llu bytes per lane there (CP code 1)",
+			 (unsigned long long)id, (unsigned long long)have);
+		return AQL_ERR_QUEUE_ERROR;
+	}
+	if (n->gfx_target_version / 10000 != 9) {
+		snprintf(msg, msg_size, "packet %llu needs scratch, built for gfx9 only (CP "
+			 "code 1)", (unsigned long long)id);
+		return AQL_ERR_UNSUPPORTED;
+	}
+	if (!size || wave_kib > TMPRING_WAVESIZE_MAX || size > SCRATCH_RESERVE) {
+		snprintf(msg, msg_size, "packet %llu needs %llu scratch bytes per lane: more "
+			 "than a %zu-byte window holds for %u CUs of %u waves (CP code 1)",
+			 (unsigned long long)id, (unsigned long long)lane, SCRATCH_RESERVE,
+			 n->cus, n->max_slots_scratch_cu);
+		return AQL_ERR_NOMEM;
+	}
+	if (k->scratch) {
+		kfd_scratch_free(&k->a->base, k->scratch);
+		k->scratch = NULL;
+		k->scratch_bytes = 0;
+		amd->scratch_backing_memory_byte_size = 0;
+		amd->scratch_wave64_lane_byte_size = 0;
+	}
+	if (kfd_scratch_alloc(&k->a->base, k->scratch_window, SCRATCH_RESERVE, SCRATCH_ALIGN,
+			      (size_t)size, &k->scratch) != AQL_OK) {
+		snprintf(msg, msg_size, "no scratch for packet %llu: %llu bytes asked (%llu per "
+			 "lane): %s", (unsigned long long)id, (unsigned long long)size,
+			 (unsigned long long)lane, aql_error_message());
+		return AQL_ERR_NOMEM;
+	}
+	k->scratch_bytes = (size_t)size;
+	fill_scratch(k, lane, (uint32_t)wave_kib);
+	return AQL_OK;
 }
 
 static void *watch(void *arg)
@@ -275,6 +382,21 @@ static void *watch(void *arg)
 		 * closing, so a value it stored is never taken for a code. */
 		if (__atomic_load_n(&k->closing, __ATOMIC_ACQUIRE))
 			return NULL;
+		if (code == 1) {
+			char why[200];
+			aql_status st = grow_scratch(k, why, sizeof(why));
+
+			if (st == AQL_OK) {
+				/* After the amd_queue_t's stores: the CP
+				 * reads them once it sees 0. */
+				aql_signal_store(k->inactive, 0, AQL_RELEASE);
+				continue;
+			}
+			snprintf(msg, sizeof(msg), "AMD queue %llu (%s): %s",
+				 (unsigned long long)amd->hsa.id, k->a->node->gfx, why);
+			stop_queue(k->q, st, msg);
+			return NULL;
+		}
 		if (code) {
 			/* The CP waits on the packet for a 0 it never gets:
 			 * the queue stays stopped until its destroy. */
@@ -359,6 +481,8 @@ static void free_parts(struct kfd_queue *k)
 	}
 	if (k->eop)
 		kfd_mem_free(&k->a->base, k->eop);
+	if (k->scratch)
+		kfd_scratch_free(&k->a->base, k->scratch);
 	aql_signal_destroy(k->inactive);
 	kfd_mem_unregister(&k->a->base, queue->amd, aql_page_size());
 	kfd_mem_unregister(&k->a->base, queue->ring, (size_t)queue->size * sizeof(aql_packet));
@@ -375,7 +499,8 @@ static void fill_amd_queue(struct kfd_queue *k)
 	amd->max_wave_id = n->waves_per_cu - 1;
 	amd->group_segment_aperture_base_hi = (uint32_t)(k->a->apertures->lds_base >> 32);
 	amd->private_segment_aperture_base_hi = (uint32_t)(k->a->apertures->scratch_base >> 32);
-	/* No scratch yet: size 0, and COMPUTE_TMPRING_SIZE 0. */
+	/* No scratch until a dispatch needs it (CP code 1): size 0, and
+	 * COMPUTE_TMPRING_SIZE 0. */
 	amd->compute_tmpring_size = 0;
 	amd->scratch_backing_memory_location = 0;
 	amd->scratch_backing_memory_byte_size = 0;
@@ -458,6 +583,8 @@ aql_status kfd_queue_attach(aql_agent *agent, struct aql_queue_impl *q)
 	pthread_mutex_lock(&gpu_lock);
 	g = qgpu_of(a);
 	st = g ? set_scratch(a, g) : AQL_ERR_NOMEM;
+	if (st == AQL_OK)
+		k->scratch_window = g->scratch_window;
 	pthread_mutex_unlock(&gpu_lock);
 	if (st == AQL_OK)
 		st = create(k, &s, &doorbell_offset);
@@ -497,7 +624,9 @@ void kfd_queue_get_info(const struct aql_queue_impl *q, struct kfd_queue_info *o
 					.cwsr = k->cwsr, .eop_bytes = k->eop_bytes,
 					.cwsr_bytes = k->cwsr_bytes,
 					.cwsr_per_xcc = k->cwsr_per_xcc,
-					.error_reason = &k->error_reason };
+					.error_reason = &k->error_reason,
+					.scratch = k->scratch, .scratch_bytes = k->scratch_bytes,
+					.scratch_window = k->scratch_window };
 }
 
 /* Wait while the queue's packets finish; 0 when all did, else 1 (none
