@@ -9,7 +9,8 @@ cd "$(dirname "$0")"
 exec 3>&1 1>&2
 
 # libelf reads code objects; clang/lld/llvm 14 and 16 build the test code
-# objects (16 for V5) and run llvm-readelf for comparison; clang-tools-14
+# objects (16 for V5) and run llvm-readelf for comparison; clang-19 and
+# lld-19 build gfx942 (MI300), which older clangs do not know; clang-tools-14
 # has clang-offload-bundler; libclang-rt-14-dev has libFuzzer; comgr is the
 # optional peer of aql-bench --load; liburing reads files into buffers;
 # spin checks the channel protocol's model (tests/model); zlib and zstd
@@ -19,7 +20,7 @@ exec 3>&1 1>&2
 packages=(gcc meson ninja-build pkg-config libhsa-runtime-dev libelf-dev liburing-dev spin
 	zlib1g-dev libzstd-dev librocrand1 python3-yaml
 	clang-14 lld-14 llvm-14 clang-tools-14 libclang-rt-14-dev
-	clang-16 lld-16 llvm-16 libamd-comgr-dev rocminfo)
+	clang-16 lld-16 llvm-16 libamd-comgr-dev rocminfo clang-19 lld-19)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

@@ -22,7 +22,8 @@
  *   (code 1) until the queue has scratch; the watcher grows it (a VRAM BO
  *   in the scratch window, the amd_queue_t's descriptor and sizes) and
  *   the CP retries; a bigger need grows it again; the destroy frees it;
- * - with --hsaco (gfx90a, AQL_KFD_EMU_KERNELS naming saxpy's host build):
+ * - with --hsaco (saxpy's build for the model, AQL_KFD_EMU_KERNELS naming
+ *   its host build):
  *   saxpy loaded on the agent and dispatched with a hand-built packet
  *   (the typed launch needs copies, not built yet), its data and kernarg
  *   block in a host pool open to the agent: the CP runs it, y is right,
@@ -34,8 +35,8 @@
  *   the queue's error says how much was asked.
  *
  * With AQL_HIL=1 (tests/hil/run-amd, the kernel's /dev/kfd) only what
- * hardware can show runs: barriers, producers, saxpy on a gfx90a (with its
- * scratch growth), destroy in flight; the BO and CWSR checks, the refused
+ * hardware can show runs: barriers, producers, saxpy where --hsaco is for
+ * the GPU (with its scratch growth), destroy in flight; the BO and CWSR checks, the refused
  * vendor packet, the scratch refusal and the injected faults need the
  * emulation's hooks and its CP codes.
  */
@@ -461,6 +462,16 @@ static void run_saxpy(aql_queue *q, const aql_kernel *k, void *args, const float
 	aql_signal_destroy(done);
 }
 
+/* Whether the code object at path loads on the agent (its target fits). */
+static int loads(const char *path)
+{
+	aql_code_object *co = NULL;
+	int ok = aql_code_object_load_file(&amd->base, path, NULL, &co) == AQL_OK;
+
+	aql_code_object_destroy(co);
+	return ok;
+}
+
 /*
  * saxpy (y = a x + y) through the queue, run by the emulated CP: as the
  * kernel asks, then with scratch asked in the packet, which the queue
@@ -718,9 +729,11 @@ int main(int argc, char **argv)
 			check_refused_packet();
 			check_scratch();
 		}
-		/* --hsaco names saxpy's gfx90a build. */
-		if (hsaco && strcmp(amd->node->gfx, "gfx90a"))
-			printf("note: no saxpy dispatch: the GPU is a %s\n", amd->node->gfx);
+		/* --hsaco names saxpy's build for the run's model; on hardware
+		 * the GPU may be another. */
+		if (hsaco && hil && !loads(hsaco))
+			printf("note: no saxpy dispatch: %s is not for this %s\n", hsaco,
+			       amd->node->gfx);
 		else if (hsaco)
 			check_dispatch(hsaco);
 		check_destroy_in_flight();
