@@ -49,9 +49,7 @@ static aql_status check_config(const aql_agent_info *info, const aql_queue_confi
  */
 static size_t ring_bytes(uint32_t size)
 {
-	size_t page = aql_page_size(), bytes = (size_t)size * sizeof(aql_packet);
-
-	return (bytes + page - 1) & ~(page - 1);
+	return aql_page_round((size_t)size * sizeof(aql_packet));
 }
 
 static void free_queue(struct aql_queue_impl *q)

@@ -20,6 +20,7 @@
 #include "aql/queue_impl.h"
 #include "loader/loader_impl.h"
 #include "loader/metadata_impl.h"
+#include "mem/pages.h"
 
 #define ELFOSABI_AMDGPU_HSA 64
 #ifndef EM_AMDGPU
@@ -35,11 +36,6 @@
 #else
 #define HOST_MACHINE EM_NONE
 #endif
-
-static uint64_t page_size(void)
-{
-	return (uint64_t)sysconf(_SC_PAGESIZE);
-}
 
 const struct aql_segment *aql_co_segment(const struct aql_code_object *co,
 					 uint64_t vaddr, uint64_t size)
@@ -233,7 +229,7 @@ static aql_status read_header(struct aql_code_object *co, GElf_Ehdr *eh)
 
 static aql_status read_segments(struct aql_code_object *co, const GElf_Ehdr *eh)
 {
-	uint64_t end = 0, page = page_size();
+	uint64_t end = 0, page = aql_page_size();
 	size_t phnum = eh->e_phnum;
 
 	/* Checked here: libelf quietly reports 0 headers for a bad table. */
@@ -284,7 +280,7 @@ static aql_status read_segments(struct aql_code_object *co, const GElf_Ehdr *eh)
 		return aql_fail(AQL_ERR_INVALID_CODE_OBJECT, "code object: no PT_LOAD segment");
 	co->vaddr_lo = co->segments[0].vaddr & ~(page - 1);
 	co->span = end - co->vaddr_lo;
-	co->alloc_size = (co->span + page - 1) & ~(page - 1);
+	co->alloc_size = aql_page_round(co->span);
 	return AQL_OK;
 }
 
@@ -623,7 +619,7 @@ static int prot_of(uint32_t flags)
  */
 static aql_status protect_host(struct aql_code_object *co)
 {
-	uint64_t page = page_size();
+	uint64_t page = aql_page_size();
 	uint8_t *base = co->info.base;
 
 	for (uint64_t p = 0; p < co->alloc_size; p += page) {

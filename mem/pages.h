@@ -16,6 +16,12 @@
 
 size_t aql_page_size(void);
 
+/* x rounded up to a whole number of pages. */
+static inline size_t aql_page_round(size_t x)
+{
+	return (x + aql_page_size() - 1) & ~(aql_page_size() - 1);
+}
+
 /*
  * Reserve size bytes (a multiple of the page size) of address space
  * aligned to align (a power of two, at least a page), inaccessible until

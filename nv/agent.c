@@ -175,7 +175,7 @@ aql_status nv_host_register(struct nv_agent *a, void *ptr, size_t size)
 {
 	uintptr_t page = aql_page_size();
 	uintptr_t start = (uintptr_t)ptr & ~(page - 1);
-	uintptr_t end = ((uintptr_t)ptr + size + page - 1) & ~(page - 1);
+	uintptr_t end = aql_page_round((uintptr_t)ptr + size);
 	aql_status st;
 
 	if (!size)

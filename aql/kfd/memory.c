@@ -308,16 +308,11 @@ static void bo_destroy(const struct kfd_agent *a, struct bo_list *l, struct kfd_
 		sys->munmap((void *)gone.start, gone.end - gone.start);
 }
 
-static size_t page_round(size_t size)
-{
-	return (size + aql_page_size() - 1) & ~(aql_page_size() - 1);
-}
-
 static aql_status alloc_kind(aql_agent *agent, enum bo_kind kind, uint32_t flags,
 			     int host_prot, size_t size, void **out)
 {
 	struct kfd_agent *a = agent_of(agent);
-	size_t bytes = page_round(size ? size : 1);
+	size_t bytes = aql_page_round(size ? size : 1);
 	struct bo_list *l;
 	aql_status st;
 
@@ -393,7 +388,7 @@ aql_status kfd_scratch_alloc(aql_agent *agent, void *base, size_t window, size_t
 {
 	struct kfd_agent *a = agent_of(agent);
 	uintptr_t at = (uintptr_t)base, end = at + window;
-	size_t bytes = page_round(size);
+	size_t bytes = aql_page_round(size);
 	struct bo_list *l;
 	aql_status st;
 
@@ -448,7 +443,7 @@ aql_status kfd_code_alloc(aql_agent *agent, enum aql_code_object_kind kind, size
 	/* A BO's pages are not known to be cleared: the loader relies on
 	 * zeroes between segments. */
 	if (st == AQL_OK)
-		memset(*out, 0, page_round(size ? size : 1));
+		memset(*out, 0, aql_page_round(size ? size : 1));
 	return st;
 }
 
@@ -467,7 +462,7 @@ aql_status kfd_mem_register(aql_agent *agent, void *ptr, size_t size)
 {
 	struct kfd_agent *a = agent_of(agent);
 	uintptr_t start = (uintptr_t)ptr & ~(aql_page_size() - 1);
-	uintptr_t end = ((uintptr_t)ptr + size + aql_page_size() - 1) & ~(aql_page_size() - 1);
+	uintptr_t end = aql_page_round((uintptr_t)ptr + size);
 	uint32_t flags = KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE |
 			 KFD_IOC_ALLOC_MEM_FLAGS_COHERENT;
 	struct bo_list *l;
@@ -514,7 +509,7 @@ void kfd_mem_unregister(aql_agent *agent, void *ptr, size_t size)
 {
 	struct kfd_agent *a = agent_of(agent);
 	uintptr_t start = (uintptr_t)ptr & ~(aql_page_size() - 1);
-	uintptr_t end = ((uintptr_t)ptr + size + aql_page_size() - 1) & ~(aql_page_size() - 1);
+	uintptr_t end = aql_page_round((uintptr_t)ptr + size);
 	struct bo_list *l;
 	uint32_t i;
 
