@@ -569,8 +569,11 @@ static aql_status keep_symbols(struct aql_code_object *co)
 	if (!copy)
 		return aql_fail(AQL_ERR_NOMEM, "symbol table of %zu bytes",
 				syms + co->strtab_size);
-	memcpy(copy, co->symtab, syms);
-	memcpy(copy + syms, co->strtab, co->strtab_size);
+	/* Either table may be empty (and NULL) in a malformed object. */
+	if (syms)
+		memcpy(copy, co->symtab, syms);
+	if (co->strtab_size)
+		memcpy(copy + syms, co->strtab, co->strtab_size);
 	co->symbol_copy = copy;
 	co->symtab = copy;
 	co->strtab = (const char *)copy + syms;
