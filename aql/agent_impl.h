@@ -61,11 +61,16 @@ struct aql_agent_ops {
 	/* Copy now; returns when the bytes have arrived. */
 	aql_status (*copy)(aql_agent *agent, void *dst, const void *src, size_t size);
 	/*
-	 * Fill packet (all but its header and completion signal) with a copy
-	 * that this agent's queues run in packet order.
+	 * Fill packet, all but its completion signal, with a copy that this
+	 * agent's queues run in packet order; its header is
+	 * aql_timeline_header() of the packet's type. args: agent->copy_args
+	 * bytes of kernarg memory (64-byte aligned) that live as long as the
+	 * packet, NULL where copy_args is 0. Errors: AQL_ERR_INVALID_ARG
+	 * (memory the agent cannot reach), AQL_ERR_UNSUPPORTED (the agent
+	 * cannot copy), each named.
 	 */
-	void (*encode_copy)(aql_agent *agent, aql_packet *packet, void *dst,
-			    const void *src, size_t size);
+	aql_status (*encode_copy)(aql_agent *agent, aql_packet *packet, void *dst,
+				  const void *src, size_t size, void *args);
 	/*
 	 * Make host memory [ptr, ptr + size) reachable by the agent's kernels
 	 * (CUDA: cuMemHostRegister; KFD: a USERPTR mapping), and undo it.
@@ -149,6 +154,9 @@ struct aql_agent {
 	const struct aql_agent_ops *ops;
 	uint32_t queues;	/* attached queues, for aql_agent_destroy() */
 	uint32_t buffers;	/* typed buffers with storage on it, likewise */
+	/* Kernarg bytes each copy packet takes (ops->encode_copy), a multiple
+	 * of 64; 0: none (the copy is an agent dispatch). Set at open. */
+	uint32_t copy_args;
 	int is_default;
 };
 

@@ -33,13 +33,30 @@ aql_status aql_agent_copy(aql_agent *agent, void *dst, const void *src, size_t s
 	return agent->ops->copy(agent, dst, src, size);
 }
 
+aql_status aql_copy_plan_add(struct aql_copy_plan *plan, void *dst, const void *src,
+			     size_t size)
+{
+	aql_agent *agent = plan->agent;
+	aql_status st;
+
+	st = agent->ops->encode_copy(agent, &plan->out[plan->n], dst, src, size,
+				     agent->copy_args ? plan->args : NULL);
+	if (st != AQL_OK)
+		return st;
+	plan->args += agent->copy_args;
+	plan->n++;
+	plan->bytes += size;
+	return AQL_OK;
+}
+
 aql_status aql_queue_copy(aql_queue *queue, void *dst, const void *src, size_t size,
 			  const aql_completion *after, uint32_t n, aql_completion *done)
 {
 	struct aql_queue_impl *q = aql_queue_impl(queue);
 	aql_packet packets[AQL_TIMELINE_MAX_AFTER + 1];
+	struct aql_copy_plan plan = { 0 };
 	struct aql_timeline *t;
-	uint32_t k;
+	void *args = NULL;
 	aql_status st;
 
 	if (!queue || (size && (!dst || !src)) || (n && !after) || n > AQL_TIMELINE_MAX_AFTER)
@@ -50,11 +67,21 @@ aql_status aql_queue_copy(aql_queue *queue, void *dst, const void *src, size_t s
 	if (st != AQL_OK)
 		return st;
 	aql_lock_take(&t->lock);
-	k = aql_timeline_deps(t, after, n, packets);
-	q->agent->ops->encode_copy(q->agent, &packets[k], dst, src, size);
-	packets[k].header = aql_timeline_header(AQL_PACKET_AGENT_DISPATCH);
-	aql_timeline_sign(t, packets, k + 1);
-	st = aql_timeline_emit(t, queue, packets, k + 1, done);
+	if (q->agent->copy_args)
+		st = aql_timeline_kernarg(t, queue, q->agent->copy_args, &args);
+	if (st == AQL_OK) {
+		plan = (struct aql_copy_plan){ .agent = q->agent, .out = packets, .args = args };
+		plan.n = aql_timeline_deps(t, after, n, packets);
+		st = aql_copy_plan_add(&plan, dst, src, size);
+	}
+	if (st == AQL_OK) {
+		aql_timeline_sign(t, packets, plan.n);
+		st = aql_timeline_emit(t, queue, packets, plan.n, done);
+	}
+	if (args && st == AQL_OK)
+		aql_timeline_kernarg_commit(t, t->packets);
+	else if (args)
+		aql_timeline_kernarg_cancel(t);
 	aql_lock_release(&t->lock);
 	return st;
 }

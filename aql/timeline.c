@@ -76,9 +76,16 @@ static aql_status timeline_create(aql_agent *agent, struct aql_timeline **out)
 	st = aql_mem_pool_default(AQL_MEM_FINE_GRAINED, &pool);
 	if (st == AQL_OK)
 		st = aql_mem_alloc(pool, AQL_KERNARG_RING_SIZE, 4096, (void **)&t->ring);
+	/* The agent reads kernargs, and a GPU's copy kernels their arguments,
+	 * from the ring. */
+	if (st == AQL_OK && (st = aql_agent_mem_register(agent, t->ring, AQL_KERNARG_RING_SIZE)) ==
+				    AQL_OK)
+		t->agent = agent;
 	if (st == AQL_OK)
 		st = take_signal(&t->signal);
 	if (st != AQL_OK) {
+		if (t->agent)
+			aql_agent_mem_unregister(agent, t->ring, AQL_KERNARG_RING_SIZE);
 		aql_mem_free(t->ring);
 		free(t->recs);
 		free(t);
@@ -115,6 +122,8 @@ void aql_timeline_free(struct aql_timeline *t)
 	if (!t)
 		return;
 	retire_signal(t->signal);
+	if (t->agent)
+		aql_agent_mem_unregister(t->agent, t->ring, AQL_KERNARG_RING_SIZE);
 	aql_mem_free(t->ring);
 	free(t->recs);
 	free(t);

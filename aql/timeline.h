@@ -47,6 +47,7 @@ struct aql_timeline {
 	struct aql_kernarg_rec *recs;
 	uint32_t rec_first, rec_count, rec_cap;
 	aql_launch_stats stats;
+	aql_agent *agent;	/* the queue's; the ring is registered with it */
 	aql_agent_info info;	/* the queue's agent's, read once */
 };
 
@@ -122,6 +123,23 @@ static inline aql_completion aql_timeline_completion(struct aql_timeline *t, aql
  */
 uint32_t aql_timeline_deps(const struct aql_timeline *t, const aql_completion *after,
 			   uint32_t n, aql_packet *out);
+
+/*
+ * Copy packets being planned: aql_copy_plan_add() encodes one at out[n]
+ * (ops->encode_copy) with its header and, where the agent's copies take
+ * kernarg memory (agent->copy_args), the next copy_args bytes of args.
+ */
+struct aql_copy_plan {
+	aql_agent *agent;
+	aql_packet *out;
+	unsigned char *args;
+	uint32_t n;
+	uint64_t bytes;
+};
+
+/* Errors: those of ops->encode_copy; the plan is unchanged then. */
+aql_status aql_copy_plan_add(struct aql_copy_plan *plan, void *dst, const void *src,
+			     size_t size);
 
 /* The header every timeline packet of type type carries. */
 static inline uint16_t aql_timeline_header(enum aql_packet_type type)

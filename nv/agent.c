@@ -18,6 +18,7 @@
 
 #include <aql/mem.h>
 
+#include "aql/timeline.h"
 #include "loader/nv_impl.h"
 #include "mem/pages.h"
 #include "mem/pool.h"
@@ -375,15 +376,17 @@ static aql_status copy(aql_agent *agent, void *dst, const void *src, size_t size
 	return AQL_OK;
 }
 
-static void encode_copy(aql_agent *agent, aql_packet *packet, void *dst, const void *src,
-			size_t size)
+static aql_status encode_copy(aql_agent *agent, aql_packet *packet, void *dst,
+			      const void *src, size_t size, void *args)
 {
-	(void)agent;
+	(void)agent, (void)args;
 	memset(packet, 0, sizeof(*packet));
+	packet->header = aql_timeline_header(AQL_PACKET_AGENT_DISPATCH);
 	packet->agent.type = NV_FN_COPY;
 	packet->agent.arg[0] = (uint64_t)(uintptr_t)dst;
 	packet->agent.arg[1] = (uint64_t)(uintptr_t)src;
 	packet->agent.arg[2] = size;
+	return AQL_OK;
 }
 
 static const char *kind_name(enum aql_code_object_kind kind)

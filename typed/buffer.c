@@ -141,6 +141,8 @@ aql_status aql_buf_destroy(aql_buf *b)
 	aql_buf_unlock();
 	if (r->agent_mem && !r->unified)
 		aql_agent_mem_free(r->agent, r->agent_mem);
+	if (r->agent && r->agent->copy_args)
+		aql_agent_mem_unregister(r->agent, r->host, bytes_of(r, r->count));
 	if (r->agent)
 		__atomic_fetch_sub(&r->agent->buffers, 1, __ATOMIC_RELEASE);
 	aql_mem_free(r->host);
@@ -351,9 +353,13 @@ aql_status aql_buf_bind(aql_buf *b, aql_agent *agent, void **agent_ptr)
 			/* Read unlocked by aql_launch() to size its packet array. */
 			__atomic_store_n(&r->unified, 1, __ATOMIC_RELAXED);
 		} else {
+			/* An agent whose copies are kernels (copy_args) reads the
+			 * host storage through the GPU's page tables. */
 			st = aql_agent_mem_alloc(agent, bytes_of(r, r->count), &r->agent_mem);
 			if (st == AQL_OK)
 				st = aql_range_add(&r->agent_stale, 0, r->count);
+			if (st == AQL_OK && agent->copy_args)
+				st = aql_agent_mem_register(agent, r->host, bytes_of(r, r->count));
 			if (st != AQL_OK) {
 				aql_agent_mem_free(agent, r->agent_mem);
 				r->agent_mem = NULL;
@@ -367,27 +373,29 @@ aql_status aql_buf_bind(aql_buf *b, aql_agent *agent, void **agent_ptr)
 	return AQL_OK;
 }
 
-uint32_t aql_buf_plan_in(aql_buf *b, aql_agent *agent, aql_packet *out, uint64_t *bytes)
+aql_status aql_buf_plan_in(aql_buf *b, struct aql_copy_plan *plan)
 {
 	struct aql_buf_root *r = b->root;
 	struct aql_range pieces[AQL_BUF_MAX_PIECES];
+	struct aql_copy_plan before = *plan;
 	uint32_t n = aql_range_intersect(&r->agent_stale, b->first, b->first + b->count, pieces,
 					 AQL_BUF_MAX_PIECES);
+	aql_status st = AQL_OK;
 
 	if (n > AQL_BUF_MAX_PIECES) {
 		pieces[0].end = pieces[AQL_BUF_MAX_PIECES - 1].end;
 		n = 1;
 	}
-	for (uint32_t i = 0; i < n; i++) {
+	for (uint32_t i = 0; i < n && st == AQL_OK; i++) {
 		size_t off = bytes_of(r, pieces[i].first);
-		size_t size = bytes_of(r, pieces[i].end - pieces[i].first);
 
-		agent->ops->encode_copy(agent, &out[i], (char *)r->agent_mem + off,
-					(const char *)r->host + off, size);
-		out[i].header = aql_timeline_header(AQL_PACKET_AGENT_DISPATCH);
-		*bytes += size;
+		st = aql_copy_plan_add(plan, (char *)r->agent_mem + off,
+				       (const char *)r->host + off,
+				       bytes_of(r, pieces[i].end - pieces[i].first));
 	}
-	return n;
+	if (st != AQL_OK)
+		*plan = before;
+	return st;
 }
 
 aql_status aql_buf_reserve(aql_buf *b, uint32_t n)
@@ -457,11 +465,10 @@ aql_status aql_buf_to_agent(aql_buf *b, aql_queue *queue, aql_completion *done)
 {
 	struct aql_queue_impl *q = aql_queue_impl(queue);
 	aql_packet packets[AQL_BUF_MAX_PIECES];
+	struct aql_copy_plan plan = { .agent = q->agent, .out = packets };
 	struct aql_timeline *t;
 	aql_completion c = { 0 };
-	uint64_t bytes = 0;
-	uint32_t n = 0;
-	void *agent_ptr;
+	void *args = NULL, *agent_ptr;
 	aql_status st;
 
 	if (!b || !queue)
@@ -470,27 +477,36 @@ aql_status aql_buf_to_agent(aql_buf *b, aql_queue *queue, aql_completion *done)
 	if (st != AQL_OK)
 		return st;
 	aql_lock_take(&t->lock);
+	if (q->agent->copy_args)
+		st = aql_timeline_kernarg(t, queue, AQL_BUF_MAX_PIECES * q->agent->copy_args,
+					  &args);
+	plan.args = args;
 	aql_buf_lock();
 	/* Filling the agent's copy writes it: no unordered reader may overlap. */
-	st = aql_buf_check(b, queue, 1, NULL, 0);
+	if (st == AQL_OK)
+		st = aql_buf_check(b, queue, 1, NULL, 0);
 	if (st == AQL_OK)
 		st = aql_buf_bind(b, q->agent, &agent_ptr);
 	if (st == AQL_OK)
 		st = aql_buf_reserve(b, 1);
 	if (st == AQL_OK)
-		n = aql_buf_plan_in(b, q->agent, packets, &bytes);
-	aql_timeline_sign(t, packets, n);
-	if (n)
-		st = aql_timeline_emit(t, queue, packets, n, &c);
-	if (n && st == AQL_OK) {
-		t->stats.copies_in += n;
-		t->stats.bytes_in += bytes;
+		st = aql_buf_plan_in(b, &plan);
+	aql_timeline_sign(t, packets, plan.n);
+	if (st == AQL_OK && plan.n)
+		st = aql_timeline_emit(t, queue, packets, plan.n, &c);
+	if (st == AQL_OK && plan.n) {
+		t->stats.copies_in += plan.n;
+		t->stats.bytes_in += plan.bytes;
 		aql_buf_mark_current(b);
 		aql_buf_track(b, 1, c, "a copy to the agent");
 	} else if (st == AQL_OK) {
 		/* Nothing to copy; an earlier fill may still be on its way. */
 		c = last_write(b->root, b);
 	}
+	if (args && st == AQL_OK && plan.n)
+		aql_timeline_kernarg_commit(t, t->packets);
+	else if (args)
+		aql_timeline_kernarg_cancel(t);
 	aql_buf_unlock();
 	aql_lock_release(&t->lock);
 	if (st != AQL_OK)

@@ -17,6 +17,8 @@
 
 #include "typed/range.h"
 
+struct aql_copy_plan;
+
 struct aql_buf_access {
 	uint64_t first, end;	/* elements of the root */
 	int write;
@@ -71,12 +73,12 @@ aql_status aql_buf_bind(aql_buf *b, aql_agent *agent, void **agent_ptr);
 #define AQL_BUF_MAX_PIECES 4u
 
 /*
- * Under the lock, after aql_buf_bind(): copy packets (headers set) into
- * out[0..AQL_BUF_MAX_PIECES) for the parts of b's range the agent's copy
- * lacks; more pieces than that become one span from the first to the
- * last. Adds the bytes to *bytes and returns the packet count.
+ * Under the lock, after aql_buf_bind(): add to plan (aql/timeline.h) at
+ * most AQL_BUF_MAX_PIECES copies, for the parts of b's range the agent's
+ * copy lacks; more pieces than that become one span from the first to the
+ * last. Errors: those of aql_copy_plan_add(); nothing is added then.
  */
-uint32_t aql_buf_plan_in(aql_buf *b, aql_agent *agent, aql_packet *out, uint64_t *bytes);
+aql_status aql_buf_plan_in(aql_buf *b, struct aql_copy_plan *plan);
 
 /*
  * Under the lock: room for n more records and for the splits that

@@ -324,18 +324,13 @@ static aql_status lds(const aql_kernel *k, const aql_launch_config *c,
 	return AQL_OK;
 }
 
-static uint32_t plan_out(struct aql_agent *agent, const struct use *u, aql_packet *p,
-			 uint64_t *bytes)
+static aql_status plan_out(const struct use *u, struct aql_copy_plan *plan)
 {
 	const struct aql_buf_root *r = u->buf->root;
 	size_t off = (size_t)u->buf->first * r->type->size;
-	size_t size = (size_t)u->buf->count * r->type->size;
 
-	agent->ops->encode_copy(agent, p, (char *)r->host + off,
-				(const char *)r->agent_mem + off, size);
-	p->header = aql_timeline_header(AQL_PACKET_AGENT_DISPATCH);
-	*bytes += size;
-	return 1;
+	return aql_copy_plan_add(plan, (char *)r->host + off, (const char *)r->agent_mem + off,
+				 (size_t)u->buf->count * r->type->size);
 }
 
 /*
@@ -380,8 +375,12 @@ static aql_status submit(aql_queue *queue, struct aql_timeline *t, const aql_ker
 {
 	aql_dispatch_packet *d = &packets[pre].dispatch;
 	struct aql_queue_impl *q = aql_queue_impl(queue);
-	uint64_t bytes_in = 0, bytes_out = 0;
-	uint32_t np, ndeps, ins, outs = 0;
+	/* Copies' kernarg memory follows the kernel's (aql_launch sized it). */
+	unsigned char *copy_args = (unsigned char *)kernarg +
+				   ((k->kernarg_size + AQL_KERNARG_ALIGN - 1) & ~(AQL_KERNARG_ALIGN - 1));
+	struct aql_copy_plan in = { .agent = q->agent, .out = packets, .args = copy_args };
+	struct aql_copy_plan out;
+	uint32_t np, ndeps, ins;
 	int moving = 0;		/* a buffer has storage of its own on the agent */
 	aql_completion fin;
 	aql_status st;
@@ -396,16 +395,16 @@ static aql_status submit(aql_queue *queue, struct aql_timeline *t, const aql_ker
 			return st;
 		moving |= !uses[i].buf->root->unified;
 	}
-	np = ndeps = c->after_count ? aql_timeline_deps(t, c->after, c->after_count, packets) : 0;
+	in.n = ndeps = c->after_count ? aql_timeline_deps(t, c->after, c->after_count, packets) : 0;
 	for (uint32_t i = 0; moving && i < nuses; i++) {
-		uint32_t copies = 0;
+		uint32_t before = in.n;
 
-		if (uses[i].copy_in && uses[i].first_use && !uses[i].buf->root->unified)
-			copies = aql_buf_plan_in(uses[i].buf, q->agent, &packets[np], &bytes_in);
-		uses[i].filled = copies != 0;
-		np += copies;
+		if (uses[i].copy_in && uses[i].first_use && !uses[i].buf->root->unified &&
+		    (st = aql_buf_plan_in(uses[i].buf, &in)) != AQL_OK)
+			return st;
+		uses[i].filled = in.n != before;
 	}
-	ins = np;
+	np = ins = in.n;
 	if (ins != pre) {
 		memmove(&packets[pre - ins], packets, ins * sizeof(*packets));
 		packets += pre - ins;
@@ -414,10 +413,12 @@ static aql_status submit(aql_queue *queue, struct aql_timeline *t, const aql_ker
 	d->kernel_object = k->kernel_object;
 	d->kernarg_address = (uint64_t)(uintptr_t)kernarg;
 	np++;
+	out = (struct aql_copy_plan){ .agent = q->agent, .out = &packets[np], .args = in.args };
 	for (uint32_t i = 0; moving && i < nuses; i++)
-		if (uses[i].copy_out && uses[i].first_use && !uses[i].buf->root->unified)
-			outs += plan_out(q->agent, &uses[i], &packets[np + outs], &bytes_out);
-	np += outs;
+		if (uses[i].copy_out && uses[i].first_use && !uses[i].buf->root->unified &&
+		    (st = plan_out(&uses[i], &out)) != AQL_OK)
+			return st;
+	np += out.n;
 	if (np > queue->size)
 		return aql_fail(AQL_ERR_INVALID_ARG,
 				"kernel '%s': the launch needs %u packets; the queue holds %u",
@@ -437,9 +438,9 @@ static aql_status submit(aql_queue *queue, struct aql_timeline *t, const aql_ker
 	}
 	t->stats.launches++;
 	t->stats.copies_in += ins - ndeps;
-	t->stats.copies_out += outs;
-	t->stats.bytes_in += bytes_in;
-	t->stats.bytes_out += bytes_out;
+	t->stats.copies_out += out.n;
+	t->stats.bytes_in += in.bytes;
+	t->stats.bytes_out += out.bytes;
 	if (done)
 		*done = fin;
 	return AQL_OK;
@@ -453,6 +454,8 @@ aql_status aql_launch(aql_queue *queue, const aql_kernel *kernel,
 	aql_packet stack[STACK_PACKETS], *packets = stack;
 	struct aql_timeline *t;
 	uint32_t nuses = 0, pre, most;
+	aql_agent *agent;
+	size_t kernarg_size;
 	void *kernarg;
 	aql_status st;
 
@@ -470,7 +473,8 @@ aql_status aql_launch(aql_queue *queue, const aql_kernel *kernel,
 		return aql_fail(AQL_ERR_INVALID_ARG,
 				"kernel '%s': %u dependencies; a launch takes at most %u",
 				kernel->name, config->after_count, AQL_TIMELINE_MAX_AFTER);
-	st = check_args(kernel, args, n, aql_queue_impl(queue)->agent, uses, &nuses);
+	agent = aql_queue_impl(queue)->agent;
+	st = check_args(kernel, args, n, agent, uses, &nuses);
 	if (st != AQL_OK)
 		return st;
 	st = aql_timeline_get(queue, &t);
@@ -480,11 +484,17 @@ aql_status aql_launch(aql_queue *queue, const aql_kernel *kernel,
 	 * counts as separate. */
 	pre = config->after_count;
 	most = pre + 1;
+	kernarg_size = kernel->kernarg_size;
 	for (uint32_t i = 0; i < nuses; i++)
 		if (!__atomic_load_n(&uses[i].buf->root->unified, __ATOMIC_RELAXED)) {
 			pre += AQL_BUF_MAX_PIECES;
 			most += AQL_BUF_MAX_PIECES + 1;
 		}
+	/* Room after the kernel's segment for the copies' arguments, where
+	 * the agent's copies take some (submit()). */
+	if (most > config->after_count + 1 && agent->copy_args)
+		kernarg_size = ((kernarg_size + AQL_KERNARG_ALIGN - 1) & ~(AQL_KERNARG_ALIGN - 1)) +
+			       (size_t)(most - config->after_count - 1) * agent->copy_args;
 	if (most > STACK_PACKETS && !(packets = malloc(most * sizeof(*packets))))
 		return aql_fail(AQL_ERR_NOMEM, "kernel '%s': %u packets: out of memory",
 				kernel->name, most);
@@ -499,7 +509,7 @@ aql_status aql_launch(aql_queue *queue, const aql_kernel *kernel,
 	}
 	aql_lock_take(&t->lock);
 	/* Taken before the buffer lock: it may wait for older launches. */
-	st = aql_timeline_kernarg(t, queue, kernel->kernarg_size, &kernarg);
+	st = aql_timeline_kernarg(t, queue, kernarg_size, &kernarg);
 	if (st == AQL_OK) {
 		if (nuses)
 			aql_buf_lock();

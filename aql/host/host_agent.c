@@ -31,6 +31,7 @@
 #include <aql/mem.h>
 
 #include "aql/agent_impl.h"
+#include "aql/timeline.h"
 #include "util/clock.h"
 #include "util/error.h"
 #include "aql/queue_impl.h"
@@ -582,15 +583,17 @@ static aql_status copy(aql_agent *agent, void *dst, const void *src, size_t size
 
 /* A copy is an agent dispatch of a reserved type that the processor runs
  * itself, so that it keeps its place among the queue's packets. */
-static void encode_copy(aql_agent *agent, aql_packet *packet, void *dst, const void *src,
-			size_t size)
+static aql_status encode_copy(aql_agent *agent, aql_packet *packet, void *dst,
+			      const void *src, size_t size, void *args)
 {
-	(void)agent;
+	(void)agent, (void)args;
 	memset(packet, 0, sizeof(*packet));
+	packet->header = aql_timeline_header(AQL_PACKET_AGENT_DISPATCH);
 	packet->agent.type = FN_COPY;
 	packet->agent.arg[0] = (uint64_t)(uintptr_t)dst;
 	packet->agent.arg[1] = (uint64_t)(uintptr_t)src;
 	packet->agent.arg[2] = size;
+	return AQL_OK;
 }
 
 /* What the CPU agent lends to kernels in host code objects. */

@@ -337,30 +337,12 @@ static void get_info(aql_agent *agent, aql_agent_info *info)
 /* The GPU's render node and VM stay with the process (struct kfd_gpu). */
 static void destroy(aql_agent *agent)
 {
+	kfd_copy_close(agent_of(agent));
 	free(agent_of(agent));
 }
 
-static aql_status not_yet(aql_agent *agent, const char *what)
-{
-	const aql_agent_info *in = &agent_of(agent)->info;
-
-	return aql_fail(AQL_ERR_UNSUPPORTED,
-			"AMD agent %u (%s): %s is not built yet (issue 13: a later step "
-			"brings copies)", in->device_index, in->name, what);
-}
-
-static aql_status copy(aql_agent *agent, void *dst, const void *src, size_t size)
-{
-	(void)dst, (void)src, (void)size;
-	return not_yet(agent, "copying");
-}
-
-/*
- * What the core calls only after a success of copy (encode_copy) stays
- * NULL: nothing can reach it yet. code_protect too:
- * the loader protects host code only, and the GPU's code stays readable
- * and writable for the host as on ROCr.
- */
+/* code_protect stays NULL: the loader protects host code only, and the
+ * GPU's code stays readable and writable for the host as on ROCr. */
 static const struct aql_agent_ops kfd_agent_ops = {
 	.get_info = get_info,
 	.destroy = destroy,
@@ -370,7 +352,8 @@ static const struct aql_agent_ops kfd_agent_ops = {
 	.code_free = kfd_code_free,
 	.mem_alloc = kfd_mem_alloc,
 	.mem_free = kfd_mem_free,
-	.copy = copy,
+	.copy = kfd_copy,
+	.encode_copy = kfd_encode_copy,
 	.mem_register = kfd_mem_register,
 	.mem_unregister = kfd_mem_unregister,
 };
@@ -404,6 +387,7 @@ static aql_status open_agent(uint32_t index, aql_agent **out)
 		free(a);
 		return st;
 	}
+	kfd_copy_open(a);
 	*out = &a->base;
 	return AQL_OK;
 }

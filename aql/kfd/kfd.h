@@ -8,10 +8,12 @@
 #ifndef AQL_KFD_H
 #define AQL_KFD_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <aql/agent.h>
 #include <aql/code_object.h>
+#include <aql/queue.h>
 #include "aql/agent_impl.h"
 #include <aql/target.h>
 #include "aql/kfd/sys.h"
@@ -118,6 +120,14 @@ struct kfd_agent {
 	int render_fd;			/* the node's, acquired as its VM */
 	/* the process's apertures on the node (GET_PROCESS_APERTURES_NEW) */
 	const struct kfd_process_device_apertures *apertures;
+	/* Copies (copy.c): the copy kernel, or why there is none; the queue
+	 * and staging buffer of aql_agent_copy(), made at its first need. */
+	aql_code_object *blit_object;
+	const aql_kernel *blit;
+	char no_blit[160];
+	pthread_mutex_t copy_lock;
+	aql_queue *copy_queue;
+	void *staging;
 };
 
 /*
@@ -145,6 +155,33 @@ void kfd_scratch_free(aql_agent *agent, void *ptr);
 /* VRAM KFD would still allocate for the agent (AMDKFD_IOC_AVAILABLE_MEMORY,
  * KFD 1.9): 0 with a message where it cannot say. */
 aql_status kfd_mem_available(const struct kfd_agent *a, uint64_t *out);
+/* How a's GPU reaches a range of memory (kfd_mem_reach). */
+enum kfd_reach {
+	KFD_REACH_NONE,		/* host memory not registered with the GPU */
+	KFD_REACH_HOST,		/* a BO the host maps too: GTT, USERPTR, code */
+	KFD_REACH_DEVICE,	/* VRAM without a host mapping */
+	KFD_REACH_OTHER_GPU,	/* VRAM of another GPU */
+};
+
+/* How a's GPU reaches [ptr, ptr + size): all of it within its BOs, else
+ * KFD_REACH_NONE (or KFD_REACH_OTHER_GPU); DEVICE where any of it is.
+ * Thread safe. */
+enum kfd_reach kfd_mem_reach(const struct kfd_agent *a, const void *ptr, size_t size);
+
+/*
+ * Copies (copy.c): a dispatch of the copy kernel (blit.c) that libaql
+ * embeds per processor. kfd_copy_open loads it for a at open; without it
+ * (no build for the processor, a failed load: a->no_blit says which) the
+ * agent opens and refuses copies. kfd_copy_close frees what copies made.
+ * kfd_encode_copy and kfd_copy are the ops of struct aql_agent_ops by
+ * those names. Thread safe.
+ */
+void kfd_copy_open(struct kfd_agent *a);
+void kfd_copy_close(struct kfd_agent *a);
+aql_status kfd_encode_copy(aql_agent *agent, aql_packet *packet, void *dst, const void *src,
+			   size_t size, void *args);
+aql_status kfd_copy(aql_agent *agent, void *dst, const void *src, size_t size);
+
 /*
  * A GTT BO of size bytes on a's GPU for the runtime itself, at one
  * address for the host and the GPU, never freed; *handle is its KFD

@@ -35,6 +35,8 @@ struct kfd_bo {
 	uint64_t handle;
 	uint64_t mmap_offset;		/* the render node's, for VRAM and GTT */
 	enum bo_kind kind;
+	uint32_t host;			/* 1: the host reaches it too */
+	uint32_t refs;			/* USERPTR: registrations covering it */
 };
 
 /* A GPU's BOs, in address order, none overlapping. */
@@ -274,6 +276,8 @@ static aql_status bo_create(const struct kfd_agent *a, struct bo_list *l, enum b
 	b.end = va + size;
 	b.handle = al.handle;
 	b.mmap_offset = al.mmap_offset;
+	b.host = userptr || host_prot != PROT_NONE;
+	b.refs = 1;
 	bo_insert(l, &b);
 	*out = (void *)va;
 	return AQL_OK;
@@ -453,15 +457,30 @@ void kfd_code_free(aql_agent *agent, void *base, size_t size)
 	free_kind(agent, BO_CODE, base, "code memory");
 }
 
+/* Drop one registration of the USERPTR BOs that meet [start, end), and
+ * free those it was the last of. Under bo_lock. */
+static void unref_range(const struct kfd_agent *a, struct bo_list *l, uintptr_t start,
+			uintptr_t end)
+{
+	for (uint32_t i = bo_after(l, start); i < l->count && l->bos[i].start < end;) {
+		if (l->bos[i].kind == BO_USERPTR && --l->bos[i].refs == 0)
+			bo_destroy(a, l, &l->bos[i]);
+		else
+			i++;
+	}
+}
+
 /*
  * Host memory becomes a USERPTR BO per page-rounded gap between the GPU's
- * registered ranges, so a page is registered once however many pools or
- * signals share it. Agent or code memory is not host memory: refused.
+ * registered ranges, so a page is registered once however many pools,
+ * signals or typed buffers share it; each BO counts the registrations that
+ * cover it, and the last one to go frees it. Agent or code memory is not
+ * host memory: refused.
  */
 aql_status kfd_mem_register(aql_agent *agent, void *ptr, size_t size)
 {
 	struct kfd_agent *a = agent_of(agent);
-	uintptr_t start = (uintptr_t)ptr & ~(aql_page_size() - 1);
+	uintptr_t first = (uintptr_t)ptr & ~(aql_page_size() - 1), start = first;
 	uintptr_t end = aql_page_round((uintptr_t)ptr + size);
 	uint32_t flags = KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE |
 			 KFD_IOC_ALLOC_MEM_FLAGS_COHERENT;
@@ -491,36 +510,66 @@ aql_status kfd_mem_register(aql_agent *agent, void *ptr, size_t size)
 
 		i = bo_after(l, start);
 		if (i < l->count && l->bos[i].start <= start) {
+			l->bos[i].refs++;
 			start = l->bos[i].end;
 			continue;
 		}
 		if (i < l->count && l->bos[i].start < end)
 			gap_end = l->bos[i].start;
 		st = bo_create(a, l, BO_USERPTR, flags, PROT_NONE, start, gap_end - start, &got);
-		start = gap_end;
+		if (st == AQL_OK)
+			start = gap_end;
 	}
+	/* Nothing half done: what this call counted or made goes again. */
+	if (st != AQL_OK && l && start > first)
+		unref_range(a, l, first, start);
 	pthread_mutex_unlock(&bo_lock);
 	return st;
 }
 
-/* Unregister the ranges that lie inside the page-rounded [ptr, ptr + size),
- * as aql/pool_agents.c gives back what it registered. */
+/* Give back one registration of the page-rounded [ptr, ptr + size), as
+ * aql/pool_agents.c and typed buffers give back what they registered. */
 void kfd_mem_unregister(aql_agent *agent, void *ptr, size_t size)
 {
 	struct kfd_agent *a = agent_of(agent);
-	uintptr_t start = (uintptr_t)ptr & ~(aql_page_size() - 1);
-	uintptr_t end = aql_page_round((uintptr_t)ptr + size);
 	struct bo_list *l;
-	uint32_t i;
 
 	pthread_mutex_lock(&bo_lock);
 	l = list_of(a);
-	for (i = l ? bo_after(l, start) : 0; l && i < l->count && l->bos[i].start < end;) {
-		if (l->bos[i].kind == BO_USERPTR && l->bos[i].start >= start &&
-		    l->bos[i].end <= end)
-			bo_destroy(a, l, &l->bos[i]);
-		else
-			i++;
+	if (l)
+		unref_range(a, l, (uintptr_t)ptr & ~(aql_page_size() - 1),
+			    aql_page_round((uintptr_t)ptr + size));
+	pthread_mutex_unlock(&bo_lock);
+}
+
+enum kfd_reach kfd_mem_reach(const struct kfd_agent *a, const void *ptr, size_t size)
+{
+	const struct kfd_topology *topo = &a->process->topo;
+	uintptr_t p = (uintptr_t)ptr, end = p + (size ? size : 1);
+	enum kfd_reach reach = KFD_REACH_NONE;
+	struct bo_list *l;
+
+	pthread_mutex_lock(&bo_lock);
+	l = list_of(a);
+	for (uint32_t i = l ? bo_after(l, p) : 0; l && i < l->count && l->bos[i].start <= p; i++) {
+		/* Adjacent BOs may share a range (registered gaps). */
+		if (reach == KFD_REACH_NONE || !l->bos[i].host)
+			reach = l->bos[i].host ? KFD_REACH_HOST : KFD_REACH_DEVICE;
+		p = l->bos[i].end;
+		if (p >= end)
+			break;
+	}
+	if (p < end)
+		reach = KFD_REACH_NONE;
+	/* Another GPU's memory: the host may not touch it either. */
+	for (uint32_t g = 0; reach == KFD_REACH_NONE && lists && g < topo->count; g++) {
+		struct bo_list *o = &lists[g];
+		uint32_t i = bo_after(o, (uintptr_t)ptr);
+
+		if (o != l && i < o->count && !o->bos[i].host &&
+		    o->bos[i].start < (uintptr_t)ptr + (size ? size : 1))
+			reach = KFD_REACH_OTHER_GPU;
 	}
 	pthread_mutex_unlock(&bo_lock);
+	return reach;
 }

@@ -145,6 +145,12 @@ void *emu_memory_gpu_begin(const struct emu_gpu *gpu, uint64_t addr, uint64_t si
 void *emu_memory_gpu_begin_bo(const struct emu_gpu *gpu, uint64_t addr, uint64_t size,
 			      struct kfdemu_bo *out);
 void emu_memory_gpu_end(void);
+/*
+ * Around a host build's run: VRAM without CPU access is mapped at its
+ * addresses from the first open to the last close (memory.c says why).
+ */
+void emu_memory_window_open(void);
+void emu_memory_window_close(void);
 
 /* kfd_priv.h: what a /dev/kfd mmap offset maps, in its top two bits. */
 #define KFD_MMAP_TYPE_MASK (3ull << 62)

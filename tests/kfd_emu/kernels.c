@@ -15,10 +15,8 @@
  *
  * The host kernel reaches buffers at their GPU addresses, which aql makes
  * the host's: USERPTR memory, and GTT or public VRAM the agent mapped at
- * its VA. VRAM without CPU access has no host mapping, so a host build
- * cannot reach it (the emulation does not map it for the kernel: the VA
- * may be the agent's reservation or nothing, and a MAP_FIXED over it
- * could not tell).
+ * its VA, and VRAM without CPU access, which the emulation maps over the
+ * agent's reservation for the length of the run (memory.c).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -399,15 +397,18 @@ int emu_kernel_dispatch(const struct emu_cp_queue *q, const aql_dispatch_packet 
 				      AQL_FENCE_SYSTEM);
 	memcpy(&raw, &hp, sizeof(hp));
 	pthread_mutex_lock(&host.lock);
+	emu_memory_window_open();
 	aql_signal_store(host.done, 1, AQL_RELAXED);
 	if (aql_queue_submit(host.queue, &raw) != AQL_OK ||
 	    aql_signal_wait(host.done, AQL_COND_LT, 1, AQL_TIMEOUT_INFINITE, AQL_WAIT_SPIN_BLOCK,
 			    &v) != AQL_OK || v < 0) {
+		emu_memory_window_close();
 		pthread_mutex_unlock(&host.lock);
 		free(args);
 		return fail(why, why_size, 8, "the host build of %s failed: %s", name,
 			    aql_error_message());
 	}
+	emu_memory_window_close();
 	pthread_mutex_unlock(&host.lock);
 	free(args);
 	return 0;

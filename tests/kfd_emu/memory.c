@@ -48,6 +48,10 @@ struct bo {
 	uint32_t queue_refs[EMU_MAX_GPUS];
 	int memfd;			/* VRAM, GTT: the backing; else -1 */
 	void *data;			/* the emulation's own mapping of memfd */
+	/* VRAM without CPU access (window_open): 1 while mapped at va for
+	 * host builds; checked: va was looked at, reserved: the host holds
+	 * va .. va + bytes as one PROT_NONE reservation */
+	int windowed, checked, reserved;
 };
 
 static struct {
@@ -60,8 +64,90 @@ static struct {
 /* Held for writing around every change of mem.bos, for reading by the CPs. */
 static pthread_rwlock_t table_lock = PTHREAD_RWLOCK_INITIALIZER;
 
+/*
+ * Host builds of kernels reach memory at its GPU address, which aql makes
+ * the host's own. VRAM without CPU access has none: there the agent holds
+ * a PROT_NONE reservation. While any dispatch runs (emu_memory_window_open
+ * to _close), each such BO is mapped over its reservation from its memfd,
+ * and the reservation put back after, so that outside kernels the host
+ * still faults on VRAM as on a GPU with a small BAR. window_lock comes
+ * before table_lock.
+ */
+static pthread_mutex_t window_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned window_users;
+
+/* Whether [va, va + bytes) lies in one PROT_NONE private mapping of the
+ * host: the agent's reservation, which a fixed mapping may replace. */
+static int reserved_at(uint64_t va, uint64_t bytes)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	unsigned long long lo, hi;
+	char perms[8], line[512];
+	int ok = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llx-%llx %7s", &lo, &hi, perms) == 3 && lo <= va && va < hi) {
+			ok = va + bytes <= hi && strcmp(perms, "---p") == 0;
+			break;
+		}
+	if (f)
+		fclose(f);
+	return ok;
+}
+
+static void window_put_back(struct bo *b)
+{
+	if (mmap((void *)(uintptr_t)b->va, b->bytes, PROT_NONE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) == MAP_FAILED)
+		fprintf(stderr, "kfd-emu: putting back the reservation of VRAM at 0x%llx: %s\n",
+			(unsigned long long)b->va, strerror(errno));
+	b->windowed = 0;
+}
+
+void emu_memory_window_open(void)
+{
+	pthread_mutex_lock(&window_lock);
+	window_users++;
+	pthread_rwlock_rdlock(&table_lock);
+	for (int i = 0; i < MAX_BOS; i++) {
+		struct bo *b = &mem.bos[i];
+
+		if (!b->used || b->windowed || !b->mapped || b->domain != KFDEMU_VRAM ||
+		    (b->flags & KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC))
+			continue;
+		if (!b->checked) {
+			b->checked = 1;
+			b->reserved = reserved_at(b->va, b->bytes);
+			if (!b->reserved)
+				fprintf(stderr, "kfd-emu: VRAM at 0x%llx (%llu bytes) has no host "
+					"reservation at its address: host builds cannot reach it\n",
+					(unsigned long long)b->va, (unsigned long long)b->bytes);
+		}
+		if (b->reserved && mmap((void *)(uintptr_t)b->va, b->bytes, PROT_READ | PROT_WRITE,
+					MAP_SHARED | MAP_FIXED, b->memfd, 0) != MAP_FAILED)
+			b->windowed = 1;
+	}
+	pthread_rwlock_unlock(&table_lock);
+	pthread_mutex_unlock(&window_lock);
+}
+
+void emu_memory_window_close(void)
+{
+	pthread_mutex_lock(&window_lock);
+	if (--window_users == 0) {
+		pthread_rwlock_rdlock(&table_lock);
+		for (int i = 0; i < MAX_BOS; i++)
+			if (mem.bos[i].used && mem.bos[i].windowed)
+				window_put_back(&mem.bos[i]);
+		pthread_rwlock_unlock(&table_lock);
+	}
+	pthread_mutex_unlock(&window_lock);
+}
+
 static void bo_drop(struct bo *b)
 {
+	if (b->windowed)
+		window_put_back(b);
 	if (b->data)
 		munmap(b->data, b->bytes);
 	if (b->memfd >= 0)
@@ -80,6 +166,7 @@ void emu_memory_reset(void)
 		if (mem.bos[i].used)
 			bo_drop(&mem.bos[i]);
 	memset(&mem, 0, sizeof(mem));
+	window_users = 0;
 	mem.next_offset = FAKE_OFFSET_START;
 	pthread_rwlock_unlock(&table_lock);
 }
@@ -303,9 +390,11 @@ int emu_free_memory_of_gpu(void *data)
 	/* amdgpu_amdkfd_gpuvm_free_memory_of_gpu: "is still mapped" */
 	if (b->mapped)
 		return -EBUSY;
+	pthread_mutex_lock(&window_lock);
 	pthread_rwlock_wrlock(&table_lock);
 	bo_drop(b);
 	pthread_rwlock_unlock(&table_lock);
+	pthread_mutex_unlock(&window_lock);
 	return 0;
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 # embed.py IN OUT NAME: write a C file defining NAME[] (IN's bytes) and
-# NAME_size, so that aql-bench carries the code objects it launches.
+# NAME_size: how libaql carries the AMD agent's copy kernel and aql-bench
+# the code objects it launches.
 import sys
 
 data = open(sys.argv[1], 'rb').read()
