@@ -91,20 +91,25 @@ static pthread_once_t test_agent_once = PTHREAD_ONCE_INIT;
 static void open_test_agent(void)
 {
 	const char *want = getenv("AQL_TEST_AGENT");
+	enum aql_agent_kind kind;
 
 	if (!want || !*want || strcmp(want, "cpu") == 0) {
 		test_agent = th_agent();
 		return;
 	}
-	if (strcmp(want, "nvidia") != 0) {
-		fprintf(stderr, "AQL_TEST_AGENT=%s: expected cpu or nvidia\n", want);
+	if (strcmp(want, "nvidia") == 0) {
+		kind = AQL_AGENT_NVIDIA;
+	} else if (strcmp(want, "amd") == 0) {
+		kind = AQL_AGENT_AMD;
+	} else {
+		fprintf(stderr, "AQL_TEST_AGENT=%s: expected cpu, nvidia or amd\n", want);
 		exit(1);
 	}
-	if (aql_agent_open(AQL_AGENT_NVIDIA, 0, &test_agent) != AQL_OK) {
-		fprintf(stderr, "AQL_TEST_AGENT=nvidia: %s\n", aql_error_message());
+	if (aql_agent_open(kind, 0, &test_agent) != AQL_OK) {
+		fprintf(stderr, "AQL_TEST_AGENT=%s: %s\n", want, aql_error_message());
 		exit(1);
 	}
-	printf("running on NVIDIA agent 0\n");
+	printf("running on %s agent 0\n", kind == AQL_AGENT_AMD ? "AMD" : "NVIDIA");
 }
 
 aql_agent *th_test_agent(void)
@@ -113,9 +118,16 @@ aql_agent *th_test_agent(void)
 	return test_agent;
 }
 
-int th_test_cuda(void)
+int th_test_gpu(void)
 {
 	return th_test_agent() != th_agent();
+}
+
+enum aql_agent_kind th_test_kind(void)
+{
+	aql_agent_info info;
+
+	return aql_agent_get_info(th_test_agent(), &info) == AQL_OK ? info.kind : AQL_AGENT_CPU;
 }
 
 aql_queue *th_test_queue(uint32_t size, enum aql_queue_type type, uint32_t flags)
@@ -132,14 +144,14 @@ aql_queue *th_test_queue(uint32_t size, enum aql_queue_type type, uint32_t flags
 	return q;
 }
 
-aql_code_object *th_load_kernels(const char *host_path, const char *ptx_path)
+aql_code_object *th_load_kernels(const char *host_path, const char *gpu_path)
 {
-	const char *path = th_test_cuda() ? ptx_path : host_path;
+	const char *path = th_test_gpu() ? gpu_path : host_path;
 	aql_code_object *co = NULL;
 
 	if (!path) {
 		fprintf(stderr, "no %s kernels given for this agent\n",
-			th_test_cuda() ? "PTX" : "host");
+			th_test_gpu() ? "GPU" : "host");
 		exit(1);
 	}
 	if (aql_code_object_load_file(th_test_agent(), path, NULL, &co) != AQL_OK) {

@@ -71,24 +71,28 @@ aql_queue *th_queue(uint32_t size, enum aql_queue_type type, uint32_t flags);
 /*
  * The agent a suite's typed launches, buffers, channels and printf run on:
  * with AQL_TEST_AGENT=nvidia, NVIDIA agent 0 (the emulated driver of
- * tests/cuda_emu under meson, the real one in tests/hil), opened once and
- * kept until exit; otherwise the default CPU agent. exit(1) with the
- * reason when the NVIDIA agent cannot be opened: that run must not pass.
+ * tests/cuda_emu under meson, the real one in tests/hil); with
+ * AQL_TEST_AGENT=amd, AMD agent 0 (the KFD emulation that AQL_KFD_SYS
+ * names under meson); opened once and kept until exit; otherwise the default CPU
+ * agent. exit(1) with the reason when the GPU agent cannot be opened:
+ * that run must not pass.
  */
 aql_agent *th_test_agent(void);
 
-/* Whether th_test_agent() is the NVIDIA agent. */
-int th_test_cuda(void);
+/* Whether th_test_agent() is a GPU agent, and its kind. */
+int th_test_gpu(void);
+enum aql_agent_kind th_test_kind(void);
 
 /* As th_queue(), on th_test_agent(). */
 aql_queue *th_test_queue(uint32_t size, enum aql_queue_type type, uint32_t flags);
 
 /*
  * The kernels for th_test_agent(), loaded on it: host_path (a host code
- * object) on the CPU agent, ptx_path on the NVIDIA agent. exit(1) when the
- * agent's file is NULL or does not load.
+ * object) on the CPU agent, gpu_path (PTX, or an AMDGPU code object for
+ * the emulated GPU's processor) on a GPU agent. exit(1) when the agent's
+ * file is NULL or does not load.
  */
-aql_code_object *th_load_kernels(const char *host_path, const char *ptx_path);
+aql_code_object *th_load_kernels(const char *host_path, const char *gpu_path);
 
 /* Say that part of a suite does not run on th_test_agent(), and why. */
 void th_skip(const char *what, const char *why);

@@ -142,7 +142,7 @@ static aql_agent *separate_agent(const aql_host_agent_config *cfg)
 {
 	aql_agent *agent = NULL;
 
-	if (th_test_cuda())
+	if (th_test_gpu())
 		return th_test_agent();
 	CHECK_OK(aql_host_agent_create(cfg, &agent));
 	return agent;
@@ -152,14 +152,25 @@ static aql_agent *separate_agent(const aql_host_agent_config *cfg)
 static void test_copies(void)
 {
 	aql_host_agent_config cfg = { .workers = 1, .separate_memory = 1 };
+	aql_mem_pool_config pc = { .kind = AQL_MEM_FINE_GRAINED, .numa_node = AQL_NUMA_ANY,
+				   .agent_count = 1 };
+	aql_mem_pool *pool = NULL;
 	aql_agent *agent = NULL;
 	aql_queue *q = NULL;
 	enum { N = 1 << 16 };
-	unsigned char *host = malloc(N), *back = malloc(N), *dev = NULL, *dev2 = NULL;
+	/* Queued copies read host memory when they run: host comes from a
+	 * pool that lists the agent, which every agent reaches (a GPU's copy
+	 * kernel too); back is malloc's, which synchronous copies stage. */
+	unsigned char *host = NULL, *back = malloc(N), *dev = NULL, *dev2 = NULL;
 	aql_completion c1, c2;
 	int bad = 0;
 
 	agent = separate_agent(&cfg);
+	pc.agents = &agent;
+	CHECK_OK(aql_mem_pool_create(&pc, &pool));
+	CHECK_OK(aql_mem_alloc(pool, N, 64, (void **)&host));
+	if (!host || !back)
+		th_stop("no host memory for the copies");
 	CHECK_OK(aql_queue_create(agent, NULL, &q));
 	CHECK(aql_agent_mem_alloc(agent, 0, (void **)&dev) == AQL_ERR_INVALID_ARG, "0 bytes allocated");
 	CHECK_OK(aql_agent_mem_alloc(agent, N, (void **)&dev));
@@ -186,9 +197,10 @@ static void test_copies(void)
 	aql_agent_mem_free(agent, dev);
 	aql_agent_mem_free(agent, dev2);
 	aql_queue_destroy(q);
-	if (!th_test_cuda())
+	aql_mem_free(host);
+	CHECK_OK(aql_mem_pool_destroy(pool));
+	if (!th_test_gpu())
 		CHECK_OK(aql_agent_destroy(agent));
-	free(host);
 	free(back);
 }
 
@@ -227,7 +239,7 @@ static void test_to_agent(void)
 		aql_buf_destroy(parts[i]);
 	CHECK_OK(aql_buf_destroy(b));
 	aql_queue_destroy(q);
-	if (!th_test_cuda())
+	if (!th_test_gpu())
 		CHECK_OK(aql_agent_destroy(agent));
 }
 

@@ -34,7 +34,7 @@ static struct rig rig_make(uint32_t workers)
 	aql_queue_config qc = { .size = 256 };
 	struct rig r = { 0 };
 
-	if (th_test_cuda())
+	if (th_test_gpu())
 		r.agent = th_test_agent();
 	else
 		CHECK_OK(aql_host_agent_create(&ac, &r.agent));
@@ -49,7 +49,7 @@ static void rig_free(struct rig *r)
 {
 	aql_code_object_destroy(r->co);
 	CHECK_OK(aql_queue_destroy(r->queue));
-	if (!th_test_cuda())
+	if (!th_test_gpu())
 		CHECK_OK(aql_agent_destroy(r->agent));
 }
 
@@ -476,8 +476,8 @@ static void test_wait(void)
 /* The eventfd in an io_uring loop: a POLL_ADD completes on the first send. */
 static void test_io_uring(void)
 {
-	if (th_test_cuda()) {
-		th_skip("the eventfd in an io_uring loop", "nvptx senders cannot write the eventfd");
+	if (th_test_gpu()) {
+		th_skip("the eventfd in an io_uring loop", "GPU senders cannot write the eventfd");
 		return;
 	}
 
@@ -704,7 +704,7 @@ static void test_launch_checks(void)
 	aql_status st;
 
 	/* Another CPU agent; for the NVIDIA agent the default CPU agent will do. */
-	if (!th_test_cuda()) {
+	if (!th_test_gpu()) {
 		other = rig_make(1);
 		elsewhere = other.agent;
 	}
@@ -730,7 +730,7 @@ static void test_launch_checks(void)
 	CHECK_OK(aql_channel_destroy(ch));
 	CHECK_OK(aql_channel_destroy(foreign));
 	rig_free(&r);
-	if (!th_test_cuda())
+	if (!th_test_gpu())
 		rig_free(&other);
 }
 
@@ -740,7 +740,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: test_channel CHANNEL_KERNELS.host.so [CHANNEL_KERNELS.ptx]\n");
 		return 2;
 	}
-	co_path = th_test_cuda() ? (argc == 3 ? argv[2] : NULL) : argv[1];
+	co_path = th_test_gpu() ? (argc == 3 ? argv[2] : NULL) : argv[1];
 	if (!co_path) {
 		fprintf(stderr, "test_channel: no PTX kernels for the NVIDIA agent\n");
 		return 1;

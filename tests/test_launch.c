@@ -91,14 +91,16 @@ static void test_argument_checks(void)
 
 	expect_refused(AQL_LAUNCH(q, k_axpy, &c, NULL, AQL_ARG(a), AQL_ARG(x), AQL_ARG(y)),
 		       AQL_ERR_INVALID_ARG, "too few arguments", "takes 4 argument(s), 3 given");
+	/* Types as the code object spells them ("float *" or "float*"; const
+	 * is not in AMDGPU's type names): the needles leave them out. */
 	expect_refused(AQL_LAUNCH(q, k_axpy, &c, NULL, AQL_ARG(a), AQL_ARG(x), AQL_ARG(iy),
 				  AQL_ARG(16u)),
 		       AQL_ERR_INVALID_ARG, "int32 buffer for float *",
-		       "argument 2 'y': expects float *, got buffer 'iy' of int32_t");
+		       "got buffer 'iy' of int32_t");
 	expect_refused(AQL_LAUNCH(q, k_axpy, &c, NULL, AQL_ARG(a), AQL_ARG(x), AQL_ARG(xin),
 				  AQL_ARG(16u)),
 		       AQL_ERR_INVALID_ARG, "AQL_IN buffer to a written argument",
-		       "argument 2 'y' (float *) may be written by the kernel, but buffer 'yin' is AQL_IN");
+		       "may be written by the kernel, but buffer 'yin' is AQL_IN");
 	expect_refused(AQL_LAUNCH(q, k_axpy, &c, NULL, AQL_ARG(x), AQL_ARG(x), AQL_ARG(y),
 				  AQL_ARG(16u)),
 		       AQL_ERR_INVALID_ARG, "buffer for a by-value float",
@@ -106,7 +108,7 @@ static void test_argument_checks(void)
 	expect_refused(AQL_LAUNCH(q, k_axpy, &c, NULL, AQL_ARG(a), AQL_ARG(a), AQL_ARG(y),
 				  AQL_ARG(16u)),
 		       AQL_ERR_INVALID_ARG, "scalar for a buffer",
-		       "argument 1 'x': expects a buffer (const float *), got a scalar");
+		       "argument 1 'x': expects a buffer");
 	expect_refused(AQL_LAUNCH(q, k_axpy, &c, NULL, AQL_ARG(a), AQL_ARG(x), AQL_ARG(y),
 				  AQL_ARG(big)),
 		       AQL_ERR_INVALID_ARG, "8-byte scalar for uint32_t",
@@ -302,7 +304,7 @@ static void test_directions(void)
 	aql_agent *separate = NULL;
 	aql_agent_info info;
 
-	if (th_test_cuda()) {
+	if (th_test_gpu()) {
 		CHECK_OK(aql_agent_get_info(th_test_agent(), &info));
 		run_axpy(th_test_agent(), !info.unified_memory);
 		if (info.unified_memory)
@@ -659,7 +661,7 @@ static void test_kernarg_wait(void)
 	CHECK_OK(aql_launch_get_stats(q, &s));
 	/* The CUDA queue frees a segment once the driver copied it at the
 	 * launch, maybe before the gate opens: waits are then not certain. */
-	CHECK(failures == 0 && (s.kernarg_waits > 0 || th_test_cuda()) &&
+	CHECK(failures == 0 && (s.kernarg_waits > 0 || th_test_gpu()) &&
 	      s.kernarg_bytes < (uint64_t)LAUNCHES * 64,
 	      "%d failed launches; %llu waits for a %llu-byte pool", failures,
 	      (unsigned long long)s.kernarg_waits, (unsigned long long)s.kernarg_bytes);
@@ -757,7 +759,7 @@ static void test_file_chain(void)
 		data[i] = 3 * i - 7;
 	CHECK(write(fd, data, N * sizeof(*data)) == (ssize_t)(N * sizeof(*data)), "write %s", path);
 	close(fd);
-	if (th_test_cuda())
+	if (th_test_gpu())
 		agent = th_test_agent();
 	else
 		CHECK_OK(aql_host_agent_create(&cfg, &agent));
@@ -788,14 +790,14 @@ static void test_file_chain(void)
 	aql_buf_destroy(in);
 	aql_buf_destroy(out);
 	aql_queue_destroy(q);
-	if (!th_test_cuda())
+	if (!th_test_gpu())
 		CHECK_OK(aql_agent_destroy(agent));
 }
 
 /* Destroying a queue cancels launches behind a gate: their completions fail. */
 static void test_cancelled(void)
 {
-	if (th_test_cuda()) {
+	if (th_test_kind() == AQL_AGENT_NVIDIA) {
 		th_skip("cancelling launches behind a gate",
 			"a CUDA stream blocked on a dependency cannot be cancelled; the queue's destroy waits 60 s for it");
 		return;
@@ -821,7 +823,7 @@ static void test_cancelled(void)
 int main(int argc, char **argv)
 {
 	if (argc != 2 && argc != 3) {
-		fprintf(stderr, "usage: test_launch LAUNCH_KERNELS.host.so [LAUNCH_KERNELS.ptx]\n");
+		fprintf(stderr, "usage: test_launch LAUNCH_KERNELS.host.so [LAUNCH_KERNELS.{ptx,hsaco}]\n");
 		return 2;
 	}
 	co = th_load_kernels(argv[1], argc == 3 ? argv[2] : NULL);

@@ -34,6 +34,8 @@
 
 static const char *kernels_path;
 static const char *gpu_paths[16], *ptx_path, *co_paths[16];
+/* The AMD test agent's build of the kernels (AQL_TEST_AGENT=amd). */
+static const char *hsaco_path;
 static unsigned gpu_count, co_count;
 
 /* The strings of the ids in printf/formats.h. */
@@ -1631,7 +1633,7 @@ static void test_kernel_types(aql_code_object *co, aql_queue *q)
 		 * NVIDIA agent's descriptor is in its memory, which the host
 		 * cannot touch.
 		 */
-		aql_channel *hch = th_test_cuda() ? chan_make(16) : ch;
+		aql_channel *hch = th_test_gpu() ? chan_make(16) : ch;
 
 		if (hch != ch)
 			CHECK_OK(aql_printf_attach(svc, hch));
@@ -1702,7 +1704,8 @@ static void test_kernels(void)
 		CHECK(0, "no --kernels given");
 		return;
 	}
-	co = th_load_kernels(kernels_path, ptx_path);
+	co = th_load_kernels(kernels_path,
+			     th_test_kind() == AQL_AGENT_AMD ? hsaco_path : ptx_path);
 	q = th_test_queue(256, AQL_QUEUE_MULTI, 0);
 	test_kernel_order(co, q, 0);
 	test_kernel_order(co, q, 1);
@@ -1753,6 +1756,8 @@ int main(int argc, char **argv)
 			gpu_paths[gpu_count++] = argv[++i];
 		else if (!strcmp(argv[i], "--ptx") && i + 1 < argc)
 			ptx_path = argv[++i];
+		else if (!strcmp(argv[i], "--hsaco") && i + 1 < argc)
+			hsaco_path = argv[++i];
 		else if (!strcmp(argv[i], "--co") && i + 1 < argc && co_count < 16)
 			co_paths[co_count++] = argv[++i];
 		else if (!strcmp(argv[i], "--missing") && i + 1 < argc)
@@ -1790,7 +1795,7 @@ int main(int argc, char **argv)
 		uint64_t t0 = th_now_ns();
 
 		/* Only the kernels depend on the agent; the CPU run does the rest. */
-		if (th_test_cuda() && tests[i].fn != test_kernels) {
+		if (th_test_gpu() && tests[i].fn != test_kernels) {
 			th_skip(tests[i].name, "host-side printf, the same on every agent");
 			continue;
 		}

@@ -49,6 +49,7 @@ struct emu_cp {
 	pid_t owner;			/* the process the thread runs in */
 	int stop;			/* set by emu_cp_stop */
 	int halted;			/* stopped on its own */
+	int window;			/* holds the VRAM window (memory.c) */
 };
 
 /* Packets the process's CPs have begun, for queue_stop:N and mem_fault:N. */
@@ -263,8 +264,10 @@ static int run(struct emu_cp *cp, const aql_packet *p, uint32_t *code)
 	case AQL_PACKET_KERNEL_DISPATCH: {
 		char why[200];
 		uint64_t va = 0;
-		int exec = 0, r = emu_kernel_dispatch(&cp->q, &p->dispatch, why, sizeof(why), &va,
-						      &exec);
+		int exec = 0, r;
+
+		emu_memory_window_hold(&cp->window);
+		r = emu_kernel_dispatch(&cp->q, &p->dispatch, why, sizeof(why), &va, &exec);
 
 		if (r < 0) {
 			vm_fault(cp, va, exec);
@@ -370,6 +373,8 @@ static void *cp_main(void *arg)
 		uint64_t bell = __atomic_load_n(cp->q.doorbell, __ATOMIC_ACQUIRE);
 
 		if (bell == NEVER_RUNG || bell < rd) {
+			/* out of packets: the host faults on VRAM again */
+			emu_memory_window_release(&cp->window);
 			if (idle(cp, &round))
 				break;
 			continue;
@@ -389,6 +394,7 @@ static void *cp_main(void *arg)
 			break;
 		rd++;
 	}
+	emu_memory_window_release(&cp->window);
 	/* stopped by a knob, a fault or an eviction: wait for the destroy */
 	if (!__atomic_load_n(&cp->stop, __ATOMIC_ACQUIRE))
 		__atomic_store_n(&cp->halted, 1, __ATOMIC_RELEASE);

@@ -146,11 +146,12 @@ void *emu_memory_gpu_begin_bo(const struct emu_gpu *gpu, uint64_t addr, uint64_t
 			      struct kfdemu_bo *out);
 void emu_memory_gpu_end(void);
 /*
- * Around a host build's run: VRAM without CPU access is mapped at its
- * addresses from the first open to the last close (memory.c says why).
+ * Before a host build runs: VRAM without CPU access is mapped at its
+ * addresses from a CP's hold (each hold maps what came since) until the
+ * last CP holding it lets go (memory.c says why). *held: the caller's.
  */
-void emu_memory_window_open(void);
-void emu_memory_window_close(void);
+void emu_memory_window_hold(int *held);
+void emu_memory_window_release(int *held);
 
 /* kfd_priv.h: what a /dev/kfd mmap offset maps, in its top two bits. */
 #define KFD_MMAP_TYPE_MASK (3ull << 62)

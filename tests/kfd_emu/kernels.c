@@ -16,7 +16,7 @@
  * The host kernel reaches buffers at their GPU addresses, which aql makes
  * the host's: USERPTR memory, and GTT or public VRAM the agent mapped at
  * its VA, and VRAM without CPU access, which the emulation maps over the
- * agent's reservation for the length of the run (memory.c).
+ * agent's reservation while CPs run kernels (cp.c holds the window).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -271,6 +271,7 @@ int emu_kernel_dispatch(const struct emu_cp_queue *q, const aql_dispatch_packet 
 	char name[256];
 	struct kd kd;
 	uint64_t explicit_end = 0, hidden;
+	uint32_t dyn;
 	int64_t v = 0;
 
 	/* the CP's packet checks (ROCr's codes: 2 dimensions, 64 work-group
@@ -388,8 +389,14 @@ int emu_kernel_dispatch(const struct emu_cp_queue *q, const aql_dispatch_packet 
 		}
 	}
 
-	/* run it */
+	/* run it; the dynamic LDS is what the packet gives beyond the GPU
+	 * build's static LDS, placed after the host build's (their static
+	 * sizes differ where the compiler drops an unused variable) */
 	hp = *p;
+	dyn = (kd.group_fixed + 15) & ~15u;	/* AQL_DYNAMIC_LDS_ALIGN */
+	dyn = p->group_segment_size > dyn ? p->group_segment_size - dyn : 0;
+	hp.group_segment_size = dyn ? ((k->group_segment_size + 15) & ~15u) + dyn :
+				      k->group_segment_size;
 	hp.kernel_object = k->kernel_object;
 	hp.kernarg_address = (uint64_t)(uintptr_t)args;
 	hp.completion_signal = aql_signal_handle(host.done);
@@ -397,18 +404,15 @@ int emu_kernel_dispatch(const struct emu_cp_queue *q, const aql_dispatch_packet 
 				      AQL_FENCE_SYSTEM);
 	memcpy(&raw, &hp, sizeof(hp));
 	pthread_mutex_lock(&host.lock);
-	emu_memory_window_open();
 	aql_signal_store(host.done, 1, AQL_RELAXED);
 	if (aql_queue_submit(host.queue, &raw) != AQL_OK ||
 	    aql_signal_wait(host.done, AQL_COND_LT, 1, AQL_TIMEOUT_INFINITE, AQL_WAIT_SPIN_BLOCK,
 			    &v) != AQL_OK || v < 0) {
-		emu_memory_window_close();
 		pthread_mutex_unlock(&host.lock);
 		free(args);
 		return fail(why, why_size, 8, "the host build of %s failed: %s", name,
 			    aql_error_message());
 	}
-	emu_memory_window_close();
 	pthread_mutex_unlock(&host.lock);
 	free(args);
 	return 0;

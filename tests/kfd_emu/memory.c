@@ -48,7 +48,7 @@ struct bo {
 	uint32_t queue_refs[EMU_MAX_GPUS];
 	int memfd;			/* VRAM, GTT: the backing; else -1 */
 	void *data;			/* the emulation's own mapping of memfd */
-	/* VRAM without CPU access (window_open): 1 while mapped at va for
+	/* VRAM without CPU access (the window, below): 1 while mapped at va for
 	 * host builds; checked: va was looked at, reserved: the host holds
 	 * va .. va + bytes as one PROT_NONE reservation */
 	int windowed, checked, reserved;
@@ -67,14 +67,22 @@ static pthread_rwlock_t table_lock = PTHREAD_RWLOCK_INITIALIZER;
 /*
  * Host builds of kernels reach memory at its GPU address, which aql makes
  * the host's own. VRAM without CPU access has none: there the agent holds
- * a PROT_NONE reservation. While any dispatch runs (emu_memory_window_open
- * to _close), each such BO is mapped over its reservation from its memfd,
- * and the reservation put back after, so that outside kernels the host
- * still faults on VRAM as on a GPU with a small BAR. window_lock comes
- * before table_lock.
+ * a PROT_NONE reservation. While any CP holds the window (from its first
+ * dispatch until it runs out of packets), each such BO is mapped over its
+ * reservation from its memfd, and the reservation is put back when the
+ * last CP lets go: outside kernels the host still faults on VRAM, as on a
+ * GPU with a small BAR. vram_gen counts maps of such BOs, so that a hold
+ * looks for new ones only when there are. window_lock comes before
+ * table_lock.
  */
 static pthread_mutex_t window_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned window_users;
+static uint64_t vram_gen, window_gen;	/* window_gen: vram_gen last mapped */
+
+static int cpu_less_vram(const struct bo *b)
+{
+	return b->domain == KFDEMU_VRAM && !(b->flags & KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC);
+}
 
 /* Whether [va, va + bytes) lies in one PROT_NONE private mapping of the
  * host: the agent's reservation, which a fixed mapping may replace. */
@@ -104,16 +112,18 @@ static void window_put_back(struct bo *b)
 	b->windowed = 0;
 }
 
-void emu_memory_window_open(void)
+/* Map what is not mapped yet. Under window_lock. */
+static void window_map(void)
 {
-	pthread_mutex_lock(&window_lock);
-	window_users++;
+	uint64_t gen = __atomic_load_n(&vram_gen, __ATOMIC_ACQUIRE);
+
+	if (gen == window_gen)
+		return;
 	pthread_rwlock_rdlock(&table_lock);
 	for (int i = 0; i < MAX_BOS; i++) {
 		struct bo *b = &mem.bos[i];
 
-		if (!b->used || b->windowed || !b->mapped || b->domain != KFDEMU_VRAM ||
-		    (b->flags & KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC))
+		if (!b->used || b->windowed || !b->mapped || !cpu_less_vram(b))
 			continue;
 		if (!b->checked) {
 			b->checked = 1;
@@ -128,18 +138,34 @@ void emu_memory_window_open(void)
 			b->windowed = 1;
 	}
 	pthread_rwlock_unlock(&table_lock);
+	window_gen = gen;
+}
+
+void emu_memory_window_hold(int *held)
+{
+	pthread_mutex_lock(&window_lock);
+	if (!*held) {
+		*held = 1;
+		window_users++;
+	}
+	window_map();
 	pthread_mutex_unlock(&window_lock);
 }
 
-void emu_memory_window_close(void)
+void emu_memory_window_release(int *held)
 {
+	if (!*held)
+		return;
 	pthread_mutex_lock(&window_lock);
+	*held = 0;
 	if (--window_users == 0) {
 		pthread_rwlock_rdlock(&table_lock);
 		for (int i = 0; i < MAX_BOS; i++)
 			if (mem.bos[i].used && mem.bos[i].windowed)
 				window_put_back(&mem.bos[i]);
 		pthread_rwlock_unlock(&table_lock);
+		/* the next hold maps them all again */
+		window_gen = __atomic_load_n(&vram_gen, __ATOMIC_ACQUIRE) - 1;
 	}
 	pthread_mutex_unlock(&window_lock);
 }
@@ -445,6 +471,8 @@ static int map_or_unmap(struct kfd_ioctl_map_memory_to_gpu_args *args, int map)
 			/* already mapped on that VM: nothing to do */
 			pthread_rwlock_wrlock(&table_lock);
 			b->mapped |= bit;
+			if (cpu_less_vram(b))
+				__atomic_fetch_add(&vram_gen, 1, __ATOMIC_RELEASE);
 			pthread_rwlock_unlock(&table_lock);
 		} else {
 			/* amdgpu_amdkfd_gpuvm_unmap_memory_from_gpu: a BO a live
