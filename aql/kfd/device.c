@@ -310,7 +310,7 @@ int kfd_gpu_query(const struct kfd_node *n, struct aql_kfd_gpu_query *out)
 	const struct kfd_gpu *g;
 	int r = -ENODATA;
 
-	if (n < process.topo.nodes || n >= process.topo.nodes + process.topo.count)
+	if (!n || n < process.topo.nodes || n >= process.topo.nodes + process.topo.count)
 		return -EINVAL;
 	g = &gpus[n - process.topo.nodes];
 	pthread_mutex_lock(&gpu_lock);

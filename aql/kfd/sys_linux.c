@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The system table (sys.h): libc's calls with errno turned into -errno,
- * libdrm_amdgpu's queries, or the emulation named by AQL_KFD_SYS. The choice is made once per process;
- * a library that fails to load is the reason, kept, for every later call.
+ * The system table (sys.h): libc's calls with errno turned into -errno
+ * and libdrm_amdgpu's queries, or the emulation named by AQL_KFD_SYS. The
+ * choice is made once per process; a library that fails to load is the
+ * reason, kept, for every later call.
  */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -136,7 +137,7 @@ static int query(amdgpu_device_handle dev, struct aql_kfd_gpu_query *out)
 	out->family_id = gi.family_id;
 	out->max_engine_clock_mhz = (uint32_t)(gi.max_engine_clk / 1000);	/* kHz */
 	out->max_memory_clock_mhz = (uint32_t)(gi.max_memory_clk / 1000);
-	/* NULL (before libdrm 2.4.116) or a generic name when amdgpu.ids
+	/* NULL or a generic name, by libdrm version, when its amdgpu.ids
 	 * lacks the device */
 	name = amdgpu_get_marketing_name(dev);
 	snprintf(out->marketing_name, sizeof(out->marketing_name), "%s", name ? name : "");

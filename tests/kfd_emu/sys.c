@@ -545,11 +545,10 @@ static int emu_ioctl(int fd, unsigned long request, void *arg)
  * would hand GET_CLIENT to that file's driver: /dev/kfd would run its own
  * ioctl 5). The drm_query fault fails amdgpu_device_initialize, by default
  * as libdrm does for a GPU whose acceleration is not working (-EBADF,
- * AMDGPU_INFO_ACCEL_WORKING 0).
+ * AMDGPU_INFO_ACCEL_WORKING 0). Heap usage is not counted: 0.
  */
 static int emu_gpu_query(int fd, struct aql_kfd_gpu_query *out)
 {
-	struct kfd_ioctl_get_available_memory_args avail = { 0 };
 	const struct emu_config *c = emu_config();
 	struct file *f;
 	int r = 0;
@@ -571,15 +570,6 @@ static int emu_gpu_query(int fd, struct aql_kfd_gpu_query *out)
 		return r;
 	}
 	emu_model_drm(f->gpu->model, out);
-	/* heap_usage: the VRAM the process's BOs hold (the emulation has
-	 * one process; GTT is not counted) */
-	avail.gpu_id = f->gpu->gpu_id;
-	if (emu.process == getpid() && emu_available_memory(&avail) == 0 &&
-	    avail.available < out->vram.total) {
-		out->vram.used = out->vram.total - avail.available;
-		if (!c->small_bar)
-			out->visible_vram.used = out->vram.used;
-	}
 	pthread_mutex_unlock(&emu.lock);
 	return 0;
 }
