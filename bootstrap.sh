@@ -13,11 +13,13 @@ exec 3>&1 1>&2
 # lld-19 build gfx942 (MI300), which older clangs do not know; clang-tools-14
 # has clang-offload-bundler; libclang-rt-14-dev has libFuzzer; comgr is the
 # optional peer of aql-bench --load; liburing reads files into buffers;
+# libdrm-dev's libdrm_amdgpu tells the AMD agent its marketing name,
+# clocks, memory heaps and firmware;
 # spin checks the channel protocol's model (tests/model); zlib and zstd
 # decompress offload bundles; librocrand1 (and python3-yaml for
 # llvm-readelf's notes) is the real HIP library tests/bundles checks;
 # rocminfo (built for ROCr) runs on aql's libhsa-runtime64 (tests/hsa).
-packages=(gcc meson ninja-build pkg-config libhsa-runtime-dev libelf-dev liburing-dev spin
+packages=(gcc meson ninja-build pkg-config libhsa-runtime-dev libelf-dev liburing-dev libdrm-dev spin
 	zlib1g-dev libzstd-dev librocrand1 python3-yaml
 	clang-14 lld-14 llvm-14 clang-tools-14 libclang-rt-14-dev
 	clang-16 lld-16 llvm-16 libamd-comgr-dev rocminfo clang-19 lld-19)

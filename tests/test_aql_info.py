@@ -5,7 +5,7 @@ CUDA or AMD agent gives its own reason; with the emulated driver (--emu-dir,
 the directory holding tests/cuda_emu's libcuda.so.1) the NVIDIA agent is
 listed with its architecture and the path its signals take; with the KFD
 emulation (--kfd-emu, tests/kfd_emu's library) the AMD agents are listed
-with their target IDs and topology, marked as emulated.
+with their target IDs, topology and libdrm's view, marked as emulated.
 
 usage: test_aql_info.py --info AQL_INFO [--emu-dir DIR] [--cuda-stub LIB]
                         [--kfd-emu LIB] [unittest args]
@@ -31,7 +31,7 @@ KFD_EMU = None
 CUDA_ENV = ('LD_LIBRARY_PATH', 'AQL_CUDA_EMU_MODE', 'AQL_CUDA_EMU_DEVICES',
             'AQL_CUDA_EMU_FAIL_AFTER', 'CUDA_VISIBLE_DEVICES')
 KFD_ENV = ('AQL_KFD_SYS', 'AQL_KFD_EMU_GPUS', 'AQL_KFD_EMU_VERSION', 'AQL_KFD_EMU_FAIL',
-           'AQL_KFD_EMU_XNACK')
+           'AQL_KFD_EMU_XNACK', 'AQL_KFD_EMU_BAR', 'AQL_KFD_EMU_VRAM')
 
 
 def run(*args, emu=False, **env):
@@ -261,6 +261,66 @@ class KfdEmulated(unittest.TestCase):
         self.assertIn('Chip ID:                     0x74a1', out)
         self.assertIn('XCCs:                        8', out)
         self.assertIn('(emulated by kfd-emu', out)
+
+    def test_libdrm_listed(self):
+        """What libdrm says of each GPU: the emulation's models."""
+        rc, doc = run_json(AQL_KFD_SYS=KFD_EMU, AQL_KFD_EMU_GPUS='gfx90a,gfx942')
+        self.assertEqual(rc, 0)
+        drm = [a['amd']['drm'] for a in self.amd(doc)]
+        self.assertEqual([a['amd']['drm_error'] for a in self.amd(doc)], [None, None])
+        self.assertEqual([d['marketing_name'] for d in drm],
+                         ['AMD Instinct MI250X / MI250', 'AMD Instinct MI300X'])
+        self.assertEqual([d['max_engine_clock_mhz'] for d in drm], [1700, 2100])
+        self.assertEqual([d['max_memory_clock_mhz'] for d in drm], [1600, 1300])
+        self.assertEqual([d['vram']['total'] for d in drm], [64 << 30, 192 << 30])
+        self.assertEqual([d['visible_vram']['total'] for d in drm], [64 << 30, 192 << 30])
+        for a, d in zip(self.amd(doc), drm):
+            self.assertEqual(d['asic_id'], a['amd']['chip_id'])
+            self.assertEqual(d['firmware']['mec'], a['amd']['mec_fw'])
+            self.assertEqual(d['firmware']['sdma'], a['amd']['sdma_fw'])
+            self.assertEqual(d['vram']['total'], a['memory_size'])
+            self.assertGreater(d['gtt']['total'], 0)
+        rc, out = run(AQL_KFD_SYS=KFD_EMU, AQL_KFD_EMU_GPUS='gfx90a')
+        self.assertIn('Marketing Name:              AMD Instinct MI250X / MI250\n', out)
+        self.assertIn('Max memory clock:            1600 MHz\n', out)
+        self.assertIn('VRAM:                        65536 MiB\n', out)
+        self.assertIn('Host-visible VRAM size:      65536 MiB\n', out)
+        self.assertRegex(out, r'GTT: +[1-9][0-9]* MiB\n')
+        self.assertRegex(out, r'Firmware, RLC: +[1-9][0-9]* \(0x[0-9a-f]{8}\)\n')
+        self.assertNotIn('unknown', out)
+
+    def test_libdrm_small_bar(self):
+        rc, doc = run_json(AQL_KFD_SYS=KFD_EMU, AQL_KFD_EMU_GPUS='gfx90a',
+                           AQL_KFD_EMU_BAR='small')
+        self.assertEqual(rc, 0)
+        drm = self.amd(doc)[0]['amd']['drm']
+        self.assertEqual(drm['vram']['total'], 64 << 30)
+        self.assertEqual(drm['visible_vram']['total'], 256 << 20)
+        self.assertFalse(self.amd(doc)[0]['amd']['large_bar'])
+
+    def test_libdrm_failure(self):
+        """libdrm's query failing: the agents are listed, its fields are
+        unknown and the reason is printed once per agent."""
+        env = dict(AQL_KFD_SYS=KFD_EMU, AQL_KFD_EMU_GPUS='gfx90a,gfx942',
+                   AQL_KFD_EMU_FAIL='drm_query')
+        rc, doc = run_json(**env)
+        self.assertEqual(rc, 0)
+        amd = self.amd(doc)
+        self.assertEqual([a['name'] for a in amd], ['gfx90a', 'gfx942'], doc)
+        self.assertFalse(unavailable(doc, 'amd'), doc)
+        for a in amd:
+            self.assertIsNone(a['amd']['drm'])
+            self.assertEqual(a['amd']['drm_error'],
+                             'libdrm: amdgpu_device_initialize: -EBADF (Bad file descriptor)')
+        rc, out = run(**env)
+        self.assertEqual(rc, 0)
+        self.assertEqual(out.count('libdrm: amdgpu_device_initialize: -EBADF'), 2, out)
+        self.assertIn('Marketing Name:              unknown (libdrm: ', out)
+        self.assertIn('GTT:                         unknown\n', out)
+        self.assertIn('Firmware, SMC:               unknown\n', out)
+        self.assertIn('Compute units:               304\n', out)
+        rc, doc = run_json(**dict(env, AQL_KFD_EMU_FAIL='drm_query=EIO'))
+        self.assertIn(': -EIO (', self.amd(doc)[0]['amd']['drm_error'])
 
     def test_xnack_and_version(self):
         rc, doc = run_json(AQL_KFD_SYS=KFD_EMU, AQL_KFD_EMU_GPUS='gfx90a',

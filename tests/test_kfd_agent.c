@@ -11,7 +11,7 @@
  *	from several threads, and the refusals of what is not built yet;
  *   test_kfd_agent --expect REASON
  *	aql_agent_count(AMD) fails for REASON (nokfd, perm, old, new,
- *	nogpu, nolib), every later call the same way, and the CPU agent
+ *	nogpu, nolib, abi1), every later call the same way, and the CPU agent
  *	works all the same;
  *   test_kfd_agent --expect-open REASON
  *	the count works and opening agent 0 fails for REASON (render_perm,
@@ -19,14 +19,22 @@
  *	it (rt_busy);
  *   test_kfd_agent --topology
  *	kfd_topology_scan() on an in-memory sysfs: unknown and missing
- *	keys, unsupported nodes and their reasons, a changing generation.
+ *	keys, unsupported nodes and their reasons, a changing generation;
+ *   test_kfd_agent --drm-fault
+ *	libdrm's query fails (AQL_KFD_EMU_FAIL=drm_query): the agent opens
+ *	all the same, and the failure is kept with the call named;
+ *   test_kfd_agent --drm-bad-fd
+ *	the system table's gpu_query (the real one, or the emulation's) on
+ *	an fd that is not open and on one that is no render node.
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <aql/aql.h>
 
@@ -34,16 +42,18 @@
 #include "aql/kfd/kfd.h"
 #include "kfd_emu/kfdemu.h"
 
-/* The emulation's models, as tests/kfd_emu publishes them in sysfs. */
+/* The emulation's models, as tests/kfd_emu publishes them in sysfs and
+ * answers libdrm's queries. */
 struct model {
 	const char *gfx;
-	uint32_t cus, ses, xccs, device_id, clock_mhz;
+	uint32_t cus, ses, xccs, device_id, clock_mhz, mem_clock_mhz;
 	uint64_t memory;
+	const char *marketing_name;
 };
 
 static const struct model models[] = {
-	{ "gfx90a", 110, 8, 1, 0x740c, 1700, 64ull << 30 },
-	{ "gfx942", 304, 32, 8, 0x74a1, 2100, 192ull << 30 },
+	{ "gfx90a", 110, 8, 1, 0x740c, 1700, 1600, 64ull << 30, "AMD Instinct MI250X / MI250" },
+	{ "gfx942", 304, 32, 8, 0x74a1, 2100, 1300, 192ull << 30, "AMD Instinct MI300X" },
 };
 
 static const struct model *model(const char *gfx, size_t len)
@@ -78,6 +88,38 @@ static void check_cpu_unaffected(void)
 	CHECK(info.kind == AQL_AGENT_CPU, "the default agent is of kind %d", info.kind);
 	CHECK_OK(aql_agent_count(AQL_AGENT_CPU, &n));
 	CHECK(n == 1, "%u CPU agents", n);
+}
+
+/* libdrm's view, asked at the first open: the model's, agreeing with the
+ * topology where both say a thing. */
+static void check_drm(const struct kfd_node *n, const struct model *m)
+{
+	struct aql_kfd_gpu_query q;
+	int r = kfd_gpu_query(n, &q);
+
+	CHECK(r == 0, "kfd_gpu_query: %d (%s)", r, q.failed);
+	if (r)
+		return;
+	CHECK(!strcmp(q.marketing_name, m->marketing_name), "marketing name \"%s\", expected %s",
+	      q.marketing_name, m->marketing_name);
+	CHECK(q.asic_id == n->device_id && q.family_id == 141, "asic %#x family %u", q.asic_id,
+	      q.family_id);
+	CHECK(q.max_engine_clock_mhz == m->clock_mhz && q.max_memory_clock_mhz == m->mem_clock_mhz,
+	      "clocks %u/%u MHz", q.max_engine_clock_mhz, q.max_memory_clock_mhz);
+	CHECK(q.max_memory_clock_mhz == n->mem_clk_max, "memory clock %u, topology %u",
+	      q.max_memory_clock_mhz, n->mem_clk_max);
+	CHECK(q.vram.total == m->memory && q.vram.usable == m->memory - (8ull << 20) &&
+	      q.vram.max_allocation == q.vram.usable * 3 / 4,
+	      "VRAM heap %llu usable %llu max %llu", (unsigned long long)q.vram.total,
+	      (unsigned long long)q.vram.usable, (unsigned long long)q.vram.max_allocation);
+	CHECK(q.visible_vram.total == m->memory && q.visible_vram.usable == q.vram.usable,
+	      "visible VRAM %llu on a large BAR", (unsigned long long)q.visible_vram.total);
+	CHECK(q.gtt.total > 0 && q.gtt.usable <= q.gtt.total, "GTT %llu",
+	      (unsigned long long)q.gtt.total);
+	CHECK(q.fw_mec == n->fw_version && q.fw_sdma == n->sdma_fw_version && q.fw_rlc &&
+	      q.fw_smc && q.fw_sos, "firmware MEC %u (topology %u), SDMA %u (%u), RLC %u",
+	      q.fw_mec, n->fw_version, q.fw_sdma, n->sdma_fw_version, q.fw_rlc);
+	CHECK(!q.failed[0], "failed names %s on success", q.failed);
 }
 
 static void check_agent(aql_agent *agent, uint32_t index, const struct model *m,
@@ -129,6 +171,7 @@ static void check_agent(aql_agent *agent, uint32_t index, const struct model *m,
 	CHECK(n->cache_kb[0] > 0 && n->cache_kb[1] > n->cache_kb[0], "caches %u, %u KiB",
 	      n->cache_kb[0], n->cache_kb[1]);
 	CHECK(strcmp(p->sys->name, "linux") != 0, "the real table under the emulation's test");
+	check_drm(n, m);
 }
 
 /* Agent dispatch is refused by name; a copy between host memory needs no
@@ -183,6 +226,14 @@ static int agents(const char *list, uint32_t minor, int xnack)
 	CHECK(aql_agent_open(AQL_AGENT_AMD, n, &none) == AQL_ERR_INVALID_ARG && !none,
 	      "agent %u of %u opened", n, n);
 	CHECK(th_error_has("does not exist"), "out-of-range message: %s", aql_error_message());
+	{
+		const struct kfd_process *p = NULL;
+		struct aql_kfd_gpu_query q;
+
+		CHECK_OK(kfd_process_get(&p));
+		CHECK(p && kfd_gpu_query(kfd_agent_node(p, 0), &q) == -ENODATA,
+		      "libdrm's view before the GPU was opened");
+	}
 	for (uint32_t i = 0; i < n && count == n; i++) {
 		CHECK_OK(aql_agent_open(AQL_AGENT_AMD, i, &agent));
 		if (th_failed)
@@ -222,6 +273,8 @@ static int agents(const char *list, uint32_t minor, int xnack)
 	CHECK(s.ioctls[0x01] == 1 && s.ioctls[0x25] == (minor >= 13),
 	      "GET_VERSION %llu times, RUNTIME_ENABLE %llu times",
 	      (unsigned long long)s.ioctls[0x01], (unsigned long long)s.ioctls[0x25]);
+	CHECK(s.drm_queries == n, "libdrm asked %llu times for %u GPUs",
+	      (unsigned long long)s.drm_queries, n);
 	CHECK(s.ioctls[0x15] == n && s.ioctls[0x14] == 2 * n && !s.ioctls_failed,
 	      "ACQUIRE_VM %llu, GET_PROCESS_APERTURES_NEW %llu, %llu failed",
 	      (unsigned long long)s.ioctls[0x15], (unsigned long long)s.ioctls[0x14],
@@ -241,6 +294,7 @@ static const struct {
 	{ "new", AQL_ERR_UNSUPPORTED, "KFD 2.0 is newer" },
 	{ "nogpu", AQL_ERR_NOT_FOUND, "lists no GPU" },
 	{ "nolib", AQL_ERR_NOT_FOUND, "does not load" },
+	{ "abi1", AQL_ERR_UNSUPPORTED, "has table ABI 1, and this libaql needs 2" },
 }, open_reasons[] = {
 	{ "render_perm", AQL_ERR_SYSTEM, "render group" },
 	{ "vm_nomem", AQL_ERR_NOMEM, "AMDKFD_IOC_ACQUIRE_VM" },
@@ -309,6 +363,54 @@ static int expect_open(const char *reason)
 	}
 	CHECK_OK(aql_agent_destroy(agent));
 	check_cpu_unaffected();
+	return th_finish();
+}
+
+/* libdrm's query failing: not fatal, kept, asked once. */
+static int drm_fault(void)
+{
+	const struct kfd_process *p = NULL;
+	struct aql_kfd_gpu_query q;
+	aql_agent *agent = NULL;
+	struct kfdemu_stats s;
+	int r;
+
+	for (int i = 0; i < 2; i++) {
+		CHECK_OK(aql_agent_open(AQL_AGENT_AMD, 0, &agent));
+		CHECK_OK(aql_agent_destroy(agent));
+	}
+	CHECK_OK(kfd_process_get(&p));
+	r = p ? kfd_gpu_query(kfd_agent_node(p, 0), &q) : 0;
+	CHECK(r == -EBADF && !strcmp(q.failed, "amdgpu_device_initialize") &&
+	      !q.marketing_name[0] && !q.vram.total,
+	      "the fault: %d, failed \"%s\", name \"%s\"", r, q.failed, q.marketing_name);
+	CHECK(stats(&s) == 0 && s.drm_queries == 1, "libdrm asked %llu times",
+	      (unsigned long long)s.drm_queries);
+	CHECK(p && kfd_gpu_query(NULL, &q) == -EINVAL, "a node not of the topology");
+	return th_finish();
+}
+
+/* The table's query on fds it must refuse, as libdrm's amdgpu_get_auth
+ * does: one not open, one that is no DRM device. */
+static int drm_bad_fd(void)
+{
+	const struct aql_kfd_sys *sys = NULL;
+	struct aql_kfd_gpu_query q;
+	int fd, r;
+
+	CHECK_OK(aql_kfd_sys_get(&sys));
+	if (!sys)
+		return th_finish();
+	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	CHECK(fd >= 0, "open /dev/null");
+	r = sys->gpu_query(fd, &q);
+	CHECK(r == -ENOTTY && !strcmp(q.failed, "amdgpu_device_initialize"),
+	      "%s table on /dev/null: %d, failed \"%s\"", sys->name, r, q.failed);
+	close(fd);
+	r = sys->gpu_query(fd, &q);
+	CHECK(r == -EBADF && !strcmp(q.failed, "amdgpu_device_initialize"),
+	      "%s table on a closed fd: %d, failed \"%s\"", sys->name, r, q.failed);
+	fprintf(stderr, "%s table: refused as expected\n", sys->name);
 	return th_finish();
 }
 
@@ -503,6 +605,10 @@ int main(int argc, char **argv)
 			return expect_open(argv[i + 1]);
 		if (!strcmp(argv[i], "--topology"))
 			return topology();
+		if (!strcmp(argv[i], "--drm-fault"))
+			return drm_fault();
+		if (!strcmp(argv[i], "--drm-bad-fd"))
+			return drm_bad_fd();
 		if (!strcmp(argv[i], "--agents") && i + 1 < argc)
 			list = argv[++i];
 		else if (!strcmp(argv[i], "--version") && i + 1 < argc)
@@ -515,7 +621,8 @@ int main(int argc, char **argv)
 	}
 	if (!list) {
 		fprintf(stderr, "usage: %s --agents MODELS [--version 1.N] [--xnack 0|1] | "
-			"--expect REASON | --expect-open REASON | --topology\n", argv[0]);
+			"--expect REASON | --expect-open REASON | --topology | --drm-fault | "
+			"--drm-bad-fd\n", argv[0]);
 		return 1;
 	}
 	return agents(list, minor, xnack);

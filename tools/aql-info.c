@@ -6,12 +6,14 @@
  * prints why (aql_error_message()), so that "no GPU" is never silent.
  *
  * AMD agents also show what the KFD topology says of them (chip, PCI
- * address, shader engines, caches, firmware), read through the AMD
- * agent's internal aql/kfd/kfd.h, which libaql.a keeps visible.
+ * address, shader engines, caches, firmware) and what libdrm does
+ * (marketing name, clocks, memory heaps, more firmware), read through the
+ * AMD agent's internal aql/kfd/kfd.h, which libaql.a keeps visible.
  *
  * Exit status: 0 when at least one agent was listed, 1 when none was,
  * 2 on a usage error.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -105,7 +107,105 @@ static const char *emulated(const aql_agent_info *in, char *buf, size_t len)
 	return buf;
 }
 
-/* rocminfo's view of an AMD GPU, as far as the topology tells it. */
+/*
+ * libdrm's view of n's GPU: 0 and *q, or the query's -errno with why
+ * saying "libdrm: amdgpu_device_initialize: -EACCES (Permission denied)".
+ */
+static int amd_drm(const struct kfd_node *n, struct aql_kfd_gpu_query *q, char *why, size_t len)
+{
+	int r = kfd_gpu_query(n, q);
+	const char *name = r ? strerrorname_np(-r) : NULL;
+
+	if (r == -ENODATA)
+		snprintf(why, len, "libdrm: not asked (no agent of the GPU opened)");
+	else if (r)
+		snprintf(why, len, "libdrm: %s: -%s (%s)", q->failed, name ? name : "?",
+			 strerror(-r));
+	return r;
+}
+
+static void print_mib(const char *what, int known, uint64_t bytes)
+{
+	if (known)
+		printf("  %-28s %" PRIu64 " MiB\n", what, bytes >> 20);
+	else
+		printf("  %-28s unknown\n", what);
+}
+
+static void print_fw(const char *what, int known, uint32_t version)
+{
+	if (known)
+		printf("  %-28s %" PRIu32 " (0x%08" PRIx32 ")\n", what, version, version);
+	else
+		printf("  %-28s unknown\n", what);
+}
+
+/* What libdrm adds to the topology, as rocminfo shows it; where the query
+ * failed each field is unknown and the reason is printed once. */
+static void print_amd_drm(const struct kfd_node *n)
+{
+	struct aql_kfd_gpu_query q;
+	char why[160];
+	int ok = amd_drm(n, &q, why, sizeof(why)) == 0;
+
+	if (!ok) {
+		printf("  %-28s unknown (%s)\n", "Marketing Name:", why);
+		printf("  %-28s unknown\n", "ASIC revision:");
+		printf("  %-28s unknown\n", "Max memory clock:");
+	} else {
+		printf("  %-28s %s\n", "Marketing Name:",
+		       q.marketing_name[0] ? q.marketing_name : "(not in libdrm's amdgpu.ids)");
+		printf("  %-28s %" PRIu32 " (family %" PRIu32 ", external 0x%02" PRIx32
+		       ", PCI revision 0x%02" PRIx32 ")\n", "ASIC revision:", q.chip_rev,
+		       q.family_id, q.chip_external_rev, q.pci_rev);
+		printf("  %-28s %" PRIu32 " MHz\n", "Max memory clock:", q.max_memory_clock_mhz);
+	}
+	print_mib("VRAM:", ok, q.vram.total);
+	print_mib("VRAM usable:", ok, q.vram.usable);
+	print_mib("Host-visible VRAM size:", ok, q.visible_vram.total);
+	print_mib("GTT:", ok, q.gtt.total);
+	print_fw("Firmware, RLC:", ok, q.fw_rlc);
+	print_fw("Firmware, SMC:", ok, q.fw_smc);
+	print_fw("Firmware, SOS:", ok, q.fw_sos);
+}
+
+static void json_heap(const char *name, const struct aql_kfd_heap *h)
+{
+	printf("\"%s\":{\"total\":%" PRIu64 ",\"usable\":%" PRIu64 ",\"used\":%" PRIu64
+	       ",\"max_allocation\":%" PRIu64 "}", name, h->total, h->usable, h->used,
+	       h->max_allocation);
+}
+
+/* ,"drm":{...},"drm_error":null, or "drm":null and the reason. */
+static void print_amd_drm_json(const struct kfd_node *n)
+{
+	struct aql_kfd_gpu_query q;
+	char why[160];
+
+	if (amd_drm(n, &q, why, sizeof(why))) {
+		printf(",\"drm\":null,\"drm_error\":");
+		json_string(why);
+		return;
+	}
+	printf(",\"drm\":{\"marketing_name\":");
+	json_string(q.marketing_name);
+	printf(",\"asic_id\":%" PRIu32 ",\"chip_revision\":%" PRIu32
+	       ",\"external_revision\":%" PRIu32 ",\"pci_revision\":%" PRIu32
+	       ",\"family_id\":%" PRIu32 ",\"max_engine_clock_mhz\":%" PRIu32
+	       ",\"max_memory_clock_mhz\":%" PRIu32 ",", q.asic_id, q.chip_rev,
+	       q.chip_external_rev, q.pci_rev, q.family_id, q.max_engine_clock_mhz,
+	       q.max_memory_clock_mhz);
+	json_heap("vram", &q.vram);
+	putchar(',');
+	json_heap("visible_vram", &q.visible_vram);
+	putchar(',');
+	json_heap("gtt", &q.gtt);
+	printf(",\"firmware\":{\"mec\":%" PRIu32 ",\"rlc\":%" PRIu32 ",\"sdma\":%" PRIu32
+	       ",\"smc\":%" PRIu32 ",\"sos\":%" PRIu32 "}},\"drm_error\":null", q.fw_mec,
+	       q.fw_rlc, q.fw_sdma, q.fw_smc, q.fw_sos);
+}
+
+/* rocminfo's view of an AMD GPU: the topology's, then libdrm's. */
 static void print_amd(const aql_agent_info *in)
 {
 	const struct kfd_process *p;
@@ -135,6 +235,7 @@ static void print_amd(const aql_agent_info *in)
 	       n->vram_public ? "all (large BAR)" : "part (small BAR)");
 	printf("  %-28s %" PRIu32 "\n", "Firmware, MEC:", n->fw_version);
 	printf("  %-28s %" PRIu32 "\n", "Firmware, SDMA:", n->sdma_fw_version);
+	print_amd_drm(n);
 	printf("  %-28s %s\n", "KFD system table:", p->sys->name);
 }
 
@@ -165,6 +266,7 @@ static void print_amd_json(const aql_agent_info *in)
 		json_string(p->sys->name);
 	else
 		printf("null");
+	print_amd_drm_json(n);
 	putchar('}');
 }
 

@@ -39,6 +39,11 @@ struct kfd_gpu {
 	int render_fd;
 	int acquired;
 	struct kfd_process_device_apertures apertures;
+	/* libdrm's view of the GPU (sys.h gpu_query), asked once after the
+	 * first ACQUIRE_VM; a failure is kept, not fatal */
+	int queried;
+	int query_err;			/* 0 or the query's -errno */
+	struct aql_kfd_gpu_query query;
 };
 
 static pthread_mutex_t gpu_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -292,8 +297,29 @@ static aql_status gpu_open(const struct kfd_node *n)
 		st = find_apertures(n, g);
 	if (st != AQL_OK)
 		g->acquired = 0;
+	if (g->acquired && !g->queried) {
+		g->query_err = process.sys->gpu_query(g->render_fd, &g->query);
+		g->queried = 1;
+	}
 	pthread_mutex_unlock(&gpu_lock);
 	return st;
+}
+
+int kfd_gpu_query(const struct kfd_node *n, struct aql_kfd_gpu_query *out)
+{
+	const struct kfd_gpu *g;
+	int r = -ENODATA;
+
+	if (!n || n < process.topo.nodes || n >= process.topo.nodes + process.topo.count)
+		return -EINVAL;
+	g = &gpus[n - process.topo.nodes];
+	pthread_mutex_lock(&gpu_lock);
+	if (g->queried) {
+		*out = g->query;
+		r = g->query_err;
+	}
+	pthread_mutex_unlock(&gpu_lock);
+	return r;
 }
 
 static void fill_info(const struct kfd_node *n, uint32_t index, aql_agent_info *in)
@@ -316,6 +342,8 @@ static void fill_info(const struct kfd_node *n, uint32_t index, aql_agent_info *
 		.wakes_host = 0,
 		.wavefront_size = n->wave_front_size,
 		.max_grid_dim = { UINT32_MAX, UINT32_MAX, UINT32_MAX },
+		/* The topology's: every dGPU node has its banks (libdrm's VRAM
+		 * heap, the same size, is aql-info's alone). */
 		.memory_size = n->vram_size,
 		.device_index = index,
 		.driver_version = process.major * 1000 + process.minor * 10,

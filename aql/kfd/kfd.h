@@ -2,8 +2,9 @@
 /*
  * Internal to aql/kfd/, the AMD agent: the KFD topology as read from sysfs
  * (topology.c) and the process-wide KFD state (device.c). aql-info reads
- * the topology through kfd_process_get() for what aql_agent_info does not
- * hold (chip ID, PCI address, caches, firmware).
+ * the topology through kfd_process_get(), and libdrm's view through
+ * kfd_gpu_query(), for what aql_agent_info does not hold (chip ID, PCI
+ * address, caches, marketing name, clocks, firmware).
  */
 #ifndef AQL_KFD_H
 #define AQL_KFD_H
@@ -107,6 +108,15 @@ aql_status kfd_process_get(const struct kfd_process **out);
 
 /* The node of AMD agent index (the index-th usable node), NULL if none. */
 const struct kfd_node *kfd_agent_node(const struct kfd_process *p, uint32_t index);
+
+/*
+ * What libdrm said of node n's GPU (sys.h gpu_query), asked once, when
+ * its first agent opened: 0 and *out; the query's -errno with
+ * out->failed naming the libdrm call; -ENODATA before any agent of n
+ * opened; -EINVAL for a node not of the process's topology. The agent
+ * works either way. Thread safe.
+ */
+int kfd_gpu_query(const struct kfd_node *n, struct aql_kfd_gpu_query *out);
 
 /*
  * An opened AMD agent (device.c): what memory.c needs of it. The node's

@@ -7,7 +7,8 @@
  * shared library named by the environment variable AQL_KFD_SYS, which
  * exports `const struct aql_kfd_sys aql_kfd_sys_v1`. The table is chosen
  * once per process, so it is the one place that says what the agent asks
- * of the kernel.
+ * of the kernel. libdrm's amdgpu queries make their own ioctls, so the
+ * table holds the whole query (gpu_query) rather than its ioctls.
  *
  * Every function returns 0 (or an fd, or a byte count) on success and
  * -errno on failure, never sets errno. All are thread safe.
@@ -20,10 +21,37 @@
 #include <aql/status.h>
 
 /* Bumped when the table changes; a table of another version is refused. */
-#define AQL_KFD_SYS_ABI 1u
+#define AQL_KFD_SYS_ABI 2u
 
 /* The KFD topology's root in sysfs (kfd_topology.c). */
 #define AQL_KFD_TOPOLOGY "/sys/devices/virtual/kfd/kfd/topology"
+
+/* One memory heap of AMDGPU_INFO_MEMORY (struct drm_amdgpu_heap_info), bytes. */
+struct aql_kfd_heap {
+	uint64_t total;			/* total_heap_size */
+	uint64_t usable;		/* usable_heap_size: less what the kernel pinned */
+	uint64_t used;			/* heap_usage: every process's */
+	uint64_t max_allocation;	/* the largest single BO the kernel would make */
+};
+
+/*
+ * What libdrm_amdgpu says of a GPU that the KFD topology does not: its
+ * name, the ASIC's revision, clocks, memory heaps and firmware.
+ */
+struct aql_kfd_gpu_query {
+	char marketing_name[128];	/* amdgpu_get_marketing_name; "" when libdrm has none */
+	char failed[64];		/* on failure, the libdrm call that failed */
+	/* amdgpu_query_gpu_info */
+	uint32_t asic_id;		/* the PCI device ID */
+	uint32_t pci_rev;		/* the PCI revision ID */
+	uint32_t chip_rev, chip_external_rev, family_id;	/* AMDGPU_FAMILY_* */
+	uint32_t max_engine_clock_mhz, max_memory_clock_mhz;
+	/* AMDGPU_INFO_MEMORY: all VRAM, the part the host can map, GTT */
+	struct aql_kfd_heap vram, visible_vram, gtt;
+	/* amdgpu_query_firmware_version, instance and index 0: the MEC
+	 * (compute), RLC, SDMA engine 0, SMC (power) and PSP SOS microcode */
+	uint32_t fw_mec, fw_rlc, fw_sdma, fw_smc, fw_sos;
+};
 
 struct aql_kfd_sys {
 	uint32_t abi;			/* AQL_KFD_SYS_ABI */
@@ -48,6 +76,13 @@ struct aql_kfd_sys {
 	 * and return that value. 0 when done, -errno (-ENOENT: no folder).
 	 */
 	int (*list_dir)(const char *path, int (*each)(const char *name, void *user), void *user);
+	/*
+	 * libdrm_amdgpu's queries on render_fd, a render node from open:
+	 * 0 and *out filled, or -errno with out->failed naming the call
+	 * (-EBADF where render_fd is not open, -ENOTTY where it is no DRM
+	 * device). render_fd stays open and its own.
+	 */
+	int (*gpu_query)(int render_fd, struct aql_kfd_gpu_query *out);
 };
 
 /*

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The system table (sys.h): libc's calls with errno turned into -errno, or
- * the emulation named by AQL_KFD_SYS. The choice is made once per process;
- * a library that fails to load is the reason, kept, for every later call.
+ * The system table (sys.h): libc's calls with errno turned into -errno
+ * and libdrm_amdgpu's queries, or the emulation named by AQL_KFD_SYS. The
+ * choice is made once per process; a library that fails to load is the
+ * reason, kept, for every later call.
  */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -15,6 +16,9 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#include <amdgpu.h>
+#include <amdgpu_drm.h>
 
 #include "aql/kfd/sys.h"
 #include "util/error.h"
@@ -100,6 +104,90 @@ static int sys_list_dir(const char *path, int (*each)(const char *name, void *us
 	return r;
 }
 
+static void heap(struct aql_kfd_heap *out, const struct drm_amdgpu_heap_info *in)
+{
+	*out = (struct aql_kfd_heap){ in->total_heap_size, in->usable_heap_size, in->heap_usage,
+				      in->max_allocation };
+}
+
+static int query(amdgpu_device_handle dev, struct aql_kfd_gpu_query *out)
+{
+	const struct {
+		unsigned type;
+		const char *name;
+		uint32_t *version;
+	} fws[] = {
+		{ AMDGPU_INFO_FW_GFX_MEC, "MEC", &out->fw_mec },
+		{ AMDGPU_INFO_FW_GFX_RLC, "RLC", &out->fw_rlc },
+		{ AMDGPU_INFO_FW_SDMA, "SDMA", &out->fw_sdma },
+		{ AMDGPU_INFO_FW_SMC, "SMC", &out->fw_smc },
+		{ AMDGPU_INFO_FW_SOS, "SOS", &out->fw_sos },
+	};
+	struct drm_amdgpu_memory_info mem;
+	struct amdgpu_gpu_info gi;
+	const char *name;
+	int r;
+
+	/* A copy of what amdgpu_device_initialize asked the kernel. */
+	amdgpu_query_gpu_info(dev, &gi);
+	out->asic_id = gi.asic_id;
+	out->pci_rev = gi.pci_rev_id;
+	out->chip_rev = gi.chip_rev;
+	out->chip_external_rev = gi.chip_external_rev;
+	out->family_id = gi.family_id;
+	out->max_engine_clock_mhz = (uint32_t)(gi.max_engine_clk / 1000);	/* kHz */
+	out->max_memory_clock_mhz = (uint32_t)(gi.max_memory_clk / 1000);
+	/* NULL or a generic name, by libdrm version, when its amdgpu.ids
+	 * lacks the device */
+	name = amdgpu_get_marketing_name(dev);
+	snprintf(out->marketing_name, sizeof(out->marketing_name), "%s", name ? name : "");
+	r = amdgpu_query_info(dev, AMDGPU_INFO_MEMORY, sizeof(mem), &mem);
+	if (r) {
+		snprintf(out->failed, sizeof(out->failed), "amdgpu_query_info(AMDGPU_INFO_MEMORY)");
+		return r;
+	}
+	heap(&out->vram, &mem.vram);
+	heap(&out->visible_vram, &mem.cpu_accessible_vram);
+	heap(&out->gtt, &mem.gtt);
+	for (size_t i = 0; i < sizeof(fws) / sizeof(fws[0]); i++) {
+		uint32_t feature;
+
+		r = amdgpu_query_firmware_version(dev, fws[i].type, 0, 0, fws[i].version, &feature);
+		if (r) {
+			snprintf(out->failed, sizeof(out->failed), "amdgpu_query_firmware_version(%s)",
+				 fws[i].name);
+			return r;
+		}
+	}
+	return 0;
+}
+
+/*
+ * libdrm's amdgpu_device_initialize dups the fd and keeps one device per
+ * GPU, reference-counted, until the last deinitialize (amdgpu_device.c):
+ * the dup is the same open file, so the render node's VM is untouched.
+ */
+static int sys_gpu_query(int render_fd, struct aql_kfd_gpu_query *out)
+{
+	amdgpu_device_handle dev;
+	uint32_t major, minor;
+	int r;
+
+	*out = (struct aql_kfd_gpu_query){ 0 };
+	r = amdgpu_device_initialize(render_fd, &major, &minor, &dev);
+	if (r) {
+		snprintf(out->failed, sizeof(out->failed), "amdgpu_device_initialize");
+		/* amdgpu_get_auth passes drmIoctl's -1 on, for a file that is
+		 * not a render node and refused DRM_IOCTL_GET_CLIENT */
+		if (r == -1)
+			r = fcntl(render_fd, F_GETFD) < 0 ? -EBADF : -ENOTTY;
+		return r;
+	}
+	r = query(dev, out);
+	amdgpu_device_deinitialize(dev);
+	return r;
+}
+
 static const struct aql_kfd_sys linux_sys = {
 	.abi = AQL_KFD_SYS_ABI,
 	.name = "linux",
@@ -110,6 +198,7 @@ static const struct aql_kfd_sys linux_sys = {
 	.munmap = sys_munmap,
 	.read_file = sys_read_file,
 	.list_dir = sys_list_dir,
+	.gpu_query = sys_gpu_query,
 };
 
 static pthread_once_t choose_once = PTHREAD_ONCE_INIT;
@@ -151,7 +240,7 @@ static void choose(void)
 		return;
 	}
 	if (!t->name || !t->open || !t->close || !t->ioctl || !t->mmap || !t->munmap ||
-	    !t->read_file || !t->list_dir) {
+	    !t->read_file || !t->list_dir || !t->gpu_query) {
 		refuse(AQL_ERR_UNSUPPORTED,
 		       "the KFD emulation AQL_KFD_SYS=%s leaves an entry of aql_kfd_sys_v1 empty",
 		       path);

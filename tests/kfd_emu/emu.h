@@ -41,6 +41,7 @@ struct emu_config {
 	int fail_open_render;
 	int fail_acquire_vm;
 	int fail_runtime_enable;
+	int fail_drm_query;		/* drm_query[=ERRNO]: libdrm's query (gpu_query) */
 	/* alloc_enomem[:N]: ALLOC_MEMORY_OF_GPU calls after the first N get
 	 * -ENOMEM; -1 when the fault is not set. */
 	int64_t fail_alloc_after;
@@ -79,6 +80,10 @@ uint32_t emu_model_gfx_version(const struct emu_model *model);
 const char *emu_model_name(const struct emu_model *model);
 /* The VRAM bytes of a GPU of this model: AQL_KFD_EMU_VRAM or the model's. */
 uint64_t emu_model_vram(const struct emu_model *model);
+/* What libdrm's queries say of a GPU of this model (sys.h gpu_query),
+ * with no memory in use. */
+struct aql_kfd_gpu_query;
+void emu_model_drm(const struct emu_model *model, struct aql_kfd_gpu_query *out);
 /* A node's queue properties (kfd_queue.c kfd_queue_ctx_save_restore_size,
  * the HWS queue limit). */
 struct emu_queue_props {

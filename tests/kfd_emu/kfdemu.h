@@ -66,6 +66,8 @@ struct kfdemu_stats {
 	uint32_t events;
 	uint32_t event_slots;
 	uint32_t event_sleepers;
+	/* libdrm queries (gpu_query) on emulated render nodes, refused ones too */
+	uint64_t drm_queries;
 };
 
 typedef int (*kfdemu_stats_fn)(struct kfdemu_stats *out);

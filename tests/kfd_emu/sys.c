@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The KFD emulation's system table (aql/kfd/sys.h): the settings, the
- * emulated files (/dev/kfd, the render nodes), and amdkfd's ioctl
- * dispatcher (kfd_chardev.c kfd_ioctl) in front of process.c's handlers.
+ * emulated files (/dev/kfd, the render nodes), amdkfd's ioctl
+ * dispatcher (kfd_chardev.c kfd_ioctl) in front of process.c's handlers,
+ * and libdrm's queries of a render node.
  * Emulated files are memfds, so their fds are real and never collide with
  * the process's others.
  */
@@ -48,7 +49,7 @@ static const struct {
 } errnos[] = {
 	{ "EINVAL", EINVAL }, { "ENOMEM", ENOMEM }, { "EBUSY", EBUSY }, { "EIO", EIO },
 	{ "ENODEV", ENODEV }, { "EACCES", EACCES }, { "ENOENT", ENOENT }, { "EPERM", EPERM },
-	{ "EINTR", EINTR }, { "EEXIST", EEXIST }, { "EAGAIN", EAGAIN },
+	{ "EINTR", EINTR }, { "EEXIST", EEXIST }, { "EAGAIN", EAGAIN }, { "EBADF", EBADF },
 };
 
 static void config_fail(const char *fmt, const char *what)
@@ -205,10 +206,11 @@ static void read_faults(const char *s)
 		    !fault(s, n, "open_kfd", &config.fail_open_kfd, ENOENT) &&
 		    !fault(s, n, "open_render", &config.fail_open_render, EACCES) &&
 		    !fault(s, n, "acquire_vm", &config.fail_acquire_vm, ENOMEM) &&
-		    !fault(s, n, "runtime_enable", &config.fail_runtime_enable, EINTR)) {
-			config_fail("AQL_KFD_EMU_FAIL: no fault point in \"%s\" (open_kfd, "
-				    "open_render, acquire_vm, runtime_enable, alloc_enomem[:N], "
-				    "create_queue, queue_stop:N, mem_fault:N)", s);
+		    !fault(s, n, "runtime_enable", &config.fail_runtime_enable, EINTR) &&
+		    !fault(s, n, "drm_query", &config.fail_drm_query, EBADF)) {
+			config_fail("AQL_KFD_EMU_FAIL: \"%s\" is none of open_kfd, open_render, "
+				    "acquire_vm, runtime_enable, alloc_enomem[:N], create_queue, "
+				    "queue_stop:N, mem_fault:N, drm_query", s);
 			return;
 		}
 		s += n + (s[n] == ',');
@@ -535,6 +537,44 @@ static int emu_ioctl(int fd, unsigned long request, void *arg)
 }
 
 /*
+ * libdrm_amdgpu's queries (sys.h gpu_query) on an emulated render node:
+ * amdgpu_device_initialize, then what amdgpu_kms.c amdgpu_info_ioctl
+ * answers for the node's model. An fd that is not open is -EBADF, as the
+ * real table finds it (libdrm's amdgpu_get_auth fails DRM_IOCTL_GET_CLIENT
+ * on it); any other fd is -ENOTTY, the emulation's own rule (the kernel
+ * would hand GET_CLIENT to that file's driver: /dev/kfd would run its own
+ * ioctl 5). The drm_query fault fails amdgpu_device_initialize, by default
+ * as libdrm does for a GPU whose acceleration is not working (-EBADF,
+ * AMDGPU_INFO_ACCEL_WORKING 0). Heap usage is not counted: 0.
+ */
+static int emu_gpu_query(int fd, struct aql_kfd_gpu_query *out)
+{
+	const struct emu_config *c = emu_config();
+	struct file *f;
+	int r = 0;
+
+	*out = (struct aql_kfd_gpu_query){ 0 };
+	pthread_mutex_lock(&emu.lock);
+	f = file_of(fd);
+	if (!f)
+		r = fcntl(fd, F_GETFD) < 0 ? -EBADF : -ENOTTY;
+	else if (f->kind != FILE_RENDER)
+		r = -ENOTTY;
+	else if (c->fail_drm_query)
+		r = c->fail_drm_query;
+	if (f)
+		emu.stats.drm_queries++;
+	if (r) {
+		snprintf(out->failed, sizeof(out->failed), "amdgpu_device_initialize");
+		pthread_mutex_unlock(&emu.lock);
+		return r;
+	}
+	emu_model_drm(f->gpu->model, out);
+	pthread_mutex_unlock(&emu.lock);
+	return 0;
+}
+
+/*
  * Anonymous mappings and files that are not emulated go to libc; a render
  * node maps the BO whose fake offset it is given (memory.c); /dev/kfd maps
  * the doorbells (queue.c) by the type in the offset (kfd_chardev.c kfd_mmap).
@@ -686,4 +726,5 @@ const struct aql_kfd_sys aql_kfd_sys_v1 = {
 	.munmap = emu_munmap,
 	.read_file = emu_read_file,
 	.list_dir = emu_list_dir,
+	.gpu_query = emu_gpu_query,
 };

@@ -64,6 +64,13 @@ struct emu_model {
 	uint64_t unique_id;
 	unsigned ncaches;
 	struct emu_cache caches[3];
+	/* What libdrm tells (sys.h gpu_query) beyond the sysfs values: the
+	 * marketing name libdrm's amdgpu.ids gives the device and PCI
+	 * revision, the ASIC's revisions and family (amdgpu_drm.h), and
+	 * firmware the topology does not print. */
+	const char *marketing_name;
+	uint32_t pci_rev, chip_rev, external_rev, family_id;
+	uint32_t rlc_fw_version, smc_fw_version, sos_fw_version;
 };
 
 #define GFX9_CAPS                                                                \
@@ -101,6 +108,11 @@ static const struct emu_model models[] = {
 			/* approx, from memory of an MI250X rocminfo */
 			{ .level = 2, .size_kb = 8192, .line = 128, .assoc = 16, .shared_cus = 110 },
 		},
+		/* amdgpu.ids: 740C, 01; soc15.c: external = rev_id + 0x3c on
+		 * Aldebaran; rev_id approx; the firmware numbers are made up */
+		.marketing_name = "AMD Instinct MI250X / MI250",
+		.pci_rev = 0x01, .chip_rev = 1, .external_rev = 0x3d, .family_id = 141,
+		.rlc_fw_version = 17, .smc_fw_version = 0x00445300, .sos_fw_version = 0x00210b04,
 	},
 	{
 		.name = "gfx942", .node_name = "ip discovery",
@@ -129,6 +141,12 @@ static const struct emu_model models[] = {
 			/* the Infinity Cache, from a public MI308X rocminfo */
 			{ .level = 3, .size_kb = 262144, .line = 64, .assoc = 16, .shared_cus = 304 },
 		},
+		/* amdgpu.ids: 74A1, 00 (libdrm 2.4.117 and later; older ones
+		 * have no name for it); soc15.c: external = rev_id + 0x46 on
+		 * GC 9.4.3; rev_id approx; the firmware numbers are made up */
+		.marketing_name = "AMD Instinct MI300X",
+		.pci_rev = 0x00, .chip_rev = 0, .external_rev = 0x46, .family_id = 141,
+		.rlc_fw_version = 10, .smc_fw_version = 0x00557300, .sos_fw_version = 0x00250016,
 	},
 	{
 		/* Every value approx but the target, the device and the doorbell type. */
@@ -154,6 +172,11 @@ static const struct emu_model models[] = {
 			{ .level = 1, .size_kb = 16, .line = 64, .assoc = 4, .shared_cus = 1 },
 			{ .level = 2, .size_kb = 2048, .line = 64, .assoc = 16, .shared_cus = 64 },
 		},
+		/* amdgpu.ids: 7300, CB; vi.c: external = rev_id + 0x3c on
+		 * Fiji; family VI; the firmware numbers are made up */
+		.marketing_name = "AMD Radeon R9 Fury Series",
+		.pci_rev = 0xcb, .chip_rev = 0, .external_rev = 0x3c, .family_id = 130,
+		.rlc_fw_version = 55, .smc_fw_version = 0x00112a00, .sos_fw_version = 0,
 	},
 };
 
@@ -346,6 +369,43 @@ static void mem_properties(struct out *o, const struct emu_model *m)
 uint64_t emu_model_vram(const struct emu_model *m)
 {
 	return emu_config()->vram ? emu_config()->vram : m->vram;
+}
+
+/* amdgpu_vm.h AMDGPU_VM_RESERVED_VRAM: kept from every VRAM heap. */
+#define VM_RESERVED_VRAM (8ull << 20)
+/* The PCI BAR of a small-BAR GPU (approx: the classic 256 MiB). */
+#define SMALL_BAR (256ull << 20)
+
+static void drm_heap(struct aql_kfd_heap *h, uint64_t total, uint64_t usable)
+{
+	/* amdgpu_kms.c amdgpu_info_ioctl, AMDGPU_INFO_MEMORY: nothing pinned */
+	*h = (struct aql_kfd_heap){ .total = total, .usable = usable,
+				    .max_allocation = usable * 3 / 4 };
+}
+
+void emu_model_drm(const struct emu_model *m, struct aql_kfd_gpu_query *out)
+{
+	uint64_t vram = emu_model_vram(m), visible = emu_config()->small_bar ? SMALL_BAR : vram;
+
+	*out = (struct aql_kfd_gpu_query){
+		.asic_id = m->device_id, .pci_rev = m->pci_rev, .chip_rev = m->chip_rev,
+		.chip_external_rev = m->external_rev, .family_id = m->family_id,
+		/* the sysfs clocks and DEV_INFO's come from the same dpm
+		 * levels (amdgpu_amdkfd.c, amdgpu_kms.c), in MHz and kHz */
+		.max_engine_clock_mhz = m->max_engine_clk_fcompute,
+		.max_memory_clock_mhz = m->mem_clk_max,
+		/* the topology's fw_version and sdma_fw_version are the MEC's
+		 * and SDMA instance 0's, as AMDGPU_INFO_FW_VERSION gives them */
+		.fw_mec = m->fw_version, .fw_rlc = m->rlc_fw_version,
+		.fw_sdma = m->sdma_fw_version, .fw_smc = m->smc_fw_version,
+		.fw_sos = m->sos_fw_version,
+	};
+	snprintf(out->marketing_name, sizeof(out->marketing_name), "%s", m->marketing_name);
+	drm_heap(&out->vram, vram, vram - VM_RESERVED_VRAM);
+	drm_heap(&out->visible_vram, visible, visible < out->vram.usable ? visible :
+						out->vram.usable);
+	/* approx: TTM's default GTT limit, half the host's memory */
+	drm_heap(&out->gtt, CPU_MEM / 2, CPU_MEM / 2);
 }
 
 static void cache_properties(struct out *o, const struct emu_gpu *g, const struct emu_cache *k)
