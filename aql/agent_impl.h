@@ -65,8 +65,9 @@ struct aql_agent_ops {
 	 * agent's queues run in packet order; its header is
 	 * aql_timeline_header() of the packet's type. args: agent->copy_args
 	 * bytes of kernarg memory (64-byte aligned) that live as long as the
-	 * packet, NULL where copy_args is 0. Errors: AQL_ERR_INVALID_ARG
-	 * (memory the agent cannot reach), AQL_ERR_UNSUPPORTED (the agent
+	 * packet, NULL where copy_args is 0. src is NULL only where the
+	 * agent asked for it itself (aql_timeline_copy()). Errors:
+	 * AQL_ERR_INVALID_ARG (memory the agent cannot reach), AQL_ERR_UNSUPPORTED (the agent
 	 * cannot copy), each named.
 	 */
 	aql_status (*encode_copy)(aql_agent *agent, aql_packet *packet, void *dst,

@@ -52,6 +52,16 @@ aql_status aql_copy_plan_add(struct aql_copy_plan *plan, void *dst, const void *
 aql_status aql_queue_copy(aql_queue *queue, void *dst, const void *src, size_t size,
 			  const aql_completion *after, uint32_t n, aql_completion *done)
 {
+	if (!queue || (size && (!dst || !src)) || (n && !after) || n > AQL_TIMELINE_MAX_AFTER)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"aql_queue_copy: queue, dst and src are required, and at most %u dependencies",
+				AQL_TIMELINE_MAX_AFTER);
+	return aql_timeline_copy(queue, dst, src, size, after, n, done);
+}
+
+aql_status aql_timeline_copy(aql_queue *queue, void *dst, const void *src, size_t size,
+			     const aql_completion *after, uint32_t n, aql_completion *done)
+{
 	struct aql_queue_impl *q = aql_queue_impl(queue);
 	aql_packet packets[AQL_TIMELINE_MAX_AFTER + 1];
 	struct aql_copy_plan plan = { 0 };
@@ -59,10 +69,6 @@ aql_status aql_queue_copy(aql_queue *queue, void *dst, const void *src, size_t s
 	void *args = NULL;
 	aql_status st;
 
-	if (!queue || (size && (!dst || !src)) || (n && !after) || n > AQL_TIMELINE_MAX_AFTER)
-		return aql_fail(AQL_ERR_INVALID_ARG,
-				"aql_queue_copy: queue, dst and src are required, and at most %u dependencies",
-				AQL_TIMELINE_MAX_AFTER);
 	st = aql_timeline_get(queue, &t);
 	if (st != AQL_OK)
 		return st;

@@ -141,6 +141,13 @@ struct aql_copy_plan {
 aql_status aql_copy_plan_add(struct aql_copy_plan *plan, void *dst, const void *src,
 			     size_t size);
 
+/*
+ * aql_queue_copy() with its arguments checked; src NULL asks an agent for
+ * zeroes where its encode_copy takes it so (the AMD agent's clear).
+ */
+aql_status aql_timeline_copy(aql_queue *queue, void *dst, const void *src, size_t size,
+			     const aql_completion *after, uint32_t n, aql_completion *done);
+
 /* The header every timeline packet of type type carries. */
 static inline uint16_t aql_timeline_header(enum aql_packet_type type)
 {

@@ -5,6 +5,7 @@
  * (AQL_KFD_EMU_KERNELS) run by the emulated command processor over VRAM
  * that the host cannot touch outside kernels. Not run on hardware.
  *
+ * - agent memory comes zeroed (the emulation's fresh VRAM is not);
  * - aql_agent_copy() host to VRAM, VRAM to VRAM, VRAM to host, from and to
  *   host memory the GPU does not reach (staged) and from a pool that lists
  *   the agent; sizes and alignments that take each path of the kernel
@@ -84,6 +85,11 @@ static void check_round_trips(void)
 	CHECK_OK(aql_agent_mem_alloc(agent, cap, &v2));
 	if (!src || !dst || !v1 || !v2)
 		th_stop("no memory for the round trips");
+	/* The emulation's fresh VRAM holds old bytes; the agent clears it. */
+	memset(dst, 0xee, cap);
+	CHECK_OK(aql_agent_copy(agent, dst, v2, cap));
+	CHECK(dst[0] == 0 && !memcmp(dst, dst + 1, cap - 1), "fresh agent memory reads %#x",
+	      dst[0]);
 	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
 		for (size_t o = 0; o < sizeof(offsets) / sizeof(offsets[0]); o++) {
 			size_t n = sizes[s], so = offsets[o][0], doff = offsets[o][1];

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The AMD agent's copy kernel (copy.c): dst[0, size) = src[0, size), the
- * work-items of a 1-D grid taking turns (grid stride), 16 bytes at a time
- * where the two addresses agree modulo 16, else byte by byte. libaql
- * embeds its build for each GPU processor a clang here knows; the KFD
- * emulation runs its host build. A copy packet's grid is never empty.
+ * The AMD agent's copy kernel (copy.c): dst[0, size) = src[0, size), or
+ * zeroes where src is NULL, the work-items of a 1-D grid taking turns
+ * (grid stride), 16 bytes at a time where the two addresses agree modulo
+ * 16, else byte by byte. libaql embeds its build for each GPU processor a
+ * clang here knows; the KFD emulation runs its host build. A copy packet's
+ * grid is never empty.
  */
 #include <aql/kernel.h>
 
@@ -19,6 +20,11 @@ AQL_KERNEL_NO_BARRIER(aql_kfd_blit, (aql_global unsigned char *, dst),
 	uint64_t i = aql_global_id(0), step = aql_global_size(0);
 	uint64_t head = size, body = 0;
 
+	if (!src) {
+		for (uint64_t k = i; k < size; k += step)
+			dst[k] = 0;
+		return;
+	}
 	if ((((uintptr_t)dst ^ (uintptr_t)src) & 15) == 0) {
 		head = (16 - ((uintptr_t)dst & 15)) & 15;
 		if (head > size)

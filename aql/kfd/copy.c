@@ -140,7 +140,7 @@ aql_status kfd_encode_copy(aql_agent *agent, aql_packet *packet, void *dst, cons
 		return AQL_OK;
 	}
 	rd = kfd_mem_reach(a, dst, size);
-	rs = kfd_mem_reach(a, src, size);
+	rs = src ? kfd_mem_reach(a, src, size) : KFD_REACH_DEVICE;	/* kfd_zero */
 	if (rd == KFD_REACH_NONE || rd == KFD_REACH_OTHER_GPU || rs == KFD_REACH_NONE ||
 	    rs == KFD_REACH_OTHER_GPU)
 		return aql_fail(AQL_ERR_INVALID_ARG,
@@ -181,7 +181,7 @@ static aql_status copy_now(struct kfd_agent *a, void *dst, const void *src, size
 		/* The agent's own: aql_agent_destroy() need not wait for it. */
 		__atomic_fetch_sub(&a->base.queues, 1, __ATOMIC_RELAXED);
 	}
-	st = aql_queue_copy(a->copy_queue, dst, src, size, NULL, 0, &done);
+	st = aql_timeline_copy(a->copy_queue, dst, src, size, NULL, 0, &done);
 	return st == AQL_OK ? aql_completion_wait(done, AQL_TIMEOUT_INFINITE) : st;
 }
 
@@ -244,6 +244,19 @@ aql_status kfd_copy(aql_agent *agent, void *dst, const void *src, size_t size)
 		st = copy_staged(a, dst, src, size, 0);
 	else
 		st = copy_now(a, dst, src, size);
+	pthread_mutex_unlock(&a->copy_lock);
+	return st;
+}
+
+aql_status kfd_zero(struct kfd_agent *a, void *dst, size_t size)
+{
+	aql_status st;
+
+	if (!a->blit)
+		return aql_fail(AQL_ERR_UNSUPPORTED, "AMD agent %u (%s) cannot clear its memory: %s",
+				a->info.device_index, a->node->gfx, a->no_blit);
+	pthread_mutex_lock(&a->copy_lock);
+	st = copy_now(a, dst, NULL, size);
 	pthread_mutex_unlock(&a->copy_lock);
 	return st;
 }

@@ -369,6 +369,20 @@ static void destroy(aql_agent *agent)
 	free(agent_of(agent));
 }
 
+/* aql_agent_mem_alloc() promises zeroes; a fresh BO holds what the VRAM
+ * held (amdkfd allocates it with VRAM_WIPE_ON_RELEASE, not VRAM_CLEARED:
+ * amdgpu_amdkfd_gpuvm.c). The agent's own buffers (EOP) need none. */
+static aql_status mem_alloc(aql_agent *agent, size_t size, void **out)
+{
+	aql_status st = kfd_mem_alloc(agent, size, out);
+
+	if (st == AQL_OK && (st = kfd_zero(agent_of(agent), *out, size)) != AQL_OK) {
+		kfd_mem_free(agent, *out);
+		*out = NULL;
+	}
+	return st;
+}
+
 /* code_protect stays NULL: the loader protects host code only, and the
  * GPU's code stays readable and writable for the host as on ROCr. */
 static const struct aql_agent_ops kfd_agent_ops = {
@@ -378,7 +392,7 @@ static const struct aql_agent_ops kfd_agent_ops = {
 	.queue_detach = kfd_queue_detach,
 	.code_alloc = kfd_code_alloc,
 	.code_free = kfd_code_free,
-	.mem_alloc = kfd_mem_alloc,
+	.mem_alloc = mem_alloc,
 	.mem_free = kfd_mem_free,
 	.copy = kfd_copy,
 	.encode_copy = kfd_encode_copy,

@@ -191,6 +191,10 @@ void kfd_copy_close(struct kfd_agent *a);
 aql_status kfd_encode_copy(aql_agent *agent, aql_packet *packet, void *dst, const void *src,
 			   size_t size, void *args);
 aql_status kfd_copy(aql_agent *agent, void *dst, const void *src, size_t size);
+/* Zero [dst, dst + size) of a's memory with the copy kernel (its src NULL),
+ * waited for: amdkfd does not promise cleared VRAM. Errors: those of
+ * copies, AQL_ERR_UNSUPPORTED without the copy kernel. */
+aql_status kfd_zero(struct kfd_agent *a, void *dst, size_t size);
 
 /*
  * A GTT BO of size bytes on a's GPU for the runtime itself, at one

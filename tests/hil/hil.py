@@ -146,8 +146,9 @@ def real_env(test_env, libdir):
     return env
 
 
-def probe(info, libdir, target):
-    """None when an agent of target's kind opens, else the reason."""
+def probe(info, libdir, target, found=None):
+    """None when an agent of target's kind opens, else the reason; found
+    (a list) gets the processor name of each agent of the kind."""
     try:
         p = subprocess.run([info, '--json'], env=real_env({}, libdir), stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True, timeout=120)
@@ -158,6 +159,8 @@ def probe(info, libdir, target):
     except ValueError:
         return 'aql-info --json failed (exit %d): %s' % (p.returncode, p.stderr.strip())
     gpus = [a for a in doc['agents'] if a['kind'] == target['kind']]
+    if found is not None:
+        found.extend(a['name'] for a in gpus)
     for a in gpus:
         if target is CUDA:
             print('hil: GPU %d: %s (%s), driver %s, signals: %s' % (
@@ -202,7 +205,8 @@ def run(root, tests, logdir, libdir, subst, target=CUDA):
     info = os.path.join(root, 'tools', 'aql-info')
     bench = os.path.join(root, 'tools', 'aql-bench')
     label = 'aql-bench --agent ' + target['bench']
-    why = probe(info, libdir, target)
+    gfx = []
+    why = probe(info, libdir, target, gfx)
     if why:
         print('hil: no %s agent, nothing run: %s' % (target['name'], why))
         return SKIP
@@ -212,6 +216,13 @@ def run(root, tests, logdir, libdir, subst, target=CUDA):
         print('hil: FAIL %-32s not in this build' % name)
         verdicts[name] = 'FAIL'
     for t in tests:
+        # A run of another model's code objects (agent 0 is the first of
+        # the emulated models) does not fit this GPU.
+        model = ((t.get('env') or {}).get('AQL_KFD_EMU_GPUS') or '').split(',')[0]
+        if target is AMD and model and gfx and model != gfx[0]:
+            print('hil: SKIP %-32s for %s; agent 0 here is %s' % (t['name'], model, gfx[0]))
+            verdicts[t['name']] = 'SKIP'
+            continue
         cmd = [subst(c) for c in t['cmd']]
         if os.path.basename(cmd[0]).startswith('python3'):
             cmd[0] = sys.executable

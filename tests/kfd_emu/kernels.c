@@ -41,7 +41,12 @@
 #define DT_STRTAB 5
 #define DT_SYMTAB 6
 
-/* The private CPU agent and the host builds, made at the first dispatch. */
+/* The host build of libaql's copy kernel (meson.build embeds it). */
+extern const unsigned char kfdemu_blit_host[];
+extern const size_t kfdemu_blit_host_size;
+
+/* The private CPU agent and the host builds, made at the first dispatch:
+ * the copy kernel's, then those of AQL_KFD_EMU_KERNELS. */
 static struct {
 	pthread_once_t once;
 	pthread_mutex_t lock;		/* one host dispatch at a time */
@@ -62,7 +67,9 @@ static void host_init(void)
 
 	if (aql_host_agent_create(&cfg, &host.agent) != AQL_OK ||
 	    aql_queue_create(host.agent, &qc, &host.queue) != AQL_OK ||
-	    aql_signal_create(0, &host.done) != AQL_OK) {
+	    aql_signal_create(0, &host.done) != AQL_OK ||
+	    aql_code_object_load(host.agent, kfdemu_blit_host, kfdemu_blit_host_size, NULL,
+				 &host.objects[host.count++]) != AQL_OK) {
 		snprintf(host.error, sizeof(host.error), "the CPU agent for host builds: %s",
 			 aql_error_message());
 		return;

@@ -298,6 +298,12 @@ static int back(struct bo *b)
 		b->data = NULL;
 		return -ENOMEM;
 	}
+	/* amdgpu_amdkfd_gpuvm_alloc_memory_of_gpu asks for VRAM with
+	 * VRAM_WIPE_ON_RELEASE, not VRAM_CLEARED: a fresh BO holds whatever
+	 * was there. Old bytes (up to 16 MiB of them, to spare the host's
+	 * memory) show code that takes zeroes for granted. */
+	if (b->domain == KFDEMU_VRAM)
+		memset(b->data, 0xa5, b->bytes < (16u << 20) ? b->bytes : (16u << 20));
 	return 0;
 }
 
