@@ -163,8 +163,10 @@ aql_status aql_queue_error(aql_queue *queue, const char **message);
  *   it started with (the creating thread's), LOW 10 above it, HIGH 10
  *   below (within -20..19). Work-groups that the agent's shared workers
  *   run keep theirs.
- * - NVIDIA: none (AQL_ERR_UNSUPPORTED): a CUDA stream's priority is fixed
- *   when it is created, and a queue keeps its stream.
+ * - NVIDIA: only at creation, by the flags: the queue's CUDA stream takes
+ *   the context's greatest priority for HIGH, its least for LOW (CUDA's
+ *   default, so the same as NORMAL), and keeps it: a change is
+ *   AQL_ERR_UNSUPPORTED.
  * Errors: AQL_ERR_INVALID_ARG (queue NULL, unknown priority),
  * AQL_ERR_UNSUPPORTED (the agent has no queue priorities), AQL_ERR_SYSTEM
  * (CPU: raising a thread's priority, LOW back to NORMAL too, needs
