@@ -1291,14 +1291,15 @@ static void free_state(struct nvq *s)
 
 /*
  * The queue's stream at its priority: LOW the context's least, HIGH its
- * greatest, NORMAL CUDA's default 0 (the least too, on every device the
- * driver reports a range for).
+ * greatest, NORMAL CUDA's default 0 (which drivers report as the least).
+ * *call names the driver call that failed.
  */
-static CUresult stream_create(struct nvq *s)
+static CUresult stream_create(struct nvq *s, const char **call)
 {
 	int least = 0, greatest = 0, priority = 0;
 	CUresult r = CUDA_SUCCESS;
 
+	*call = "cuCtxGetStreamPriorityRange";
 	if (s->q->priority != AQL_QUEUE_PRIORITY_NORMAL)
 		r = s->cu->cuCtxGetStreamPriorityRange(&least, &greatest);
 	if (r != CUDA_SUCCESS)
@@ -1307,6 +1308,7 @@ static CUresult stream_create(struct nvq *s)
 		priority = least;
 	if (s->q->priority == AQL_QUEUE_PRIORITY_HIGH)
 		priority = greatest;
+	*call = "cuStreamCreateWithPriority";
 	return s->cu->cuStreamCreateWithPriority(&s->stream, CU_STREAM_NON_BLOCKING, priority);
 }
 
@@ -1335,6 +1337,7 @@ CUstream nv_queue_stream(const struct aql_queue_impl *q)
 aql_status nv_queue_attach(aql_agent *agent, struct aql_queue_impl *q)
 {
 	struct nv_agent *a = nv_agent_of(agent);
+	const char *call;
 	struct nvq *s;
 	char name[16];
 	aql_status st;
@@ -1364,10 +1367,9 @@ aql_status nv_queue_attach(aql_agent *agent, struct aql_queue_impl *q)
 		st = nv_signal_reach(a, s->landed);
 	if (st != AQL_OK)
 		goto fail;
-	r = stream_create(s);
+	r = stream_create(s, &call);
 	if (r != CUDA_SUCCESS) {
-		st = nv_fail(r, "cuStreamCreateWithPriority", "NVIDIA agent %u: a queue's stream",
-			     a->info.device_index);
+		st = nv_fail(r, call, "NVIDIA agent %u: a queue's stream", a->info.device_index);
 		goto fail;
 	}
 	q->agent_state = s;
