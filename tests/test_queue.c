@@ -272,25 +272,27 @@ static int clamp_nice(int n)
 	return n < -20 ? -20 : n > 19 ? 19 : n;
 }
 
-/* Whether a thread of the caller's credentials may lower its nice value
- * again after raising it: what setpriority() allows the agent. */
-static void *probe_lower(void *arg)
+/*
+ * Whether a thread of the caller's credentials, at nice 19, may lower its
+ * nice value to target: what setpriority() allows the agent (sys.c
+ * set_one_prio: CAP_SYS_NICE, or RLIMIT_NICE up to 20 - target).
+ */
+static void *probe_nice(void *arg)
 {
-	int base = getpriority(PRIO_PROCESS, 0);
+	int *target = arg;
 
-	*(int *)arg = setpriority(PRIO_PROCESS, 0, base + 1) == 0 &&
-		      setpriority(PRIO_PROCESS, 0, base) == 0;
+	*target = setpriority(PRIO_PROCESS, 0, 19) == 0 &&
+		  setpriority(PRIO_PROCESS, 0, *target) == 0;
 	return NULL;
 }
 
-static int may_raise_priority(void)
+static int may_set_nice(int target)
 {
 	pthread_t t;
-	int may = 0;
 
-	if (pthread_create(&t, NULL, probe_lower, &may) == 0)
-		pthread_join(t, NULL);
-	return may;
+	CHECK(pthread_create(&t, NULL, probe_nice, &target) == 0, "probe thread");
+	pthread_join(t, NULL);
+	return target;
 }
 
 /* A packet runs on the queue at whatever priority. */
@@ -320,41 +322,46 @@ static void check_raise_refused(aql_queue *q, enum aql_queue_priority to, int wa
  * Priorities as nice values, base the creating thread's: LOW is base + 10,
  * HIGH base - 10. Raising (to HIGH, or from LOW back to NORMAL) is allowed
  * exactly where setpriority() lets this process lower a thread's nice
- * value; both outcomes are checked against a probe of the same rule.
+ * value that far; each outcome is checked against a probe of that rule.
  */
 static void test_priority(void)
 {
-	int base = getpriority(PRIO_PROCESS, 0), may = may_raise_priority();
+	int base = getpriority(PRIO_PROCESS, 0);
+	int low = clamp_nice(base + 10), high = clamp_nice(base - 10);
+	int may_normal = may_set_nice(base), may_high = may_set_nice(high);
 	aql_queue_config c = { .size = 8, .flags = AQL_QUEUE_HIGH_PRIORITY };
-	aql_queue *q = th_queue(8, AQL_QUEUE_SINGLE, AQL_QUEUE_LOW_PRIORITY), *high = NULL;
+	aql_queue *q = th_queue(8, AQL_QUEUE_SINGLE, AQL_QUEUE_LOW_PRIORITY), *hq = NULL;
 	aql_status st;
 
-	printf("priority: nice %d, raising %s\n", base, may ? "allowed" : "refused");
-	CHECK(nice_of(q) == clamp_nice(base + 10), "LOW queue at nice %d", nice_of(q));
+	printf("priority: nice %d; back to it %s, to %d %s\n", base,
+	       may_normal ? "allowed" : "refused", high, may_high ? "allowed" : "refused");
+	CHECK(nice_of(q) == low, "LOW queue at nice %d", nice_of(q));
 	check_runs(q);
 	CHECK_OK(aql_queue_set_priority(q, AQL_QUEUE_PRIORITY_LOW));
-	if (may) {
+	if (may_normal) {
 		CHECK_OK(aql_queue_set_priority(q, AQL_QUEUE_PRIORITY_NORMAL));
 		CHECK(nice_of(q) == base, "NORMAL again at nice %d", nice_of(q));
-		CHECK_OK(aql_queue_set_priority(q, AQL_QUEUE_PRIORITY_HIGH));
-		CHECK(nice_of(q) == clamp_nice(base - 10), "HIGH at nice %d", nice_of(q));
-		CHECK_OK(aql_queue_set_priority(q, AQL_QUEUE_PRIORITY_LOW));
 	} else {
-		check_raise_refused(q, AQL_QUEUE_PRIORITY_NORMAL, clamp_nice(base + 10));
+		check_raise_refused(q, AQL_QUEUE_PRIORITY_NORMAL, low);
 	}
-	CHECK(nice_of(q) == clamp_nice(base + 10), "LOW at nice %d", nice_of(q));
-	check_runs(q);
-	st = aql_queue_create(th_agent(), &c, &high);
-	if (may) {
-		CHECK(st == AQL_OK && nice_of(high) == clamp_nice(base - 10),
-		      "HIGH queue: %s", aql_error_message());
-		check_runs(high);
+	if (may_high) {
+		CHECK_OK(aql_queue_set_priority(q, AQL_QUEUE_PRIORITY_HIGH));
+		CHECK(nice_of(q) == high, "HIGH at nice %d", nice_of(q));
 	} else {
-		CHECK(st == AQL_ERR_SYSTEM && !high &&
-		      strstr(aql_error_message(), "CAP_SYS_NICE"),
+		check_raise_refused(q, AQL_QUEUE_PRIORITY_HIGH, nice_of(q));
+	}
+	CHECK_OK(aql_queue_set_priority(q, AQL_QUEUE_PRIORITY_LOW));
+	CHECK(nice_of(q) == low, "LOW at nice %d", nice_of(q));
+	check_runs(q);
+	st = aql_queue_create(th_agent(), &c, &hq);
+	if (may_high) {
+		CHECK(st == AQL_OK && nice_of(hq) == high, "HIGH queue: %s", aql_error_message());
+		check_runs(hq);
+	} else {
+		CHECK(st == AQL_ERR_SYSTEM && !hq && strstr(aql_error_message(), "CAP_SYS_NICE"),
 		      "HIGH queue without the right: %s", aql_error_message());
 	}
-	aql_queue_destroy(high);
+	aql_queue_destroy(hq);
 	aql_queue_destroy(q);
 	CHECK(getpriority(PRIO_PROCESS, 0) == base, "the creating thread's nice changed");
 }
@@ -373,7 +380,7 @@ static void test_priority_unprivileged(void)
 	aql_queue *q, *high = NULL;
 	int base = getpriority(PRIO_PROCESS, 0);
 
-	if (!may_raise_priority())
+	if (!may_set_nice(base))
 		return;
 	CHECK(syscall(SYS_capget, &h, d) == 0, "capget: %s", strerror(errno));
 	d[CAP_SYS_NICE / 32].effective &= ~(1u << (CAP_SYS_NICE % 32));
@@ -381,7 +388,7 @@ static void test_priority_unprivileged(void)
 	CHECK(getrlimit(RLIMIT_NICE, &lim) == 0, "getrlimit");
 	lim.rlim_cur = 0;
 	CHECK(setrlimit(RLIMIT_NICE, &lim) == 0, "setrlimit: %s", strerror(errno));
-	if (may_raise_priority()) {
+	if (may_set_nice(base)) {
 		printf("note: raising priorities is allowed without CAP_SYS_NICE\n");
 		return;
 	}
