@@ -11,6 +11,7 @@
 #include <aql/agent.h>
 #include <aql/code_object.h>
 #include <aql/packet.h>
+#include <aql/queue.h>
 
 struct aql_queue_impl;
 
@@ -124,6 +125,15 @@ struct aql_agent_ops {
 	 * meanwhile (then a no-op). NULL: the agent owes nothing.
 	 */
 	void (*queue_request)(aql_agent *agent, struct aql_queue_impl *queue);
+	/*
+	 * Give an attached queue the priority (aql_queue_set_priority()); the
+	 * core holds queue->priority_lock, and queue->priority is still the
+	 * old one. queue_attach starts a queue at queue->priority itself.
+	 * NULL: the agent's queues have no priorities, and the core refuses
+	 * any but NORMAL with AQL_ERR_UNSUPPORTED naming the agent.
+	 */
+	aql_status (*queue_set_priority)(aql_agent *agent, struct aql_queue_impl *queue,
+					 enum aql_queue_priority priority);
 };
 
 /*

@@ -36,9 +36,28 @@ static aql_status check_config(const aql_agent_info *info, const aql_queue_confi
 				c->size, info->max_queue_size);
 	if (c->type != AQL_QUEUE_MULTI && c->type != AQL_QUEUE_SINGLE)
 		return aql_fail(AQL_ERR_INVALID_ARG, "queue type %d is unknown", (int)c->type);
-	if (c->flags & ~(uint32_t)AQL_QUEUE_PROFILING)
+	if (c->flags & ~(uint32_t)(AQL_QUEUE_PROFILING | AQL_QUEUE_LOW_PRIORITY |
+				   AQL_QUEUE_HIGH_PRIORITY))
 		return aql_fail(AQL_ERR_INVALID_ARG, "queue flags 0x%x has unknown bits", c->flags);
+	if ((c->flags & AQL_QUEUE_LOW_PRIORITY) && (c->flags & AQL_QUEUE_HIGH_PRIORITY))
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"queue flags 0x%x ask for both low and high priority", c->flags);
 	return AQL_OK;
+}
+
+static const char *priority_name(enum aql_queue_priority priority)
+{
+	return priority == AQL_QUEUE_PRIORITY_LOW ? "low" :
+	       priority == AQL_QUEUE_PRIORITY_HIGH ? "high" : "normal";
+}
+
+static aql_status no_priorities(aql_agent *agent, enum aql_queue_priority priority)
+{
+	aql_agent_info info;
+
+	agent->ops->get_info(agent, &info);
+	return aql_fail(AQL_ERR_UNSUPPORTED, "%s priority: queues of the %s agent %s have none",
+			priority_name(priority), aql_agent_kind_name(info.kind), info.name);
 }
 
 /*
@@ -54,6 +73,7 @@ static size_t ring_bytes(uint32_t size)
 
 static void free_queue(struct aql_queue_impl *q)
 {
+	pthread_mutex_destroy(&q->priority_lock);
 	aql_signal_destroy(q->pub.doorbell);
 	aql_host_mem_free(q->pub.ring, ring_bytes(q->pub.size));
 	aql_host_mem_free(q->pub.amd, aql_page_size());
@@ -112,12 +132,21 @@ aql_status aql_queue_create(aql_agent *agent, const aql_queue_config *config,
 		return aql_fail(AQL_ERR_NOMEM, "aql_queue_create: no memory for the queue");
 	*q = (struct aql_queue_impl){ .agent = agent, .flags = c.flags,
 				      .error_callback = c.error_callback,
-				      .error_user = c.error_user };
+				      .error_user = c.error_user,
+				      .priority = AQL_QUEUE_PRIORITY_NORMAL };
+	pthread_mutex_init(&q->priority_lock, NULL);
+	if (c.flags & AQL_QUEUE_LOW_PRIORITY)
+		q->priority = AQL_QUEUE_PRIORITY_LOW;
+	if (c.flags & AQL_QUEUE_HIGH_PRIORITY)
+		q->priority = AQL_QUEUE_PRIORITY_HIGH;
 	q->pub.size = c.size;
 	q->pub.mask = c.size - 1;
 	q->pub.type = c.type;
 	q->pub.full_timeout_ns = c.full_timeout_ns;
 	st = init_memory(q, &c);
+	if (st == AQL_OK && q->priority != AQL_QUEUE_PRIORITY_NORMAL &&
+	    !agent->ops->queue_set_priority)
+		st = no_priorities(agent, q->priority);
 	if (st == AQL_OK) {
 		q->pub.amd->hsa.features = info.queue_features;
 		st = agent->ops->queue_attach(agent, q);
@@ -135,6 +164,29 @@ aql_status aql_queue_create(aql_agent *agent, const aql_queue_config *config,
 	pthread_mutex_unlock(&live_lock);
 	*out = &q->pub;
 	return AQL_OK;
+}
+
+aql_status aql_queue_set_priority(aql_queue *queue, enum aql_queue_priority priority)
+{
+	struct aql_queue_impl *q = aql_queue_impl(queue);
+	aql_status st = AQL_OK;
+
+	if (!queue)
+		return aql_fail(AQL_ERR_INVALID_ARG, "aql_queue_set_priority: queue is NULL");
+	if ((unsigned)priority > AQL_QUEUE_PRIORITY_HIGH)
+		return aql_fail(AQL_ERR_INVALID_ARG, "queue %llu: priority %d is unknown",
+				(unsigned long long)queue->amd->hsa.id, (int)priority);
+	pthread_mutex_lock(&q->priority_lock);
+	if (priority != q->priority) {
+		if (q->agent->ops->queue_set_priority)
+			st = q->agent->ops->queue_set_priority(q->agent, q, priority);
+		else
+			st = no_priorities(q->agent, priority);
+		if (st == AQL_OK)
+			q->priority = priority;
+	}
+	pthread_mutex_unlock(&q->priority_lock);
+	return st;
 }
 
 /* Packets that never ran: fail their completion signals so no waiter hangs. */

@@ -3,6 +3,7 @@
 #ifndef AQL_INTERNAL_QUEUE_IMPL_H
 #define AQL_INTERNAL_QUEUE_IMPL_H
 
+#include <pthread.h>
 #include <aql/queue.h>
 
 #include "util/futex.h"
@@ -16,6 +17,9 @@ struct aql_queue_impl {
 	void *error_user;
 	struct aql_timeline *timeline;	/* typed launches and copies; lazily */
 	struct aql_queue_impl *next_live;	/* the live-queue list; its lock */
+	/* Set before attach (from the flags), then under priority_lock. */
+	enum aql_queue_priority priority;
+	pthread_mutex_t priority_lock;
 	/* Producers waiting for space sleep on space_seq; the processor wakes
 	 * them. Own cache line: the processor reads it after every packet. */
 	uint32_t space_seq __attribute__((aligned(64)));

@@ -6,6 +6,9 @@
  * doorbell itself drives aql's packet processor directly. The index
  * functions act on amd_queue_t's write_dispatch_id and read_dispatch_id.
  *
+ * hsa_amd_queue_priority_t is aql's enum aql_queue_priority, value for
+ * value, so a priority goes to aql_queue_set_priority() as it is.
+ *
  * Profiling is the ENABLE_PROFILING bit of amd_queue_t's queue_properties,
  * which the CPU agent reads per packet, as ROCr's CP does; queues start
  * without it, since stamping costs two clock reads a packet.
@@ -21,6 +24,11 @@
 #include <aql/queue.h>
 
 #include "hsa_impl.h"
+
+_Static_assert(HSA_AMD_QUEUE_PRIORITY_LOW == (int)AQL_QUEUE_PRIORITY_LOW &&
+	       HSA_AMD_QUEUE_PRIORITY_NORMAL == (int)AQL_QUEUE_PRIORITY_NORMAL &&
+	       HSA_AMD_QUEUE_PRIORITY_HIGH == (int)AQL_QUEUE_PRIORITY_HIGH,
+	       "hsa_amd_queue_priority_t is enum aql_queue_priority");
 
 struct rt_queue {
 	aql_amd_queue *amd;
@@ -269,6 +277,29 @@ hsa_status_t hsa_amd_profiling_set_profiler_enabled(hsa_queue_t *queue, int enab
 				   ~(uint32_t)AQL_AMD_QUEUE_PROPERTY_ENABLE_PROFILING,
 				   __ATOMIC_RELAXED);
 	return HSA_STATUS_SUCCESS;
+}
+
+hsa_status_t hsa_amd_queue_set_priority(hsa_queue_t *queue, hsa_amd_queue_priority_t priority)
+{
+	struct rt_queue *q;
+	aql_status st;
+
+	HSA_RT_CHECK_INIT();
+	if (!queue)
+		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_ARGUMENT, "queue is NULL");
+	q = find_queue(queue);
+	if (!q)
+		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_QUEUE, "%p is not a live queue",
+				   (void *)queue);
+	if ((unsigned)priority > HSA_AMD_QUEUE_PRIORITY_HIGH)
+		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_ARGUMENT, "priority %d is not "
+				   "HSA_AMD_QUEUE_PRIORITY_LOW, _NORMAL or _HIGH", (int)priority);
+	if (!q->queue)
+		return hsa_rt_fail(HSA_STATUS_ERROR,
+				   "%p is a soft queue: the program processes its packets",
+				   (void *)queue);
+	st = aql_queue_set_priority(q->queue, (enum aql_queue_priority)priority);
+	return st == AQL_OK ? HSA_STATUS_SUCCESS : hsa_rt_from_aql(st, HSA_STATUS_ERROR);
 }
 
 /*

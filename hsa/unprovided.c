@@ -208,7 +208,7 @@ hsa_status_t hsa_amd_queue_cu_get_mask(const hsa_queue_t *queue, uint32_t num_cu
 {
 	HSA_RT_CHECK_INIT();
 	return hsa_rt_unprovided(HSA_STATUS_ERROR,
-				 "hsa_amd_queue_cu_get_mask: CU masks and queue priorities");
+				 "hsa_amd_queue_cu_get_mask: CU masks");
 }
 
 hsa_status_t hsa_amd_queue_cu_set_mask(const hsa_queue_t *queue, uint32_t num_cu_mask_count,
@@ -216,14 +216,7 @@ hsa_status_t hsa_amd_queue_cu_set_mask(const hsa_queue_t *queue, uint32_t num_cu
 {
 	HSA_RT_CHECK_INIT();
 	return hsa_rt_unprovided(HSA_STATUS_ERROR,
-				 "hsa_amd_queue_cu_set_mask: CU masks and queue priorities");
-}
-
-hsa_status_t hsa_amd_queue_set_priority(hsa_queue_t *queue, hsa_amd_queue_priority_t priority)
-{
-	HSA_RT_CHECK_INIT();
-	return hsa_rt_unprovided(HSA_STATUS_ERROR,
-				 "hsa_amd_queue_set_priority: CU masks and queue priorities");
+				 "hsa_amd_queue_cu_set_mask: CU masks");
 }
 
 hsa_status_t hsa_amd_register_deallocation_callback(void *ptr,

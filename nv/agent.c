@@ -671,6 +671,7 @@ static void destroy(aql_agent *agent)
 static const struct aql_agent_ops nv_agent_ops = {
 	.get_info = get_info,
 	.queue_attach = nv_queue_attach,
+	.queue_set_priority = nv_queue_set_priority,
 	.queue_detach = nv_queue_detach,
 	.queue_flush = nv_queue_flush,
 	.queue_find_pending = nv_queue_find_pending,

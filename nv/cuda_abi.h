@@ -245,6 +245,7 @@ typedef CUresult (*cu_get_proc_address_v2_fn)(const char *symbol, void **pfn, in
 	X(cuCtxGetCurrent, CUresult, (CUcontext *ctx))                                       \
 	X(cuCtxSetCurrent, CUresult, (CUcontext ctx))                                        \
 	X(cuCtxSynchronize, CUresult, (void))                                                \
+	X(cuCtxGetStreamPriorityRange, CUresult, (int *least, int *greatest))                \
 	X(cuMemGetInfo, CUresult, (size_t *free_bytes, size_t *total_bytes))                 \
 	X(cuModuleLoadDataEx, CUresult, (CUmodule *module, const void *image,                \
 					 unsigned int n, int *options, void **values))       \
@@ -278,6 +279,8 @@ typedef CUresult (*cu_get_proc_address_v2_fn)(const char *symbol, void **pfn, in
 					CUstream stream))                                    \
 	X(cuMemsetD8, CUresult, (CUdeviceptr dst, unsigned char value, size_t n))            \
 	X(cuStreamCreate, CUresult, (CUstream *stream, unsigned int flags))                  \
+	X(cuStreamCreateWithPriority, CUresult, (CUstream *stream, unsigned int flags,       \
+						 int priority))                              \
 	X(cuStreamDestroy, CUresult, (CUstream stream))                                      \
 	X(cuStreamQuery, CUresult, (CUstream stream))                                        \
 	X(cuStreamSynchronize, CUresult, (CUstream stream))                                  \

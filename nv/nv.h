@@ -136,5 +136,10 @@ void nv_queue_request(aql_agent *agent, struct aql_queue_impl *queue);
 int nv_queue_find_pending(aql_agent *agent, struct aql_queue_impl *queue,
 			  int (*match)(const aql_packet *packet, void *user), void *user,
 			  aql_packet *found, uint64_t *packet_id);
+/* AQL_ERR_UNSUPPORTED, naming why: a stream's priority is its creation's. */
+aql_status nv_queue_set_priority(aql_agent *agent, struct aql_queue_impl *queue,
+				 enum aql_queue_priority priority);
+/* The CUDA stream of an attached queue, for tests. */
+CUstream nv_queue_stream(const struct aql_queue_impl *queue);
 
 #endif

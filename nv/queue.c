@@ -1289,9 +1289,55 @@ static void free_state(struct nvq *s)
 	free(s);
 }
 
+/*
+ * The queue's stream at its priority: LOW the context's least, HIGH its
+ * greatest, NORMAL CUDA's default 0 (which drivers report as the least).
+ * *call names the driver call that failed.
+ */
+static CUresult stream_create(struct nvq *s, const char **call)
+{
+	int least = 0, greatest = 0, priority = 0;
+	CUresult r = CUDA_SUCCESS;
+
+	*call = "cuCtxGetStreamPriorityRange";
+	if (s->q->priority != AQL_QUEUE_PRIORITY_NORMAL)
+		r = s->cu->cuCtxGetStreamPriorityRange(&least, &greatest);
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (s->q->priority == AQL_QUEUE_PRIORITY_LOW)
+		priority = least;
+	if (s->q->priority == AQL_QUEUE_PRIORITY_HIGH)
+		priority = greatest;
+	*call = "cuStreamCreateWithPriority";
+	return s->cu->cuStreamCreateWithPriority(&s->stream, CU_STREAM_NON_BLOCKING, priority);
+}
+
+/*
+ * A stream's priority is fixed when it is made, and swapping the queue's
+ * stream for another would have to order the new one after the old
+ * one's work (packets, owed completion stores): refused.
+ */
+aql_status nv_queue_set_priority(aql_agent *agent, struct aql_queue_impl *q,
+				 enum aql_queue_priority priority)
+{
+	(void)priority;
+	return aql_fail(AQL_ERR_UNSUPPORTED, "NVIDIA agent %u: queue %llu's CUDA stream took "
+			"its priority when it was created (cuStreamCreateWithPriority): create "
+			"the queue with AQL_QUEUE_LOW_PRIORITY or AQL_QUEUE_HIGH_PRIORITY",
+			nv_agent_of(agent)->info.device_index,
+			(unsigned long long)q->pub.amd->hsa.id);
+}
+
+/* For tests: the queue's stream. */
+CUstream nv_queue_stream(const struct aql_queue_impl *q)
+{
+	return ((const struct nvq *)q->agent_state)->stream;
+}
+
 aql_status nv_queue_attach(aql_agent *agent, struct aql_queue_impl *q)
 {
 	struct nv_agent *a = nv_agent_of(agent);
+	const char *call;
 	struct nvq *s;
 	char name[16];
 	aql_status st;
@@ -1321,10 +1367,9 @@ aql_status nv_queue_attach(aql_agent *agent, struct aql_queue_impl *q)
 		st = nv_signal_reach(a, s->landed);
 	if (st != AQL_OK)
 		goto fail;
-	r = a->cu->cuStreamCreate(&s->stream, CU_STREAM_NON_BLOCKING);
+	r = stream_create(s, &call);
 	if (r != CUDA_SUCCESS) {
-		st = nv_fail(r, "cuStreamCreate", "NVIDIA agent %u: a queue's stream",
-			     a->info.device_index);
+		st = nv_fail(r, call, "NVIDIA agent %u: a queue's stream", a->info.device_index);
 		goto fail;
 	}
 	q->agent_state = s;

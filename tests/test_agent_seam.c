@@ -2,7 +2,8 @@
 /*
  * The seam between the core and the agents: the default agent comes from
  * the agent table, and pools and channels make their memory reachable
- * through ops->mem_register / mem_unregister, knowing nothing of the agent.
+ * through ops->mem_register / mem_unregister, knowing nothing of the agent;
+ * an agent without queue_set_priority gets queues of NORMAL priority only.
  * A recording agent stands in for a GPU agent here.
  */
 #include <stdlib.h>
@@ -34,6 +35,21 @@ static void rec_get_info(aql_agent *agent, aql_agent_info *info)
 	snprintf(info->name, sizeof(info->name), "recording agent");
 	info->numa_node = -1;
 	info->max_workgroup_size = 1;
+	info->max_queue_size = 64;
+}
+
+/* Its queues are never processed: the tests only create them. */
+static aql_status rec_queue_attach(aql_agent *agent, struct aql_queue_impl *queue)
+{
+	(void)agent;
+	(void)queue;
+	return AQL_OK;
+}
+
+static void rec_queue_detach(aql_agent *agent, struct aql_queue_impl *queue)
+{
+	(void)agent;
+	(void)queue;
 }
 
 static aql_status rec_mem_alloc(aql_agent *agent, size_t size, void **out)
@@ -90,6 +106,8 @@ static void rec_unregister(aql_agent *agent, void *ptr, size_t size)
 
 static const struct aql_agent_ops rec_ops = {
 	.get_info = rec_get_info,
+	.queue_attach = rec_queue_attach,
+	.queue_detach = rec_queue_detach,
 	.mem_alloc = rec_mem_alloc,
 	.mem_free = rec_mem_free,
 	.copy = rec_copy,
@@ -198,6 +216,24 @@ static void test_channel_registers_ring(struct rec_agent *a)
 	CHECK(a->count == before, "a failed channel left a registration");
 }
 
+static void test_no_priorities(struct rec_agent *a)
+{
+	aql_queue_config c = { .size = 8, .flags = AQL_QUEUE_LOW_PRIORITY };
+	aql_queue *q = NULL;
+
+	CHECK(aql_queue_create(&a->base, &c, &q) == AQL_ERR_UNSUPPORTED && !q &&
+	      strstr(aql_error_message(), "recording agent"), "LOW queue: %s",
+	      aql_error_message());
+	c.flags = 0;
+	CHECK_OK(aql_queue_create(&a->base, &c, &q));
+	if (!q)
+		return;
+	CHECK(aql_queue_set_priority(q, AQL_QUEUE_PRIORITY_HIGH) == AQL_ERR_UNSUPPORTED &&
+	      strstr(aql_error_message(), "high priority"), "HIGH: %s", aql_error_message());
+	CHECK_OK(aql_queue_set_priority(q, AQL_QUEUE_PRIORITY_NORMAL));
+	CHECK_OK(aql_queue_destroy(q));
+}
+
 int main(void)
 {
 	struct rec_agent a = { .base.ops = &rec_ops };
@@ -206,5 +242,6 @@ int main(void)
 	test_pool_registers_commits(&a);
 	test_pool_register_failure(&a);
 	test_channel_registers_ring(&a);
+	test_no_priorities(&a);
 	return th_finish();
 }

@@ -43,6 +43,9 @@ static const char *lib_path, *host_path, *ptx_path, *nv_dir;
 	} while (0)
 #define CU_OK(call) CU_EQ(call, CUDA_SUCCESS)
 
+/* The emulation's handle, for what aql does not resolve. */
+static void *lib;
+
 static void load(void)
 {
 	void *h = dlopen(lib_path, RTLD_NOW | RTLD_LOCAL);
@@ -51,6 +54,7 @@ static void load(void)
 
 	if (!h)
 		th_stop(dlerror());
+	lib = h;
 	*(void **)&gpa = dlsym(h, "cuGetProcAddress_v2");
 	*(void **)&stats_fn = dlsym(h, "aqlemu_stats");
 	if (!gpa || !stats_fn)
@@ -577,6 +581,28 @@ static void streams_and_memops(void)
 	float ms = -1;
 
 	CU_EQ(cu.cuStreamCreate(&s, 4), CUDA_ERROR_INVALID_VALUE);
+	/* Priorities: the range least 0 to greatest -5, others clamped to it. */
+	{
+		int least = 1, greatest = 1, p = 1;
+		CUresult (*get_priority)(CUstream, int *);
+
+		*(void **)&get_priority = dlsym(lib, "cuStreamGetPriority");
+		CHECK(get_priority != NULL, "no cuStreamGetPriority");
+		CU_OK(cu.cuCtxGetStreamPriorityRange(&least, &greatest));
+		CHECK(least == 0 && greatest == -5, "priority range %d..%d", least, greatest);
+		CU_OK(cu.cuCtxGetStreamPriorityRange(NULL, NULL));
+		CU_EQ(cu.cuStreamCreateWithPriority(&s, 4, -1), CUDA_ERROR_INVALID_VALUE);
+		CU_OK(cu.cuStreamCreateWithPriority(&s, 0, -100));
+		CU_OK(get_priority(s, &p));
+		CHECK(p == -5, "priority -100 became %d", p);
+		CU_OK(cu.cuStreamDestroy(s));
+		CU_OK(cu.cuStreamCreateWithPriority(&s, 0, 3));
+		CU_OK(get_priority(s, &p));
+		CHECK(p == 0, "priority 3 became %d", p);
+		CU_EQ(get_priority(s, NULL), CUDA_ERROR_INVALID_VALUE);
+		CU_OK(cu.cuStreamDestroy(s));
+		CU_EQ(get_priority(s, &p), CUDA_ERROR_INVALID_HANDLE);
+	}
 	CU_OK(cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
 	CU_OK(cu.cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
 	CU_OK(cu.cuMemHostAlloc((void **)&word, 64, 0));

@@ -3,7 +3,7 @@
  * CUDA queues (nv/queue.c) against the emulated driver (tests/cuda_emu/):
  * raw packets and typed launches on a stream, dependencies as stream waits
  * or host functions, completions, cross-agent chains, pageable copies,
- * faults and destroy.
+ * faults and destroy; priorities (the stream's, at creation only).
  *
  * Usage: test_cuda_queue HOST_OBJECT [PTX] [--fault]
  * HOST_OBJECT is saxpy's host build (the emulation runs it), PTX its PTX
@@ -27,6 +27,8 @@
 #include "helpers.h"
 #include "util/clock.h"
 #include "tests/cuda_emu/aqlemu.h"
+#include "aql/queue_impl.h"
+#include "nv/nv.h"
 
 #define N 256u
 
@@ -41,6 +43,7 @@ struct saxpy_args {
 static aql_agent *gpu;
 static const aql_kernel *saxpy;
 static aqlemu_stats_fn emu_stats;
+static CUresult (*stream_priority)(CUstream stream, int *priority);
 static int device_path;
 
 /* The emulation's counters; zero on the real driver, where the checks
@@ -787,6 +790,57 @@ static void test_device_fault(void)
 	aql_agent_mem_free(gpu, y);
 }
 
+static int priority_of(aql_queue *q)
+{
+	int p = 1;
+
+	CHECK(stream_priority(nv_queue_stream(aql_queue_impl(q)), &p) == CUDA_SUCCESS,
+	      "cuStreamGetPriority");
+	return p;
+}
+
+/*
+ * A queue's stream takes LOW/HIGH from the creation flags: the context's
+ * least and greatest priority (the emulation's 0 and -5), NORMAL CUDA's
+ * default 0. A later change is refused, naming why; setting the priority
+ * the queue has is nothing to do. The queues run packets.
+ */
+static void test_priority(void)
+{
+	aql_queue_config c = { .size = 64, .flags = AQL_QUEUE_HIGH_PRIORITY,
+			       .full_timeout_ns = TH_TIMEOUT_NS };
+	aql_queue *normal = gpu_queue(64), *high = NULL, *low = NULL;
+
+	CHECK_OK(aql_queue_create(gpu, &c, &high));
+	c.flags = AQL_QUEUE_LOW_PRIORITY;
+	CHECK_OK(aql_queue_create(gpu, &c, &low));
+	if (!high || !low)
+		th_stop("no CUDA queue with a priority");
+	CHECK(priority_of(normal) == 0 && priority_of(low) == 0, "NORMAL %d, LOW %d",
+	      priority_of(normal), priority_of(low));
+	CHECK(emu_stats ? priority_of(high) == -5 : priority_of(high) <= 0, "HIGH %d",
+	      priority_of(high));
+	CHECK(aql_queue_set_priority(normal, AQL_QUEUE_PRIORITY_HIGH) == AQL_ERR_UNSUPPORTED &&
+	      strstr(aql_error_message(), "cuStreamCreateWithPriority"), "change: %s",
+	      aql_error_message());
+	CHECK(priority_of(normal) == 0, "a refused change moved the stream to %d",
+	      priority_of(normal));
+	CHECK_OK(aql_queue_set_priority(high, AQL_QUEUE_PRIORITY_HIGH));
+	for (aql_queue **q = (aql_queue *[]){ normal, high, low, NULL }; *q; q++) {
+		aql_signal *done = th_signal(1);
+		aql_packet p = { 0 };
+
+		p.barrier.header = header(AQL_PACKET_BARRIER_AND);
+		p.barrier.completion_signal = aql_signal_handle(done);
+		CHECK(th_submit(*q, &p) == AQL_OK && th_wait_done(done) == 0,
+		      "barrier on a queue with a priority");
+		aql_signal_destroy(done);
+	}
+	CHECK_OK(aql_queue_destroy(low));
+	CHECK_OK(aql_queue_destroy(high));
+	CHECK_OK(aql_queue_destroy(normal));
+}
+
 int main(int argc, char **argv)
 {
 	const char *env = getenv("AQL_HIL");
@@ -820,6 +874,11 @@ int main(int argc, char **argv)
 	}
 	emu = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_NOW);
 	*(void **)&emu_stats = emu ? dlsym(emu, "aqlemu_stats") : NULL;
+	*(void **)&stream_priority = emu ? dlsym(emu, "cuStreamGetPriority") : NULL;
+	if (!stream_priority) {
+		fprintf(stderr, "libcuda.so.1 has no cuStreamGetPriority\n");
+		return 1;
+	}
 	if (!emu_stats && !hil) {
 		fprintf(stderr, "libcuda.so.1 is not the emulation (no aqlemu_stats); set AQL_HIL=1 for a real driver\n");
 		return 1;
@@ -843,6 +902,7 @@ int main(int argc, char **argv)
 			test_refused_launch();
 		}
 		test_waits();
+		test_priority();
 		test_cross_agent();
 		test_blocked_waiters();
 		test_idle_wake();

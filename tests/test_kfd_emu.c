@@ -46,6 +46,7 @@ static const char *lib_path;
 static const struct aql_kfd_sys *sys;
 static kfdemu_stats_fn stats_fn;
 static kfdemu_bo_at_fn bo_at_fn;
+static kfdemu_queue_at_fn queue_at_fn;
 
 #define EQ(expr, want)                                                         \
 	do {                                                                   \
@@ -62,8 +63,9 @@ static void load(void)
 	sys = dlsym(h, "aql_kfd_sys_v1");
 	*(void **)&stats_fn = dlsym(h, "kfdemu_stats");
 	*(void **)&bo_at_fn = dlsym(h, "kfdemu_bo_at");
-	if (!sys || !stats_fn || !bo_at_fn)
-		th_stop("aql_kfd_sys_v1, kfdemu_stats or kfdemu_bo_at missing");
+	*(void **)&queue_at_fn = dlsym(h, "kfdemu_queue_at");
+	if (!sys || !stats_fn || !bo_at_fn || !queue_at_fn)
+		th_stop("aql_kfd_sys_v1, kfdemu_stats, kfdemu_bo_at or kfdemu_queue_at missing");
 	CHECK(sys->abi == AQL_KFD_SYS_ABI, "abi %u", sys->abi);
 }
 
@@ -1601,14 +1603,40 @@ static void check_queue_rules(const char *model, int checks)
 		EQ(sys->ioctl(f.kfd, AMDKFD_IOC_SET_XNACK_MODE, &x), -EBUSY);
 	}
 
-	/* UPDATE_QUEUE */
-	u = (struct kfd_ioctl_update_queue_args){ .queue_id = 0, .ring_size = RING_BYTES,
-						  .queue_percentage = 100, .queue_priority = 16 };
-	EQ(sys->ioctl(f.kfd, AMDKFD_IOC_UPDATE_QUEUE, &u), -EINVAL);
-	u.queue_priority = 15;
-	EQ(sys->ioctl(f.kfd, AMDKFD_IOC_UPDATE_QUEUE, &u), 0);
-	u.queue_id = 77;
-	EQ(sys->ioctl(f.kfd, AMDKFD_IOC_UPDATE_QUEUE, &u), -EFAULT);
+	/* UPDATE_QUEUE: creation's checks, the id, then (6.12+) the ring's
+	 * mapping; with the queue's own ring the priority changes */
+	{
+		struct kfdemu_queue kq;
+
+		EQ(queue_at_fn(0, &kq), 0);
+		EQ(kq.priority, 7);
+		EQ(kq.ring == (uintptr_t)f.ring && kq.ring_size == RING_BYTES, 1);
+		u = (struct kfd_ioctl_update_queue_args){
+			.ring_base_address = (uintptr_t)f.ring, .queue_id = 0,
+			.ring_size = RING_BYTES, .queue_percentage = 100, .queue_priority = 16 };
+		EQ(sys->ioctl(f.kfd, AMDKFD_IOC_UPDATE_QUEUE, &u), -EINVAL);
+		u.queue_priority = 15;
+		u.ring_size = RING_BYTES + 64;
+		EQ(sys->ioctl(f.kfd, AMDKFD_IOC_UPDATE_QUEUE, &u), -EINVAL);
+		u.ring_size = RING_BYTES;
+		u.queue_percentage = 101;
+		EQ(sys->ioctl(f.kfd, AMDKFD_IOC_UPDATE_QUEUE, &u), -EINVAL);
+		u.queue_percentage = 100;
+		u.queue_id = 77;
+		EQ(sys->ioctl(f.kfd, AMDKFD_IOC_UPDATE_QUEUE, &u), -EFAULT);
+		u.queue_id = 0;
+		/* twice the ring's BO: not its mapping (6.12+); before, a
+		 * move the emulation does not model */
+		u.ring_size = RING_BYTES * 2;
+		EQ(sys->ioctl(f.kfd, AMDKFD_IOC_UPDATE_QUEUE, &u), checks >= 612 ? -EFAULT : -ENOSYS);
+		u.ring_size = RING_BYTES;
+		EQ(queue_at_fn(0, &kq), 0);
+		EQ(kq.priority == 7 && kq.updates == 0, 1);
+		EQ(sys->ioctl(f.kfd, AMDKFD_IOC_UPDATE_QUEUE, &u), 0);
+		EQ(queue_at_fn(0, &kq), 0);
+		EQ(kq.priority == 15 && kq.percentage == 100 && kq.updates == 1, 1);
+		EQ(queue_at_fn(77, &kq), -1);
+	}
 
 	/* DESTROY: unknown ids, then each queue once; the buffers go back */
 	EQ(destroy(&f, 77), -EINVAL);

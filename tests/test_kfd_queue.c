@@ -28,8 +28,14 @@
  *   (the typed launch needs copies, not built yet), its data and kernarg
  *   block in a host pool open to the agent: the CP runs it, y is right,
  *   also after scratch growth;
+ * - priorities: CREATE_QUEUE carries the creation's (KFD 7 normal, 11
+ *   high), aql_queue_set_priority() an UPDATE_QUEUE with the queue's own
+ *   ring, its size and percentage 100 (0 low), none for the priority the
+ *   queue has; packets run after each;
  * - --expect refused (AQL_KFD_EMU_FAIL=create_queue): a clear error and
- *   nothing left behind; --expect stop (queue_stop:N): a bounded wait
+ *   nothing left behind; --expect update_refused (update_queue): the
+ *   priority change fails naming UPDATE_QUEUE, the queue keeps its
+ *   priority and runs on; --expect stop (queue_stop:N): a bounded wait
  *   reports the stopped queue, and the destroy gives its packets -1;
  *   --expect scratch_enomem (a small AQL_KFD_EMU_VRAM): the growth fails,
  *   the queue's error says how much was asked.
@@ -58,6 +64,7 @@ static kfdemu_stats_fn stats_fn;
 static kfdemu_bo_at_fn bo_at_fn;
 static kfdemu_vm_fault_fn vm_fault_fn;
 static kfdemu_queue_exception_fn exception_fn;
+static kfdemu_queue_at_fn queue_at_fn;
 static struct kfd_agent *amd;
 static int hil;
 
@@ -67,6 +74,7 @@ static void load_emu(void)
 	*(void **)&bo_at_fn = th_kfdemu_sym("kfdemu_bo_at");
 	*(void **)&vm_fault_fn = th_kfdemu_sym("kfdemu_vm_fault");
 	*(void **)&exception_fn = th_kfdemu_sym("kfdemu_queue_exception");
+	*(void **)&queue_at_fn = th_kfdemu_sym("kfdemu_queue_at");
 }
 
 static struct kfdemu_stats stats(void)
@@ -270,6 +278,63 @@ static void check_barriers(void)
 	aql_signal_destroy(gate);
 	aql_signal_destroy(done);
 	aql_signal_destroy(last);
+}
+
+/* A barrier through q, and its completion. */
+static void run_barrier(aql_queue *q)
+{
+	aql_signal *done = th_signal(1);
+	aql_packet p = barrier(NULL, done);
+
+	CHECK(th_submit(q, &p) == AQL_OK && th_wait_done(done) == 0, "barrier after a priority");
+	aql_signal_destroy(done);
+}
+
+/* UPDATE_QUEUEs the agent has made, refused ones too. */
+static uint64_t update_calls(void)
+{
+	return stats().ioctls[_IOC_NR(AMDKFD_IOC_UPDATE_QUEUE)];
+}
+
+/* The KFD queue of q as the emulation has it: priority, and the updates
+ * that succeeded; its ring and percentage never change. */
+static void check_kfd_priority(aql_queue *q, uint32_t priority, uint32_t updates)
+{
+	struct kfdemu_queue kq;
+
+	if (hil)
+		return;
+	CHECK(queue_at_fn(info_of(q).queue_id, &kq) == 0, "no KFD queue %u", info_of(q).queue_id);
+	CHECK(kq.priority == priority && kq.updates == updates, "KFD priority %u after %u "
+	      "updates, want %u after %u", kq.priority, kq.updates, priority, updates);
+	CHECK(kq.ring == (uintptr_t)q->ring && kq.ring_size == q->size * sizeof(aql_packet) &&
+	      kq.percentage == 100 && kq.gpu_id == amd->node->gpu_id,
+	      "KFD queue: ring 0x%llx of %u bytes, %u%%", (unsigned long long)kq.ring,
+	      kq.ring_size, kq.percentage);
+}
+
+static void check_priority(void)
+{
+	aql_queue_config c = { .size = 64, .flags = AQL_QUEUE_HIGH_PRIORITY };
+	aql_queue *q = queue(128), *high = NULL;
+	uint64_t calls = hil ? 0 : update_calls();
+
+	check_kfd_priority(q, 7, 0);
+	CHECK_OK(aql_queue_set_priority(q, AQL_QUEUE_PRIORITY_HIGH));
+	check_kfd_priority(q, 11, 1);
+	run_barrier(q);
+	CHECK_OK(aql_queue_set_priority(q, AQL_QUEUE_PRIORITY_HIGH));
+	CHECK(hil || update_calls() == calls + 1, "UPDATE_QUEUE for the priority it has");
+	CHECK_OK(aql_queue_set_priority(q, AQL_QUEUE_PRIORITY_LOW));
+	check_kfd_priority(q, 0, 2);
+	run_barrier(q);
+	CHECK_OK(aql_queue_set_priority(q, AQL_QUEUE_PRIORITY_NORMAL));
+	check_kfd_priority(q, 7, 3);
+	CHECK_OK(aql_queue_create(&amd->base, &c, &high));
+	check_kfd_priority(high, 11, 0);
+	run_barrier(high);
+	CHECK_OK(aql_queue_destroy(high));
+	CHECK_OK(aql_queue_destroy(q));
 }
 
 #define PRODUCERS 4
@@ -637,6 +702,26 @@ static void expect_refused(void)
 	      "left behind: %u BOs (before %u)", after.bos, before.bos);
 }
 
+/* AQL_KFD_EMU_FAIL=update_queue: KFD refuses every priority change. */
+static void expect_update_refused(void)
+{
+	aql_queue *q = queue(64);
+	uint64_t calls = update_calls();
+
+	CHECK(aql_queue_set_priority(q, AQL_QUEUE_PRIORITY_HIGH) == AQL_ERR_DEVICE &&
+	      strstr(aql_error_message(), "AMDKFD_IOC_UPDATE_QUEUE") &&
+	      strstr(aql_error_message(), "priority 11"), "refused update: %s",
+	      aql_error_message());
+	CHECK(update_calls() == calls + 1, "%llu UPDATE_QUEUEs",
+	      (unsigned long long)(update_calls() - calls));
+	/* still NORMAL: nothing to change, no call */
+	CHECK_OK(aql_queue_set_priority(q, AQL_QUEUE_PRIORITY_NORMAL));
+	CHECK(update_calls() == calls + 1, "UPDATE_QUEUE for the priority the queue has");
+	CHECK(aql_queue_error(q, NULL) == AQL_OK, "a refused update stopped the queue");
+	run_barrier(q);
+	CHECK_OK(aql_queue_destroy(q));
+}
+
 /* AQL_KFD_EMU_FAIL=queue_stop:2: the CP stops after two packets. */
 static void expect_stop(void)
 {
@@ -716,6 +801,8 @@ int main(int argc, char **argv)
 	aql_signal_destroy(th_signal(0));
 	if (!strcmp(expect, "refused")) {
 		expect_refused();
+	} else if (!strcmp(expect, "update_refused")) {
+		expect_update_refused();
 	} else if (!strcmp(expect, "stop")) {
 		expect_stop();
 	} else if (!strcmp(expect, "scratch_enomem")) {
@@ -724,6 +811,7 @@ int main(int argc, char **argv)
 		if (!hil)
 			check_create();
 		check_barriers();
+		check_priority();
 		check_stress();
 		if (!hil) {
 			check_refused_packet();

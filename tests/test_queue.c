@@ -1,7 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* Queues: layout, wrap-around, batch reservation, stalls on INVALID slots,
- * backpressure on a full ring, and argument checks. */
+ * backpressure on a full ring, argument checks, and priorities (the nice
+ * value of the queue's processor thread). */
+#include <dirent.h>
+#include <errno.h>
+#include <linux/capability.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "helpers.h"
 
@@ -227,6 +237,190 @@ static void test_doorbell_ahead(void)
 	aql_queue_destroy(q);
 }
 
+/* The id of the processor thread of q, found by its name. */
+static pid_t processor_tid(aql_queue *q)
+{
+	char want[32], path[300], comm[32] = "";
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	pid_t tid = 0;
+
+	snprintf(want, sizeof(want), "aql-cpu-q%llu\n", (unsigned long long)q->amd->hsa.id);
+	while (d && !tid && (e = readdir(d))) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		f = fopen(path, "r");
+		if (f && fgets(comm, sizeof(comm), f) && !strcmp(comm, want))
+			tid = (pid_t)atoi(e->d_name);
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	CHECK(tid > 0, "no thread named %s", want);
+	return tid;
+}
+
+static int nice_of(aql_queue *q)
+{
+	return getpriority(PRIO_PROCESS, (id_t)processor_tid(q));
+}
+
+static int clamp_nice(int n)
+{
+	return n < -20 ? -20 : n > 19 ? 19 : n;
+}
+
+/*
+ * Whether a thread of the caller's credentials, at nice 19, may lower its
+ * nice value to target: what setpriority() allows the agent (sys.c
+ * set_one_prio: CAP_SYS_NICE, or RLIMIT_NICE up to 20 - target).
+ */
+static void *probe_nice(void *arg)
+{
+	int *target = arg;
+
+	*target = setpriority(PRIO_PROCESS, 0, 19) == 0 &&
+		  setpriority(PRIO_PROCESS, 0, *target) == 0;
+	return NULL;
+}
+
+static int may_set_nice(int target)
+{
+	pthread_t t;
+
+	CHECK(pthread_create(&t, NULL, probe_nice, &target) == 0, "probe thread");
+	pthread_join(t, NULL);
+	return target;
+}
+
+/* A packet runs on the queue at whatever priority. */
+static void check_runs(aql_queue *q)
+{
+	aql_signal *done = th_signal(1);
+	uint64_t counter = 0;
+	struct th_count_args args __attribute__((aligned(16))) = { &counter };
+	aql_dispatch_packet p = th_dispatch1(&th_count_kd, &args, done);
+
+	CHECK_OK(th_submit(q, &p));
+	CHECK(th_wait_done(done) == 0 && counter == 1, "packet on a reniced queue did not run");
+	aql_signal_destroy(done);
+}
+
+/* A raise that the process may not make: refused by name, nothing changed. */
+static void check_raise_refused(aql_queue *q, enum aql_queue_priority to, int want_nice)
+{
+	CHECK(aql_queue_set_priority(q, to) == AQL_ERR_SYSTEM, "raise to %d not refused", to);
+	CHECK(strstr(aql_error_message(), "CAP_SYS_NICE") != NULL, "refusal says: %s",
+	      aql_error_message());
+	CHECK(nice_of(q) == want_nice, "refused raise left nice %d, want %d", nice_of(q),
+	      want_nice);
+}
+
+/*
+ * Priorities as nice values, base the creating thread's: LOW is base + 10,
+ * HIGH base - 10. Raising (to HIGH, or from LOW back to NORMAL) is allowed
+ * exactly where setpriority() lets this process lower a thread's nice
+ * value that far; each outcome is checked against a probe of that rule.
+ */
+static void test_priority(void)
+{
+	int base = getpriority(PRIO_PROCESS, 0);
+	int low = clamp_nice(base + 10), high = clamp_nice(base - 10);
+	int may_normal = may_set_nice(base), may_high = may_set_nice(high);
+	aql_queue_config c = { .size = 8, .flags = AQL_QUEUE_HIGH_PRIORITY };
+	aql_queue *q = th_queue(8, AQL_QUEUE_SINGLE, AQL_QUEUE_LOW_PRIORITY), *hq = NULL;
+	aql_status st;
+
+	printf("priority: nice %d; back to it %s, to %d %s\n", base,
+	       may_normal ? "allowed" : "refused", high, may_high ? "allowed" : "refused");
+	CHECK(nice_of(q) == low, "LOW queue at nice %d", nice_of(q));
+	check_runs(q);
+	CHECK_OK(aql_queue_set_priority(q, AQL_QUEUE_PRIORITY_LOW));
+	if (may_normal) {
+		CHECK_OK(aql_queue_set_priority(q, AQL_QUEUE_PRIORITY_NORMAL));
+		CHECK(nice_of(q) == base, "NORMAL again at nice %d", nice_of(q));
+	} else {
+		check_raise_refused(q, AQL_QUEUE_PRIORITY_NORMAL, low);
+	}
+	if (may_high) {
+		CHECK_OK(aql_queue_set_priority(q, AQL_QUEUE_PRIORITY_HIGH));
+		CHECK(nice_of(q) == high, "HIGH at nice %d", nice_of(q));
+	} else {
+		check_raise_refused(q, AQL_QUEUE_PRIORITY_HIGH, nice_of(q));
+	}
+	CHECK_OK(aql_queue_set_priority(q, AQL_QUEUE_PRIORITY_LOW));
+	CHECK(nice_of(q) == low, "LOW at nice %d", nice_of(q));
+	check_runs(q);
+	st = aql_queue_create(th_agent(), &c, &hq);
+	if (may_high) {
+		CHECK(st == AQL_OK && nice_of(hq) == high, "HIGH queue: %s", aql_error_message());
+		check_runs(hq);
+	} else {
+		CHECK(st == AQL_ERR_SYSTEM && !hq && strstr(aql_error_message(), "CAP_SYS_NICE"),
+		      "HIGH queue without the right: %s", aql_error_message());
+	}
+	aql_queue_destroy(hq);
+	aql_queue_destroy(q);
+	CHECK(getpriority(PRIO_PROCESS, 0) == base, "the creating thread's nice changed");
+}
+
+/*
+ * The refusals even where this process may raise priorities (root, as CI
+ * runs): this thread drops CAP_SYS_NICE and the process's RLIMIT_NICE is
+ * set to 0. Last: it cannot be undone.
+ */
+static void test_priority_unprivileged(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2];
+	struct rlimit lim;
+	aql_queue_config c = { .size = 8, .flags = AQL_QUEUE_HIGH_PRIORITY };
+	aql_queue *q, *high = NULL;
+	int base = getpriority(PRIO_PROCESS, 0);
+
+	if (!may_set_nice(base))
+		return;
+	CHECK(syscall(SYS_capget, &h, d) == 0, "capget: %s", strerror(errno));
+	d[CAP_SYS_NICE / 32].effective &= ~(1u << (CAP_SYS_NICE % 32));
+	CHECK(syscall(SYS_capset, &h, d) == 0, "capset: %s", strerror(errno));
+	CHECK(getrlimit(RLIMIT_NICE, &lim) == 0, "getrlimit");
+	lim.rlim_cur = 0;
+	CHECK(setrlimit(RLIMIT_NICE, &lim) == 0, "setrlimit: %s", strerror(errno));
+	if (may_set_nice(base)) {
+		printf("note: raising priorities is allowed without CAP_SYS_NICE\n");
+		return;
+	}
+	q = th_queue(8, AQL_QUEUE_SINGLE, 0);
+	check_raise_refused(q, AQL_QUEUE_PRIORITY_HIGH, base);
+	CHECK_OK(aql_queue_set_priority(q, AQL_QUEUE_PRIORITY_LOW));
+	check_raise_refused(q, AQL_QUEUE_PRIORITY_NORMAL, clamp_nice(base + 10));
+	check_runs(q);
+	aql_queue_destroy(q);
+	CHECK(aql_queue_create(th_agent(), &c, &high) == AQL_ERR_SYSTEM && !high,
+	      "HIGH queue created without the right");
+}
+
+static void test_priority_arguments(void)
+{
+	aql_queue_config c = { .size = 8, .flags = AQL_QUEUE_LOW_PRIORITY | AQL_QUEUE_HIGH_PRIORITY };
+	aql_queue *q = NULL;
+
+	CHECK(aql_queue_create(th_agent(), &c, &q) == AQL_ERR_INVALID_ARG && !q,
+	      "both priority flags accepted");
+	CHECK(strstr(aql_error_message(), "both low and high"), "says: %s", aql_error_message());
+	CHECK(aql_queue_set_priority(NULL, AQL_QUEUE_PRIORITY_LOW) == AQL_ERR_INVALID_ARG,
+	      "NULL queue accepted");
+	q = th_queue(8, AQL_QUEUE_SINGLE, 0);
+	CHECK(aql_queue_set_priority(q, (enum aql_queue_priority)3) == AQL_ERR_INVALID_ARG,
+	      "priority 3 accepted");
+	CHECK(aql_queue_set_priority(q, (enum aql_queue_priority)-1) == AQL_ERR_INVALID_ARG,
+	      "priority -1 accepted");
+	CHECK_OK(aql_queue_set_priority(q, AQL_QUEUE_PRIORITY_NORMAL));
+	aql_queue_destroy(q);
+}
+
 int main(void)
 {
 	test_first_packet_after_park();
@@ -237,5 +431,8 @@ int main(void)
 	test_batch_reverse_publish();
 	test_full_queue();
 	test_bad_arguments();
+	test_priority_arguments();
+	test_priority();
+	test_priority_unprivileged();
 	return th_finish();
 }

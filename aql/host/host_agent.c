@@ -17,6 +17,11 @@
  * (release, if the packet asks for a release fence), read index advance. A
  * malformed packet stops the queue: error state, completion signal -1,
  * error callback.
+ *
+ * A queue's priority is its processor thread's nice value: the one the
+ * thread started with for NORMAL, NICE_STEP above for LOW and below for
+ * HIGH. The processor is what orders the queue's work against other
+ * queues'; the workers are shared by all of them and keep their own.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -25,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <aql/channel.h>
@@ -34,6 +40,7 @@
 #include "aql/timeline.h"
 #include "util/clock.h"
 #include "util/error.h"
+#include "util/futex.h"
 #include "aql/queue_impl.h"
 #include "util/wait.h"
 #include "aql/host/workers.h"
@@ -50,6 +57,9 @@
 #define INLINE_WORKITEMS 64u
 /* The agent dispatch type of copies (aql/copy.h). */
 #define FN_COPY 0xffffu
+/* Nice values between priorities: each step takes about a tenth of the
+ * CPU share of the one above (sched/core.c sched_prio_to_weight). */
+#define NICE_STEP 10
 
 struct agent_function {
 	uint16_t id;
@@ -72,6 +82,9 @@ struct processor {
 	struct host_agent *agent;
 	struct aql_wg_exec *exec;
 	pthread_t thread;
+	/* The thread's id, 0 until it stored it; and its nice value then. */
+	uint32_t tid;
+	int base_nice;
 };
 
 enum outcome { DONE, STOPPED, FAILED };
@@ -388,6 +401,8 @@ static void *processor_main(void *arg)
 	uint64_t id = q->amd->read_dispatch_id;
 	struct aql_wait_cond none[1];
 
+	__atomic_store_n(&p->tid, (uint32_t)gettid(), __ATOMIC_RELEASE);
+	aql_futex_wake_all(&p->tid);
 	while (!stopping(p)) {
 		aql_packet *slot = aql_queue_slot(q, id);
 		uint16_t header = __atomic_load_n(&slot->header, __ATOMIC_ACQUIRE);
@@ -409,6 +424,60 @@ static void *processor_main(void *arg)
 		}
 	}
 	return NULL;
+}
+
+static int nice_of(const struct processor *p, enum aql_queue_priority priority)
+{
+	int nice = p->base_nice + (priority == AQL_QUEUE_PRIORITY_LOW ? NICE_STEP :
+				   priority == AQL_QUEUE_PRIORITY_HIGH ? -NICE_STEP : 0);
+
+	return nice < -20 ? -20 : nice > 19 ? 19 : nice;
+}
+
+/* Move the processor thread from one priority's nice value to another's. */
+static aql_status renice(struct processor *p, enum aql_queue_priority from,
+			 enum aql_queue_priority to)
+{
+	unsigned long long id = p->q->pub.amd->hsa.id;
+	int old = nice_of(p, from), nice = nice_of(p, to);
+
+	if (setpriority(PRIO_PROCESS, (id_t)p->tid, nice) == 0)
+		return AQL_OK;
+	/* sys.c set_one_prio: a lower value without can_nice() is EACCES. */
+	if (errno == EACCES || errno == EPERM)
+		return aql_fail(AQL_ERR_SYSTEM, "CPU agent: queue %llu's packet processor from "
+				"nice %d to %d: raising a queue's priority needs CAP_SYS_NICE or "
+				"an RLIMIT_NICE allowance", id, old, nice);
+	return aql_fail_errno(AQL_ERR_SYSTEM, errno, "CPU agent: nice %d for queue %llu's "
+			      "packet processor", nice, id);
+}
+
+static aql_status queue_set_priority(aql_agent *agent, struct aql_queue_impl *q,
+				     enum aql_queue_priority priority)
+{
+	(void)agent;
+	return renice(q->agent_state, q->priority, priority);
+}
+
+/* The processor's thread id, once it has stored it, and its nice value. */
+static void await_tid(struct processor *p)
+{
+	while (!__atomic_load_n(&p->tid, __ATOMIC_ACQUIRE))
+		aql_futex_wait(&p->tid, 0, UINT64_MAX);
+	errno = 0;
+	p->base_nice = getpriority(PRIO_PROCESS, (id_t)p->tid);
+	/* -1 is a nice value too; only errno tells a failure (then the
+	 * thread inherited the caller's). */
+	if (errno)
+		p->base_nice = getpriority(PRIO_PROCESS, 0);
+}
+
+static void stop_processor(struct processor *p)
+{
+	aql_signal_store(&p->stop, 1, AQL_RELEASE);
+	pthread_join(p->thread, NULL);
+	aql_wg_exec_destroy(p->exec);
+	free(p);
 }
 
 static aql_status queue_attach(aql_agent *agent, struct aql_queue_impl *q)
@@ -436,18 +505,22 @@ static aql_status queue_attach(aql_agent *agent, struct aql_queue_impl *q)
 	}
 	snprintf(name, sizeof(name), "aql-cpu-q%llu", (unsigned long long)q->pub.amd->hsa.id);
 	pthread_setname_np(p->thread, name);
+	await_tid(p);
+	if (q->priority != AQL_QUEUE_PRIORITY_NORMAL) {
+		st = renice(p, AQL_QUEUE_PRIORITY_NORMAL, q->priority);
+		if (st != AQL_OK) {
+			stop_processor(p);
+			q->agent_state = NULL;
+			return st;
+		}
+	}
 	return AQL_OK;
 }
 
 static void queue_detach(aql_agent *agent, struct aql_queue_impl *q)
 {
-	struct processor *p = q->agent_state;
-
 	(void)agent;
-	aql_signal_store(&p->stop, 1, AQL_RELEASE);
-	pthread_join(p->thread, NULL);
-	aql_wg_exec_destroy(p->exec);
-	free(p);
+	stop_processor(q->agent_state);
 	q->agent_state = NULL;
 }
 
@@ -621,6 +694,7 @@ static const struct aql_agent_ops host_agent_ops = {
 	.get_info = get_info,
 	.queue_attach = queue_attach,
 	.queue_detach = queue_detach,
+	.queue_set_priority = queue_set_priority,
 	.register_function = register_function,
 	.destroy = destroy,
 	.code_alloc = code_alloc,

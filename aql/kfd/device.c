@@ -390,6 +390,7 @@ static const struct aql_agent_ops kfd_agent_ops = {
 	.destroy = destroy,
 	.queue_attach = kfd_queue_attach,
 	.queue_detach = kfd_queue_detach,
+	.queue_set_priority = kfd_queue_set_priority,
 	.code_alloc = kfd_code_alloc,
 	.code_free = kfd_code_free,
 	.mem_alloc = mem_alloc,

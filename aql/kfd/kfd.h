@@ -240,6 +240,14 @@ aql_status kfd_fault_listen(kfd_fault_fn fn, void *user);
 aql_status kfd_queue_attach(aql_agent *agent, struct aql_queue_impl *q);
 void kfd_queue_detach(aql_agent *agent, struct aql_queue_impl *q);
 
+/*
+ * The queue's priority through AMDKFD_IOC_UPDATE_QUEUE (aql_queue_set_priority();
+ * attach puts q->priority in CREATE_QUEUE). Errors: AQL_ERR_DEVICE with
+ * KFD's errno. Thread safe; the core serialises calls per queue.
+ */
+aql_status kfd_queue_set_priority(aql_agent *agent, struct aql_queue_impl *q,
+				  enum aql_queue_priority priority);
+
 /* What a queue of an AMD agent holds, for tests and tools. */
 struct kfd_queue_info {
 	uint32_t queue_id;		/* KFD's */

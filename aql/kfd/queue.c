@@ -40,8 +40,6 @@
  * kfd_chardev.c set_queue_properties_from_user) and checks the ring's
  * mapping only from one page up: a page of packets, as ROCr's minimum. */
 #define MIN_PACKETS 64u
-/* HSA priority "normal" in libhsakmt's map of 0..15. */
-#define DEFAULT_PRIORITY 7u
 #define QUEUE_PERCENTAGE 100u
 /* kfd_doorbell.c kfd_doorbell_process_slice: 1024 doorbells of 8 bytes
  * per process on gfx9 and later. */
@@ -110,6 +108,20 @@ static aql_status listen_status;
 static struct kfd_agent *agent_of(aql_agent *agent)
 {
 	return (struct kfd_agent *)agent;
+}
+
+/*
+ * HSA's low, normal and high as KFD's 0-15, ROCr's way: it passes
+ * HSA_QUEUE_PRIORITY_MINIMUM, _NORMAL and _HIGH (-3, 0, 2) to libhsakmt,
+ * whose priority_map {0,3,5,7,9,11,15} gives 0, 7 and 11; 15 ROCr keeps
+ * for PC sampling. The MQD's pipe priority is LOW, MEDIUM and HIGH for
+ * them (kfd_mqd_manager.c pipe_priority_map).
+ */
+static uint32_t kfd_priority(enum aql_queue_priority priority)
+{
+	static const uint32_t map[] = { 0, 7, 11 };
+
+	return map[priority];
 }
 
 /* The CWSR sizes of a node, per XCC (kfd_queue.c
@@ -522,7 +534,7 @@ static aql_status create(struct kfd_queue *k, const struct cwsr_sizes *s, uint64
 		.gpu_id = a->node->gpu_id,
 		.queue_type = KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
 		.queue_percentage = QUEUE_PERCENTAGE,
-		.queue_priority = DEFAULT_PRIORITY,
+		.queue_priority = kfd_priority(k->q->priority),
 		.eop_buffer_size = s->eop,
 		.ctx_save_restore_size = (uint32_t)s->cwsr,
 		.ctl_stack_size = (uint32_t)s->ctl_stack,
@@ -613,6 +625,30 @@ aql_status kfd_queue_attach(aql_agent *agent, struct aql_queue_impl *q)
 	k->next = queues;
 	queues = k;
 	pthread_mutex_unlock(&list_lock);
+	return AQL_OK;
+}
+
+aql_status kfd_queue_set_priority(aql_agent *agent, struct aql_queue_impl *q,
+				  enum aql_queue_priority priority)
+{
+	struct kfd_agent *a = agent_of(agent);
+	const struct kfd_queue *k = q->agent_state;
+	/* The ring goes with every update: pqm_update_queue_properties takes
+	 * a NULL one as "disable the queue" (and from 6.12 checks that it is
+	 * the exact mapping of a BO, -EFAULT otherwise). */
+	struct kfd_ioctl_update_queue_args u = {
+		.ring_base_address = (uint64_t)(uintptr_t)q->pub.ring,
+		.queue_id = k->queue_id,
+		.ring_size = (uint32_t)((size_t)q->pub.size * sizeof(aql_packet)),
+		.queue_percentage = QUEUE_PERCENTAGE,
+		.queue_priority = kfd_priority(priority),
+	};
+	int r = a->process->sys->ioctl(a->process->fd, AMDKFD_IOC_UPDATE_QUEUE, &u);
+
+	if (r < 0)
+		return aql_fail_errno(AQL_ERR_DEVICE, -r, "%s agent %u: AMDKFD_IOC_UPDATE_QUEUE of "
+				      "queue %u to priority %u", a->node->gfx,
+				      a->info.device_index, k->queue_id, u.queue_priority);
 	return AQL_OK;
 }
 

@@ -71,8 +71,23 @@ enum aql_queue_type {
 	AQL_QUEUE_SINGLE = 1,	/* one producer thread at a time */
 };
 
+/*
+ * A queue's scheduling priority among its agent's queues (see
+ * aql_queue_set_priority()); the values are HSA's hsa_amd_queue_priority_t.
+ */
+enum aql_queue_priority {
+	AQL_QUEUE_PRIORITY_LOW = 0,
+	AQL_QUEUE_PRIORITY_NORMAL = 1,
+	AQL_QUEUE_PRIORITY_HIGH = 2,
+};
+
 enum aql_queue_flag {
 	AQL_QUEUE_PROFILING = 1u << 0,	/* write start_ts/end_ts in completion signals */
+	/* Start at this priority rather than NORMAL; at most one of them.
+	 * Flags, not a config field, so that aql_queue_config keeps its
+	 * size for programs built against an older header. */
+	AQL_QUEUE_LOW_PRIORITY = 1u << 1,
+	AQL_QUEUE_HIGH_PRIORITY = 1u << 2,
 };
 
 typedef struct aql_queue aql_queue;
@@ -117,8 +132,9 @@ struct aql_queue {
 /*
  * Create a queue on an agent. config may be NULL for the defaults.
  * Errors: AQL_ERR_INVALID_ARG (size not a power of two, too large for the
- * agent, unknown type or flag), AQL_ERR_NOMEM, AQL_ERR_SYSTEM (the agent's
- * processor could not start). Thread safe.
+ * agent, unknown type or flag, both priority flags), AQL_ERR_NOMEM,
+ * AQL_ERR_SYSTEM (the agent's processor could not start), and for a
+ * priority flag those of aql_queue_set_priority(). Thread safe.
  */
 aql_status aql_queue_create(aql_agent *agent, const aql_queue_config *config,
 			    aql_queue **out);
@@ -136,6 +152,30 @@ aql_status aql_queue_destroy(aql_queue *queue);
  * (if not NULL) gets the reason. Thread safe.
  */
 aql_status aql_queue_error(aql_queue *queue, const char **message);
+
+/*
+ * Set the queue's priority among its agent's queues; setting the current
+ * one does nothing. Packets already running finish as they were.
+ * - AMD GPU: KFD's UPDATE_QUEUE with priority 0, 7 or 11 of its 0-15, as
+ *   ROCr maps HSA's low, normal and high; the command processor picks the
+ *   queue's dispatches and waves by it.
+ * - CPU: the nice value of the queue's packet processor thread: the one
+ *   it started with (the creating thread's), LOW 10 above it, HIGH 10
+ *   below (within -20..19). Work-groups that the agent's shared workers
+ *   run keep theirs.
+ * - NVIDIA: only at creation, by the flags: the queue's CUDA stream takes
+ *   the context's greatest priority for HIGH, its least for LOW (CUDA's
+ *   default, so the same as NORMAL), and keeps it: a change is
+ *   AQL_ERR_UNSUPPORTED.
+ * Errors: AQL_ERR_INVALID_ARG (queue NULL, unknown priority),
+ * AQL_ERR_UNSUPPORTED (the agent has no queue priorities), AQL_ERR_SYSTEM
+ * (CPU: raising a thread's priority, LOW back to NORMAL too, needs
+ * CAP_SYS_NICE or an RLIMIT_NICE allowance), AQL_ERR_DEVICE (the driver
+ * refused). After an error the queue keeps its priority.
+ * Thread safe; calls on one queue take turns. Not during
+ * aql_queue_destroy() of the queue.
+ */
+aql_status aql_queue_set_priority(aql_queue *queue, enum aql_queue_priority priority);
 
 /* Slow paths of aql_queue_reserve(); see there. */
 aql_status aql_queue_wait_space(aql_queue *queue, uint64_t first, uint32_t n,

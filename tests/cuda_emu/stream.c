@@ -54,6 +54,7 @@ struct CUgraphExec_st {
 struct CUstream_st {
 	struct CUctx_st *ctx;
 	unsigned flags;
+	int priority;			/* cuStreamCreateWithPriority's, clamped */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;		/* new work; work done */
 	struct op *head, *tail;		/* head runs; removed when done */
@@ -490,7 +491,30 @@ void emu_ctx_drain(struct CUctx_st *c)
 
 /* ---- Streams ------------------------------------------------------------ */
 
-CUresult cuStreamCreate(CUstream *stream, unsigned int flags)
+/*
+ * cuCtxGetStreamPriorityRange: the range recent drivers report for
+ * devices with priorities, least 0 (the default) to greatest -5; lower
+ * numbers run first.
+ */
+#define PRIORITY_LEAST 0
+#define PRIORITY_GREATEST (-5)
+
+CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest)
+{
+	struct CUctx_st *c;
+	CUresult r = emu_ctx(&c);
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	/* Either may be NULL: "if the value is not desired". */
+	if (least)
+		*least = PRIORITY_LEAST;
+	if (greatest)
+		*greatest = PRIORITY_GREATEST;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuStreamCreateWithPriority(CUstream *stream, unsigned int flags, int priority)
 {
 	struct CUctx_st *c;
 	struct CUstream_st *s;
@@ -504,12 +528,42 @@ CUresult cuStreamCreate(CUstream *stream, unsigned int flags)
 	s = stream_new(c, flags);
 	if (!s)
 		return CUDA_ERROR_OUT_OF_MEMORY;
+	/* Outside the range: "clamped to the lowest or the highest number
+	 * in the range". The emulated streams run at one speed whatever it is. */
+	s->priority = priority > PRIORITY_LEAST ? PRIORITY_LEAST :
+		      priority < PRIORITY_GREATEST ? PRIORITY_GREATEST : priority;
 	pthread_mutex_lock(&emu.lock);
 	s->next = streams;
 	streams = s;
 	pthread_mutex_unlock(&emu.lock);
 	*stream = s;
 	return CUDA_SUCCESS;
+}
+
+CUresult cuStreamCreate(CUstream *stream, unsigned int flags)
+{
+	return cuStreamCreateWithPriority(stream, flags, 0);
+}
+
+/* Not used by aql: tests read a queue's stream priority with it, from
+ * any thread (the stream knows its context). */
+CUresult cuStreamGetPriority(CUstream stream, int *priority)
+{
+	CUresult r = emu_gate();
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!priority)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = CUDA_ERROR_INVALID_HANDLE;
+	pthread_mutex_lock(&emu.lock);
+	for (struct CUstream_st *s = streams; s; s = s->next)
+		if (s == stream) {
+			*priority = s->priority;
+			r = CUDA_SUCCESS;
+		}
+	pthread_mutex_unlock(&emu.lock);
+	return r;
 }
 
 CUresult cuStreamDestroy(CUstream stream)

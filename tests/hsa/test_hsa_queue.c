@@ -4,8 +4,8 @@
  * every index function in every memory order, packets written into the
  * ring and announced on the doorbell by the program itself (wrapping the
  * ring many times), barrier-AND/OR and AMD's BARRIER_VALUE packets,
- * dispatch times, and the error callback of a queue that meets a bad
- * packet. argv[1]: the library.
+ * dispatch times, the error callback of a queue that meets a bad
+ * packet, and hsa_amd_queue_set_priority. argv[1]: the library.
  */
 #include <pthread.h>
 #include <string.h>
@@ -263,6 +263,61 @@ static void error_callback(hsa_agent_t cpu)
 	CHECK_OK(hsa_signal_destroy(c));
 }
 
+/* A barrier-AND with no dependencies runs to completion on q. */
+static void runs(hsa_queue_t *q)
+{
+	hsa_barrier_and_packet_t p = { 0 };
+
+	CHECK_OK(hsa_signal_create(1, 0, NULL, &p.completion_signal));
+	submit(q, &p, ht_header(HSA_PACKET_TYPE_BARRIER_AND));
+	CHECK(done(p.completion_signal), "barrier after a priority change");
+	CHECK_OK(hsa_signal_destroy(p.completion_signal));
+}
+
+/*
+ * ROCr's rules: a NULL queue or an unknown priority INVALID_ARGUMENT, a
+ * queue that is not live INVALID_QUEUE. On the CPU agent LOW always
+ * succeeds; raising (LOW to NORMAL, HIGH) succeeds where the process may
+ * lower a thread's nice value, else ERROR naming CAP_SYS_NICE (libaql's
+ * test_queue checks which). A soft queue has no processor of aql's.
+ */
+static void priority(hsa_agent_t cpu)
+{
+	hsa_queue_t fake = { 0 };
+	hsa_queue_t *q, *soft;
+	hsa_signal_t doorbell;
+	hsa_status_t st;
+
+	CHECK_OK(hsa_queue_create(cpu, 16, HSA_QUEUE_TYPE_MULTI, NULL, NULL, UINT32_MAX,
+				  UINT32_MAX, &q));
+	if (!q)
+		return;
+	CHECK_ST(hsa_amd_queue_set_priority(NULL, HSA_AMD_QUEUE_PRIORITY_LOW),
+		 HSA_STATUS_ERROR_INVALID_ARGUMENT);
+	CHECK_ST(hsa_amd_queue_set_priority(&fake, HSA_AMD_QUEUE_PRIORITY_LOW),
+		 HSA_STATUS_ERROR_INVALID_QUEUE);
+	CHECK_ST(hsa_amd_queue_set_priority(q, (hsa_amd_queue_priority_t)3),
+		 HSA_STATUS_ERROR_INVALID_ARGUMENT);
+	CHECK_OK(hsa_amd_queue_set_priority(q, HSA_AMD_QUEUE_PRIORITY_NORMAL));
+	CHECK_OK(hsa_amd_queue_set_priority(q, HSA_AMD_QUEUE_PRIORITY_LOW));
+	runs(q);
+	st = hsa_amd_queue_set_priority(q, HSA_AMD_QUEUE_PRIORITY_HIGH);
+	CHECK(st == HSA_STATUS_SUCCESS ||
+	      (st == HSA_STATUS_ERROR && strstr(ht_status_text(st), "CAP_SYS_NICE")),
+	      "HIGH: 0x%x %s", st, ht_status_text(st));
+	runs(q);
+	CHECK_OK(hsa_queue_destroy(q));
+	CHECK_ST(hsa_amd_queue_set_priority(q, HSA_AMD_QUEUE_PRIORITY_LOW),
+		 HSA_STATUS_ERROR_INVALID_QUEUE);
+	CHECK_OK(hsa_signal_create(-1, 0, NULL, &doorbell));
+	CHECK_OK(hsa_soft_queue_create(ht_region(cpu, HSA_REGION_GLOBAL_FLAG_FINE_GRAINED), 4,
+				       HSA_QUEUE_TYPE_SINGLE, HSA_QUEUE_FEATURE_AGENT_DISPATCH,
+				       doorbell, &soft));
+	CHECK_ST(hsa_amd_queue_set_priority(soft, HSA_AMD_QUEUE_PRIORITY_LOW), HSA_STATUS_ERROR);
+	CHECK_OK(hsa_queue_destroy(soft));
+	CHECK_OK(hsa_signal_destroy(doorbell));
+}
+
 int main(int argc, char **argv)
 {
 	hsa_agent_t cpu;
@@ -281,6 +336,7 @@ int main(int argc, char **argv)
 	indices(cpu);
 	barriers(cpu);
 	error_callback(cpu);
+	priority(cpu);
 	CHECK_OK(hsa_queue_create(cpu, 4, HSA_QUEUE_TYPE_SINGLE, NULL, NULL, 0, 0, &q));
 	CHECK_ST(hsa_queue_inactivate(q), HSA_STATUS_ERROR_INVALID_QUEUE);
 	/* The doorbell is the queue's, not the program's to destroy. */
@@ -288,5 +344,7 @@ int main(int argc, char **argv)
 	CHECK_ST(hsa_amd_profiling_set_profiler_enabled(NULL, 1), HSA_STATUS_ERROR_INVALID_QUEUE);
 	CHECK_OK(hsa_queue_destroy(q));
 	CHECK_OK(hsa_shut_down());
+	CHECK_ST(hsa_amd_queue_set_priority(q, HSA_AMD_QUEUE_PRIORITY_LOW),
+		 HSA_STATUS_ERROR_NOT_INITIALIZED);
 	return ht_finish();
 }

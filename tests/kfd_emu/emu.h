@@ -48,6 +48,7 @@ struct emu_config {
 	/* AQL_KFD_EMU_CHECKS: which kernel's queue-buffer rules (queue.c) */
 	enum { EMU_CHECKS_6_1, EMU_CHECKS_6_12, EMU_CHECKS_2025 } checks;
 	int fail_create_queue;		/* create_queue[=ERRNO] */
+	int fail_update_queue;		/* update_queue[=ERRNO] */
 	/* queue_stop:N, mem_fault:N: the process's CPs complete N packets,
 	 * then stop, or fault on the next; -1 when not set. */
 	int64_t fail_queue_stop;
@@ -175,6 +176,8 @@ void emu_queue_reset(void);
 /* Queues alive now, of all GPUs. */
 uint32_t emu_queue_count(void);
 void emu_queue_stats(struct kfdemu_stats *out);
+/* Queue queue_id as kfdemu_queue_at reports it: 0, or -1 for none. */
+int emu_queue_at(uint32_t queue_id, struct kfdemu_queue *out);
 /* mmap of /dev/kfd at a KFD_MMAP_TYPE_DOORBELL offset: the address, or -errno. */
 void *emu_doorbell_mmap(void *addr, size_t length, int prot, int flags, uint64_t offset);
 

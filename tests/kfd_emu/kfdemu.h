@@ -100,6 +100,21 @@ typedef void (*kfdemu_vm_fault_fn)(uint32_t gpu_id, uint64_t va, int write, int 
 void kfdemu_gpu_reset(uint32_t gpu_id, int ecc);
 typedef void (*kfdemu_gpu_reset_fn)(uint32_t gpu_id, int ecc);
 
+/* A user queue as CREATE_QUEUE and the UPDATE_QUEUEs since made it. */
+struct kfdemu_queue {
+	uint32_t gpu_id;
+	uint32_t ring_size;		/* bytes */
+	uint64_t ring;
+	uint32_t percentage;		/* queue_percentage's low byte */
+	uint32_t priority;		/* 0-15 */
+	uint32_t updates;		/* UPDATE_QUEUEs that succeeded */
+};
+
+/* Queue queue_id (KFD's id) copied to *out: 0, or -1 when there is no
+ * such queue or out is NULL. Thread safe. */
+int kfdemu_queue_at(uint32_t queue_id, struct kfdemu_queue *out);
+typedef int (*kfdemu_queue_at_fn)(uint32_t queue_id, struct kfdemu_queue *out);
+
 /* A queue's exception (emu.h emu_event_queue_exception). Thread safe. */
 int kfdemu_queue_exception(uint64_t err_payload_addr, uint32_t err_event_id, uint64_t ec_mask);
 typedef int (*kfdemu_queue_exception_fn)(uint64_t err_payload_addr, uint32_t err_event_id,

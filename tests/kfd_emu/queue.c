@@ -36,6 +36,12 @@ struct queue {
 	uint64_t bufs[BUFS];		/* handles with a queue reference */
 	uint32_t held;			/* bit i: bufs[i] is held */
 	struct emu_cp *cp;
+	/* What CREATE_QUEUE and UPDATE_QUEUE set (kfdemu_queue_at). */
+	uint64_t ring;
+	uint32_t ring_size;
+	uint32_t percentage;
+	uint32_t priority;
+	uint32_t updates;
 };
 
 static struct {
@@ -306,6 +312,10 @@ int emu_create_queue(void *data)
 		return r;
 	}
 	nq.used = 1;
+	nq.ring = a->ring_base_address;
+	nq.ring_size = a->ring_size;
+	nq.percentage = a->queue_percentage & 0xff;
+	nq.priority = a->queue_priority;
 	*q = nq;
 	a->queue_id = id;
 	/* KFD_MMAP_TYPE_DOORBELL | gpu_id, and on SOC15 the doorbell's byte
@@ -339,12 +349,21 @@ int emu_destroy_queue(void *data)
 
 /*
  * kfd_chardev.c kfd_ioctl_update_queue: percentage, priority, ring size
- * and address checked as at creation. The emulated CP runs at one speed
- * whatever the priority; a new ring is not modelled (-ENOSYS).
+ * and address checked as at creation, a ring under 1 KiB raised to it;
+ * then pqm_update_queue_properties: an unknown id -EFAULT, and from 6.12
+ * ("Validate user queue update") a ring that is not exactly the GPU
+ * mapping of a BO -EFAULT, its queue reference moving to the new ring.
+ * The new priority and percentage are kept for kfdemu_queue_at; the
+ * emulated CP runs at one speed whatever they are. What the kernel also
+ * takes is not modelled (-ENOSYS): another ring, and a NULL ring or
+ * percentage 0, which unmap the queue.
  */
 int emu_update_queue(void *data)
 {
 	struct kfd_ioctl_update_queue_args *a = data;
+	uint32_t ring_size = a->ring_size;
+	uint64_t ring = 0;
+	struct queue *q;
 
 	if ((a->queue_percentage & 0xff) > KFD_MAX_QUEUE_PERCENTAGE)
 		return -EINVAL;
@@ -352,15 +371,51 @@ int emu_update_queue(void *data)
 		return -EINVAL;
 	if (a->ring_base_address && !access_ok(a->ring_base_address, sizeof(uint64_t)))
 		return -EFAULT;
-	if (a->ring_size & (a->ring_size - 1))
+	if (ring_size & (ring_size - 1))
 		return -EINVAL;
-	/* pqm_update_queue_properties: no such queue, -EFAULT */
+	if (ring_size < KFD_MIN_QUEUE_RING_SIZE)
+		ring_size = KFD_MIN_QUEUE_RING_SIZE;
+	/* "No queue %d exists for update operation" */
 	if (a->queue_id >= MAX_QUEUES || !qs.queues[a->queue_id].used)
 		return -EFAULT;
-	if (a->ring_base_address) {
-		fprintf(stderr, "kfd-emu: UPDATE_QUEUE with a new ring is not emulated: -ENOSYS\n");
+	q = &qs.queues[a->queue_id];
+	/* "ring buf 0x%llx size 0x%llx not mapped on GPU" */
+	if (a->ring_base_address && emu_config()->checks != EMU_CHECKS_6_1 &&
+	    emu_memory_queue_buffer_get(q->gpu, a->ring_base_address, ring_size, &ring))
+		return -EFAULT;
+	if (!a->ring_base_address || (a->queue_percentage & 0xff) == 0 ||
+	    a->ring_base_address != q->ring || ring_size != q->ring_size) {
+		if (ring)
+			emu_memory_queue_buffer_put(q->gpu, ring);
+		fprintf(stderr, "kfd-emu: UPDATE_QUEUE that moves or unmaps the queue is not "
+			"emulated: -ENOSYS\n");
 		return -ENOSYS;
 	}
+	if (ring) {
+		emu_memory_queue_buffer_put(q->gpu, q->bufs[BUF_RING]);
+		q->bufs[BUF_RING] = ring;
+	}
+	q->percentage = a->queue_percentage & 0xff;
+	q->priority = a->queue_priority;
+	/* AQL_KFD_EMU_FAIL=update_queue: dqm's update_queue fails after the
+	 * properties were set (-ETIME: the HWS did not answer the unmap,
+	 * device_queue_manager.c execute_queues_cpsch) */
+	if (emu_config()->fail_update_queue)
+		return emu_config()->fail_update_queue;
+	q->updates++;
+	return 0;
+}
+
+int emu_queue_at(uint32_t queue_id, struct kfdemu_queue *out)
+{
+	const struct queue *q;
+
+	if (queue_id >= MAX_QUEUES || !qs.queues[queue_id].used)
+		return -1;
+	q = &qs.queues[queue_id];
+	*out = (struct kfdemu_queue){ .gpu_id = q->gpu->gpu_id, .ring = q->ring,
+				      .ring_size = q->ring_size, .percentage = q->percentage,
+				      .priority = q->priority, .updates = q->updates };
 	return 0;
 }
 

@@ -203,14 +203,14 @@ static void read_faults(const char *s)
 		    !count_fault(s, n, "queue_stop", &config.fail_queue_stop) &&
 		    !count_fault(s, n, "mem_fault", &config.fail_mem_fault) &&
 		    !fault(s, n, "create_queue", &config.fail_create_queue, ENOMEM) &&
+		    !fault(s, n, "update_queue", &config.fail_update_queue, ETIME) &&
 		    !fault(s, n, "open_kfd", &config.fail_open_kfd, ENOENT) &&
 		    !fault(s, n, "open_render", &config.fail_open_render, EACCES) &&
 		    !fault(s, n, "acquire_vm", &config.fail_acquire_vm, ENOMEM) &&
 		    !fault(s, n, "runtime_enable", &config.fail_runtime_enable, EINTR) &&
 		    !fault(s, n, "drm_query", &config.fail_drm_query, EBADF)) {
-			config_fail("AQL_KFD_EMU_FAIL: \"%s\" is none of open_kfd, open_render, "
-				    "acquire_vm, runtime_enable, alloc_enomem[:N], create_queue, "
-				    "queue_stop:N, mem_fault:N, drm_query", s);
+			config_fail("AQL_KFD_EMU_FAIL: no fault point in \"%s\" (README.md lists "
+				    "them)", s);
 			return;
 		}
 		s += n + (s[n] == ',');
@@ -661,6 +661,19 @@ void kfdemu_gpu_reset(uint32_t gpu_id, int ecc)
 int kfdemu_queue_exception(uint64_t err_payload_addr, uint32_t err_event_id, uint64_t ec_mask)
 {
 	return emu_event_queue_exception(err_payload_addr, err_event_id, ec_mask);
+}
+
+int kfdemu_queue_at(uint32_t queue_id, struct kfdemu_queue *out)
+{
+	int r = -1;
+
+	if (!out)
+		return -1;
+	pthread_mutex_lock(&emu.lock);
+	if (emu.process == getpid())
+		r = emu_queue_at(queue_id, out);
+	pthread_mutex_unlock(&emu.lock);
+	return r;
 }
 
 int kfdemu_bo_at(uint64_t addr, struct kfdemu_bo *out)
