@@ -11,8 +11,10 @@ import json
 import subprocess
 import sys
 
-MEASURED = ['amd_rtt_spin', 'amd_rtt_block', 'amd_barrier_and_rtt', 'amd_dispatch_throughput']
-NOT_MEASURED = ['amd_rtt_hip', 'amd_typed_overhead_ns', 'amd_copy_h2d', 'amd_copy_d2h']
+MEASURED = ['amd_rtt_spin', 'amd_rtt_block', 'amd_barrier_and_rtt', 'amd_dispatch_throughput',
+            'amd_submit_raw_ns', 'amd_submit_typed_ns', 'amd_typed_overhead_ns',
+            'amd_copy_h2d', 'amd_copy_d2h', 'amd_copy_d2d']
+NOT_MEASURED = ['amd_rtt_hip']
 GOALS = ['amd_rtt_goal_ns', 'amd_rtt_vs_hip_goal']
 
 

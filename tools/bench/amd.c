@@ -18,11 +18,18 @@
  * amd_dispatch_throughput	BATCH dispatches back to back, only the last
  *				signalling (with the barrier bit), awaited with
  *				AQL_WAIT_SPIN_BLOCK; dispatches/s per round.
+ * amd_submit_raw_ns		host ns per packet of SUBMIT_BATCH prepared
+ *				packets (aql_queue_submit), the queue idle first;
+ * amd_submit_typed_ns		the same for aql_launch() of the same kernel
+ *				and argument (checks, kernarg, timeline);
+ * amd_typed_overhead_ns	typed minus raw, per pair of batches.
+ * amd_copy_{h2d,d2h,d2d}	aql_queue_copy() of copy_size bytes between a
+ *				pool open to the GPU and VRAM, or VRAM and
+ *				VRAM (the copy kernel, aql/kfd/copy.c), awaited
+ *				with AQL_WAIT_SPIN_BLOCK; GB/s per copy.
  *
- * Rows not measured, each with its reason: HIP's hipLaunchKernel +
- * hipStreamSynchronize (the peer of the goal; aql-bench has no HIP peer),
- * the typed-launch overhead and copy bandwidth (the agent builds no copies
- * yet, so typed launches with device buffers do not run on it).
+ * Not measured, with its reason: HIP's hipLaunchKernel +
+ * hipStreamSynchronize (the peer of the goal; aql-bench has no HIP peer).
  *
  * On the KFD emulation (AQL_KFD_SYS) the CP is a thread running the host
  * build: the bench runs and prints, and no figure is a result.
@@ -38,6 +45,7 @@
 
 #define QUEUE_SIZE	4096u
 #define KERNARG_BYTES	512u
+#define SUBMIT_BATCH	256u
 
 #ifdef AQL_BENCH_AMD_GFX90A
 extern const unsigned char aql_bench_amd_gfx90a[];
@@ -61,6 +69,8 @@ struct amd_bench {
 	void *kernarg;
 	aql_packet dispatch, barrier;
 	uint32_t warmup, samples, rounds, batch;
+	size_t copy_size;
+	struct latency sub_raw, sub_typed, sub_over;
 };
 
 static struct amd_bench B;
@@ -169,13 +179,148 @@ static int not_measured(struct result *res, const char *why)
 		return not_measured(res, why);				\
 	}
 
-#define NO_COPIES "not measured: the AMD agent refuses copies (not built yet)"
 NOT_MEASURED(bench_rtt_hip, "not measured: aql-bench has no HIP peer, and HIP is not "
 	     "available where it was written")
-NOT_MEASURED(bench_typed_overhead, "not measured: typed launches with device buffers "
-	     "need copies to VRAM, not built yet")
-NOT_MEASURED(bench_copy_h2d, NO_COPIES)
-NOT_MEASURED(bench_copy_d2h, NO_COPIES)
+
+/* Host ns per launch of one batch of each kind, the queue idle before
+ * each. */
+static int submit_round(double *raw, double *typed)
+{
+	aql_launch_config c = { .grid = { 1 }, .workgroup = { 1 } };
+	aql_arg arg = AQL_ARG(0u);
+	aql_packet body = B.dispatch;
+	aql_completion done = { 0 };
+	aql_status st;
+	uint64_t t0, t;
+
+	body.dispatch.header = aql_packet_header(AQL_PACKET_KERNEL_DISPATCH, 0,
+						 AQL_FENCE_SYSTEM, AQL_FENCE_SYSTEM);
+	body.dispatch.completion_signal = 0;
+	aql_signal_store(B.sig, 1, AQL_RELAXED);
+	t0 = now_ns();
+	st = submit_batch(B.q, &body, &B.dispatch, SUBMIT_BATCH);
+	t = now_ns() - t0;
+	if (st != AQL_OK)
+		return fail("aql_queue_submit", st);
+	if (await_done(B.q, B.sig, AQL_WAIT_SPIN_BLOCK))
+		return -1;
+	*raw = (double)t / SUBMIT_BATCH;
+	t0 = now_ns();
+	for (uint32_t i = 0; i < SUBMIT_BATCH; i++)
+		if ((st = aql_launch(B.q, B.k, &c, &arg, 1, &done)) != AQL_OK)
+			return fail("aql_launch", st);
+	t = now_ns() - t0;
+	*typed = (double)t / SUBMIT_BATCH;
+	st = aql_completion_wait(done, WAIT_TIMEOUT_NS);
+	return st == AQL_OK ? 0 : fail("aql_completion_wait (typed launches)", st);
+}
+
+static int bench_submit_raw(struct ctx *ctx, struct result *res)
+{
+	uint32_t n = B.rounds * 20;
+	uint64_t *raw = alloc_samples(n), *typed = alloc_samples(n), *over = alloc_samples(n);
+	double r = 0, t = 0;
+	int rc = -1;
+
+	(void)ctx;
+	if (!raw || !typed || !over) {
+		rc = fail_errno("malloc", ENOMEM);
+		goto out;
+	}
+	for (uint32_t i = 0; i < n + 2; i++) {
+		if (submit_round(&r, &t))
+			goto out;
+		if (i >= 2)	/* two rounds warm up */
+			pair_sample(raw, typed, over, i - 2, r, t);
+	}
+	latency_stats(raw, n, &B.sub_raw);
+	latency_stats(typed, n, &B.sub_typed);
+	latency_stats(over, n, &B.sub_over);
+	res->kind = RESULT_LATENCY;
+	res->lat = B.sub_raw;
+	rc = 0;
+out:
+	free(raw);
+	free(typed);
+	free(over);
+	return rc;
+}
+
+static int bench_submit_typed(struct ctx *ctx, struct result *res)
+{
+	(void)ctx;
+	res->kind = RESULT_LATENCY;
+	res->lat = B.sub_typed;
+	return 0;
+}
+
+static int bench_typed_overhead(struct ctx *ctx, struct result *res)
+{
+	(void)ctx;
+	res->kind = RESULT_LATENCY;
+	res->lat = B.sub_over;
+	return 0;
+}
+
+/* Copies: from, to and within VRAM. */
+enum { H2D, D2H, D2D };
+
+static int copy_bench(struct result *res, int how)
+{
+	double *rate = calloc(B.rounds, sizeof(*rate));
+	void *host = NULL, *dev = NULL, *dev2 = NULL;
+	aql_completion done;
+	aql_status st;
+	uint64_t t0;
+	int rc = -1;
+
+	if (!rate)
+		return fail_errno("malloc", ENOMEM);
+	st = aql_mem_alloc(B.pool, B.copy_size, 4096, &host);
+	if (st == AQL_OK)
+		st = aql_agent_mem_alloc(B.gpu, B.copy_size, &dev);
+	if (st == AQL_OK)
+		st = aql_agent_mem_alloc(B.gpu, B.copy_size, &dev2);
+	if (st != AQL_OK) {
+		rc = fail("memory for the copies", st);
+		goto out;
+	}
+	memset(host, 0x5a, B.copy_size);
+	for (uint32_t i = 0; i <= B.rounds; i++) {	/* round 0 warms up */
+		t0 = now_ns();
+		st = how == H2D ? aql_queue_copy(B.q, dev, host, B.copy_size, NULL, 0, &done) :
+		     how == D2H ? aql_queue_copy(B.q, host, dev, B.copy_size, NULL, 0, &done) :
+				  aql_queue_copy(B.q, dev2, dev, B.copy_size, NULL, 0, &done);
+		if (st == AQL_OK)
+			st = aql_completion_wait(done, WAIT_TIMEOUT_NS);
+		if (st != AQL_OK) {
+			rc = fail("aql_queue_copy", st);
+			goto out;
+		}
+		if (i)
+			rate[i - 1] = (double)B.copy_size / (double)(now_ns() - t0);
+	}
+	rate_stats(rate, B.rounds, 1, &res->rate);
+	res->rate.unit = "GB/s";
+	res->kind = RESULT_RATE;
+	rc = 0;
+out:
+	aql_agent_mem_free(B.gpu, dev);
+	aql_agent_mem_free(B.gpu, dev2);
+	aql_mem_free(host);
+	free(rate);
+	return rc;
+}
+
+#define COPY_BENCH(name, how)						\
+	static int name(struct ctx *ctx, struct result *res)		\
+	{								\
+		(void)ctx;						\
+		return copy_bench(res, how);				\
+	}
+COPY_BENCH(bench_copy_h2d, H2D)
+COPY_BENCH(bench_copy_d2h, D2H)
+COPY_BENCH(bench_copy_d2d, D2D)
 
 #ifdef AQL_BENCH_AMD_GFX90A
 static const char built_90a[] = " gfx90a";
@@ -289,6 +434,7 @@ static int amd_setup(struct ctx *ctx)
 	B.samples = ctx->opts->quick ? 200 : 20000;
 	B.rounds = ctx->opts->quick ? 3 : 9;
 	B.batch = ctx->opts->quick ? 1000 : 100000;
+	B.copy_size = ctx->opts->quick ? (size_t)4 << 20 : (size_t)256 << 20;
 	st = aql_code_object_load(B.gpu, image, size, NULL, &B.co);
 	if (st == AQL_OK)
 		st = aql_code_object_kernel(B.co, "empty", &B.k);
@@ -328,9 +474,12 @@ static const struct bench amd_benches[] = {
 	{ "amd_barrier_and_rtt", bench_barrier_rtt },
 	{ "amd_dispatch_throughput", bench_throughput },
 	{ "amd_rtt_hip", bench_rtt_hip },
+	{ "amd_submit_raw_ns", bench_submit_raw },
+	{ "amd_submit_typed_ns", bench_submit_typed },
 	{ "amd_typed_overhead_ns", bench_typed_overhead },
 	{ "amd_copy_h2d", bench_copy_h2d },
 	{ "amd_copy_d2h", bench_copy_d2h },
+	{ "amd_copy_d2d", bench_copy_d2d },
 };
 
 static const struct goal amd_goals[] = {
