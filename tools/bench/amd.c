@@ -70,7 +70,7 @@ struct amd_bench {
 	aql_packet dispatch, barrier;
 	uint32_t warmup, samples, rounds, batch;
 	size_t copy_size;
-	struct latency sub_raw, sub_typed, sub_over;
+	struct latency sub[3];	/* submit costs: raw, typed, overhead */
 };
 
 static struct amd_bench B;
@@ -184,7 +184,7 @@ NOT_MEASURED(bench_rtt_hip, "not measured: aql-bench has no HIP peer, and HIP is
 
 /* Host ns per launch of one batch of each kind, the queue idle before
  * each. */
-static int submit_round(double *raw, double *typed)
+static int submit_round(void *user, double *raw, double *typed)
 {
 	aql_launch_config c = { .grid = { 1 }, .workgroup = { 1 } };
 	aql_arg arg = AQL_ARG(0u);
@@ -193,6 +193,7 @@ static int submit_round(double *raw, double *typed)
 	aql_status st;
 	uint64_t t0, t;
 
+	(void)user;
 	body.dispatch.header = aql_packet_header(AQL_PACKET_KERNEL_DISPATCH, 0,
 						 AQL_FENCE_SYSTEM, AQL_FENCE_SYSTEM);
 	body.dispatch.completion_signal = 0;
@@ -217,40 +218,19 @@ static int submit_round(double *raw, double *typed)
 
 static int bench_submit_raw(struct ctx *ctx, struct result *res)
 {
-	uint32_t n = B.rounds * 20;
-	uint64_t *raw = alloc_samples(n), *typed = alloc_samples(n), *over = alloc_samples(n);
-	double r = 0, t = 0;
-	int rc = -1;
-
 	(void)ctx;
-	if (!raw || !typed || !over) {
-		rc = fail_errno("malloc", ENOMEM);
-		goto out;
-	}
-	for (uint32_t i = 0; i < n + 2; i++) {
-		if (submit_round(&r, &t))
-			goto out;
-		if (i >= 2)	/* two rounds warm up */
-			pair_sample(raw, typed, over, i - 2, r, t);
-	}
-	latency_stats(raw, n, &B.sub_raw);
-	latency_stats(typed, n, &B.sub_typed);
-	latency_stats(over, n, &B.sub_over);
+	if (pair_rounds(B.rounds * 20, 2, submit_round, NULL, B.sub))
+		return -1;
 	res->kind = RESULT_LATENCY;
-	res->lat = B.sub_raw;
-	rc = 0;
-out:
-	free(raw);
-	free(typed);
-	free(over);
-	return rc;
+	res->lat = B.sub[0];
+	return 0;
 }
 
 static int bench_submit_typed(struct ctx *ctx, struct result *res)
 {
 	(void)ctx;
 	res->kind = RESULT_LATENCY;
-	res->lat = B.sub_typed;
+	res->lat = B.sub[1];
 	return 0;
 }
 
@@ -258,7 +238,7 @@ static int bench_typed_overhead(struct ctx *ctx, struct result *res)
 {
 	(void)ctx;
 	res->kind = RESULT_LATENCY;
-	res->lat = B.sub_over;
+	res->lat = B.sub[2];
 	return 0;
 }
 

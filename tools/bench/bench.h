@@ -208,6 +208,13 @@ void latency_stats(uint64_t *samples, size_t n, struct latency *out);
  * over the raw one (0 when it was faster). */
 void pair_sample(uint64_t *raw, uint64_t *typed, uint64_t *over, size_t i,
 		 double r, double t);
+/*
+ * The raw/typed pair benches: round(user, &raw_ns, &typed_ns) warmup + n
+ * times, the first warmup discarded, summed up in out[0] (raw), out[1]
+ * (typed) and out[2] (typed's overhead). 0, or -1 having said why.
+ */
+int pair_rounds(uint32_t n, uint32_t warmup, int (*round)(void *user, double *r, double *t),
+		void *user, struct latency out[3]);
 void rate_stats(double *rates, uint32_t n, uint32_t threads, struct rate *out);
 void duration_stats(double *v, uint32_t n, const char *unit, uint32_t reps,
 		    uint32_t kernels, struct duration *out);

@@ -88,7 +88,7 @@ struct cuda_bench {
 	uint32_t warmup, samples, rounds, chain_samples;
 	size_t copy_size;
 	/* The three submit metrics come from one run. */
-	struct latency sub_raw, sub_typed, sub_over;
+	struct latency sub[3];	/* submit costs: raw, typed, overhead */
 };
 
 static struct cuda_bench B;
@@ -398,11 +398,12 @@ out:
 }
 
 /* Host ns per launch of one batch of each kind, the GPU idle before each. */
-static int submit_round(double *raw, double *typed)
+static int submit_round(void *user, double *raw, double *typed)
 {
 	aql_completion done = { 0 };
 	uint64_t t0, t;
 
+	(void)user;
 	if (CU(cuStreamSynchronize, (B.s)))
 		return -1;
 	t0 = now_ns();
@@ -424,45 +425,21 @@ static int submit_round(double *raw, double *typed)
 
 static int bench_submit_raw(struct ctx *ctx, struct result *res)
 {
-	uint32_t n = B.rounds * 20;
-	uint64_t *raw = alloc_samples(n), *typed = alloc_samples(n), *over = alloc_samples(n);
-	double r = 0, t = 0;
-	int rc = -1;
-
 	(void)ctx;
-	if (!raw || !typed || !over) {
-		rc = fail_errno("malloc", ENOMEM);
-		goto out;
-	}
-	if (nv_enter(B.nv) != AQL_OK) {
-		rc = fail("nv_enter", AQL_ERR_DEVICE);
-		goto out;
-	}
-	for (uint32_t i = 0; i < n + 2; i++) {
-		if (submit_round(&r, &t))
-			goto out;
-		if (i < 2)
-			continue;	/* warm-up */
-		pair_sample(raw, typed, over, i - 2, r, t);
-	}
-	latency_stats(raw, n, &B.sub_raw);
-	latency_stats(typed, n, &B.sub_typed);
-	latency_stats(over, n, &B.sub_over);
+	if (nv_enter(B.nv) != AQL_OK)
+		return fail("nv_enter", AQL_ERR_DEVICE);
+	if (pair_rounds(B.rounds * 20, 2, submit_round, NULL, B.sub))
+		return -1;
 	res->kind = RESULT_LATENCY;
-	res->lat = B.sub_raw;
-	rc = 0;
-out:
-	free(raw);
-	free(typed);
-	free(over);
-	return rc;
+	res->lat = B.sub[0];
+	return 0;
 }
 
 static int bench_submit_typed(struct ctx *ctx, struct result *res)
 {
 	(void)ctx;
 	res->kind = RESULT_LATENCY;
-	res->lat = B.sub_typed;
+	res->lat = B.sub[1];
 	return 0;
 }
 
@@ -470,7 +447,7 @@ static int bench_typed_overhead(struct ctx *ctx, struct result *res)
 {
 	(void)ctx;
 	res->kind = RESULT_LATENCY;
-	res->lat = B.sub_over;
+	res->lat = B.sub[2];
 	return 0;
 }
 

@@ -184,55 +184,27 @@ static int typed_batch(struct launch_bench *b, double *ns)
 	return 0;
 }
 
-/* Rounds of raw then typed batches; samples in ns, whole. */
-static int launch_rounds(struct ctx *ctx, uint64_t *raw, uint64_t *typed, uint64_t *over,
-			 uint32_t rounds)
+static int launch_round(void *user, double *raw, double *typed)
 {
-	struct launch_bench b;
-	double r = 0, t = 0;
-	int rc = -1;
+	struct launch_bench *b = user;
 
-	if (lb_open(ctx, &b))
-		goto out;
-	for (uint32_t i = 0; i < rounds + 10; i++) {
-		if (raw_batch(&b, &r) || typed_batch(&b, &t))
-			goto out;
-		if (i < 10)
-			continue;	/* warm-up */
-		pair_sample(raw, typed, over, i - 10, r, t);
-	}
-	rc = 0;
-out:
-	lb_close(&b);
-	return rc;
+	return raw_batch(b, raw) || typed_batch(b, typed) ? -1 : 0;
 }
 
-/* All three metrics come from one run; the first bench runs it. */
-static struct latency lat_raw, lat_typed, lat_over;
+/* All three metrics come from one run (raw then typed batches, ten
+ * rounds warming up); the first bench runs it. */
+static struct latency lat[3];
 
 int bench_launch_raw(struct ctx *ctx, struct result *res)
 {
-	uint32_t rounds = ctx->opts->quick ? 200 : 2000;
-	uint64_t *raw = alloc_samples(rounds), *typed = alloc_samples(rounds),
-		 *over = alloc_samples(rounds);
+	struct launch_bench b;
 	int rc = -1;
 
-	if (!raw || !typed || !over) {
-		rc = fail_errno("malloc", ENOMEM);
-		goto out;
-	}
-	if (launch_rounds(ctx, raw, typed, over, rounds))
-		goto out;
-	latency_stats(raw, rounds, &lat_raw);
-	latency_stats(typed, rounds, &lat_typed);
-	latency_stats(over, rounds, &lat_over);
+	if (!lb_open(ctx, &b))
+		rc = pair_rounds(ctx->opts->quick ? 200 : 2000, 10, launch_round, &b, lat);
+	lb_close(&b);
 	res->kind = RESULT_LATENCY;
-	res->lat = lat_raw;
-	rc = 0;
-out:
-	free(raw);
-	free(typed);
-	free(over);
+	res->lat = lat[0];
 	return rc;
 }
 
@@ -240,7 +212,7 @@ int bench_launch_typed(struct ctx *ctx, struct result *res)
 {
 	(void)ctx;
 	res->kind = RESULT_LATENCY;
-	res->lat = lat_typed;
+	res->lat = lat[1];
 	return 0;
 }
 
@@ -248,6 +220,6 @@ int bench_launch_overhead(struct ctx *ctx, struct result *res)
 {
 	(void)ctx;
 	res->kind = RESULT_LATENCY;
-	res->lat = lat_over;
+	res->lat = lat[2];
 	return 0;
 }

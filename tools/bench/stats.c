@@ -89,6 +89,34 @@ void pair_sample(uint64_t *raw, uint64_t *typed, uint64_t *over, size_t i,
 	over[i] = t > r ? (uint64_t)(t - r + 0.5) : 0;
 }
 
+int pair_rounds(uint32_t n, uint32_t warmup, int (*round)(void *user, double *r, double *t),
+		void *user, struct latency out[3])
+{
+	uint64_t *raw = alloc_samples(n), *typed = alloc_samples(n), *over = alloc_samples(n);
+	double r = 0, t = 0;
+	int rc = -1;
+
+	if (!raw || !typed || !over) {
+		rc = fail_errno("malloc", ENOMEM);
+		goto out;
+	}
+	for (uint32_t i = 0; i < n + warmup; i++) {
+		if (round(user, &r, &t))
+			goto out;
+		if (i >= warmup)
+			pair_sample(raw, typed, over, i - warmup, r, t);
+	}
+	latency_stats(raw, n, &out[0]);
+	latency_stats(typed, n, &out[1]);
+	latency_stats(over, n, &out[2]);
+	rc = 0;
+out:
+	free(raw);
+	free(typed);
+	free(over);
+	return rc;
+}
+
 /* The one summary of every latency metric. Sorts samples in place. */
 void latency_stats(uint64_t *samples, size_t n, struct latency *out)
 {
