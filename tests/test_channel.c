@@ -47,7 +47,7 @@ static struct rig rig_make(uint32_t workers)
 
 static void rig_free(struct rig *r)
 {
-	aql_code_object_destroy(r->co);
+	CHECK_OK(aql_code_object_destroy(r->co));
 	CHECK_OK(aql_queue_destroy(r->queue));
 	if (!th_test_gpu())
 		CHECK_OK(aql_agent_destroy(r->agent));

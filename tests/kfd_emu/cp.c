@@ -347,9 +347,9 @@ static int process(struct emu_cp *cp, uint64_t id)
 			return 1;
 	if (r)
 		return 1;
-	/* completion_signal sits at the same offset in every packet type */
-	if (pkt.dispatch.completion_signal && signal_op(cp, pkt.dispatch.completion_signal, 0, 0))
-		return 1;
+	/* The slot is retired before the completion, as the CP's read index
+	 * passes a packet once it has it: whoever sees the completion sees
+	 * the packet gone from the ring. */
 	slot = emu_memory_gpu_begin(cp->q.gpu, slot_va, 64);
 	if (!slot) {
 		vm_fault(cp, slot_va, 0);
@@ -357,7 +357,11 @@ static int process(struct emu_cp *cp, uint64_t id)
 	}
 	__atomic_store_n(&slot->header, (uint16_t)AQL_PACKET_INVALID, __ATOMIC_RELEASE);
 	emu_memory_gpu_end();
-	return store64(cp, cp->q.amd_queue + offsetof(aql_amd_queue, read_dispatch_id), id + 1) != 0;
+	if (store64(cp, cp->q.amd_queue + offsetof(aql_amd_queue, read_dispatch_id), id + 1))
+		return 1;
+	/* completion_signal sits at the same offset in every packet type */
+	return pkt.dispatch.completion_signal &&
+	       signal_op(cp, pkt.dispatch.completion_signal, 0, 0) != 0;
 }
 
 static void *cp_main(void *arg)
