@@ -5,9 +5,11 @@
  * libhsa-runtime64.so.1 runs on libaql.so. aql-bench loads this module
  * after that library, so both use the same libaql.so and its default CPU
  * agent, and dispatch_throughput_so is the native peer of
- * dispatch_throughput_hsa with only the HSA layer between them.
+ * dispatch_throughput_hsa with only the HSA layer between them. hsa.c
+ * runs their rounds in turn, so that both see the same machine.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 #include <aql/aql.h>
 
@@ -43,28 +45,46 @@ static int round_of(aql_queue *q, aql_signal *done, uint32_t packets, double *ra
  * SINGLE queue of queue_size packets on libaql.so's default agent, each
  * round's dispatches/s in rates[]. 0, or -1 with the reason on stderr.
  */
+/* A queue of the default agent and its completion signal, one warm-up
+ * round run. */
+struct aql_bench_native {
+	aql_queue *q;
+	aql_signal *done;
+};
+
 __attribute__((visibility("default")))
-int aql_bench_native_tput(uint32_t queue_size, uint32_t packets, uint32_t rounds,
-			  double *rates)
+void aql_bench_native_close(struct aql_bench_native *n)
+{
+	if (!n)
+		return;
+	aql_queue_destroy(n->q);
+	aql_signal_destroy(n->done);
+	free(n);
+}
+
+__attribute__((visibility("default")))
+struct aql_bench_native *aql_bench_native_open(uint32_t queue_size, uint32_t packets)
 {
 	aql_queue_config c = { .size = queue_size, .type = AQL_QUEUE_SINGLE };
+	struct aql_bench_native *n = calloc(1, sizeof(*n));
 	aql_agent *agent;
-	aql_queue *q = NULL;
-	aql_signal *done = NULL;
 	double warm;
-	int rc = -1;
 
-	if (aql_agent_default(&agent) == AQL_OK && aql_queue_create(agent, &c, &q) == AQL_OK &&
-	    aql_signal_create(1, &done) == AQL_OK && round_of(q, done, packets, &warm) == 0) {
-		uint32_t i = 0;
+	if (n && aql_agent_default(&agent) == AQL_OK &&
+	    aql_queue_create(agent, &c, &n->q) == AQL_OK &&
+	    aql_signal_create(1, &n->done) == AQL_OK && round_of(n->q, n->done, packets, &warm) == 0)
+		return n;
+	fprintf(stderr, "aqlbench-native.so: %s\n", n ? aql_error_message() : "out of memory");
+	aql_bench_native_close(n);
+	return NULL;
+}
 
-		while (i < rounds && round_of(q, done, packets, &rates[i]) == 0)
-			i++;
-		rc = i == rounds ? 0 : -1;
-	}
-	if (rc)
-		fprintf(stderr, "aqlbench-native.so: %s\n", aql_error_message());
-	aql_queue_destroy(q);
-	aql_signal_destroy(done);
-	return rc;
+/* One round of packets: dispatches/s in *rate; 0, or -1 having said why. */
+__attribute__((visibility("default")))
+int aql_bench_native_round(struct aql_bench_native *n, uint32_t packets, double *rate)
+{
+	if (round_of(n->q, n->done, packets, rate) == 0)
+		return 0;
+	fprintf(stderr, "aqlbench-native.so: %s\n", aql_error_message());
+	return -1;
 }
