@@ -274,7 +274,11 @@ static int run(struct emu_cp *cp, const aql_packet *p, uint32_t *code)
 			return 1;
 		}
 		if (r) {
-			fprintf(stderr, "kfd-emu: queue %u: CP error %d: %s\n", cp->q.queue_id, r, why);
+			/* Code 1 asks the runtime for scratch: every first
+			 * dispatch that needs some, not worth a line. */
+			if (r != 1)
+				fprintf(stderr, "kfd-emu: queue %u: CP error %d: %s\n",
+					cp->q.queue_id, r, why);
 			*code = (uint32_t)r;
 			return -1;
 		}
