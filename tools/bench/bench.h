@@ -215,6 +215,15 @@ void pair_sample(uint64_t *raw, uint64_t *typed, uint64_t *over, size_t i,
  */
 int pair_rounds(uint32_t n, uint32_t warmup, int (*round)(void *user, double *r, double *t),
 		void *user, struct latency out[3]);
+/* A bench that reports what an earlier one of the same run measured. */
+#define LATENCY_ROW(name, measured)					\
+	static int name(struct ctx *ctx, struct result *res)		\
+	{								\
+		(void)ctx;						\
+		res->kind = RESULT_LATENCY;				\
+		res->lat = (measured);					\
+		return 0;						\
+	}
 void rate_stats(double *rates, uint32_t n, uint32_t threads, struct rate *out);
 void duration_stats(double *v, uint32_t n, const char *unit, uint32_t reps,
 		    uint32_t kernels, struct duration *out);

@@ -435,21 +435,8 @@ static int bench_submit_raw(struct ctx *ctx, struct result *res)
 	return 0;
 }
 
-static int bench_submit_typed(struct ctx *ctx, struct result *res)
-{
-	(void)ctx;
-	res->kind = RESULT_LATENCY;
-	res->lat = B.sub[1];
-	return 0;
-}
-
-static int bench_typed_overhead(struct ctx *ctx, struct result *res)
-{
-	(void)ctx;
-	res->kind = RESULT_LATENCY;
-	res->lat = B.sub[2];
-	return 0;
-}
+LATENCY_ROW(bench_submit_typed, B.sub[1])
+LATENCY_ROW(bench_typed_overhead, B.sub[2])
 
 static int one_chain_signals(void)
 {
