@@ -353,14 +353,19 @@ aql_status aql_buf_bind(aql_buf *b, aql_agent *agent, void **agent_ptr)
 			/* Read unlocked by aql_launch() to size its packet array. */
 			__atomic_store_n(&r->unified, 1, __ATOMIC_RELAXED);
 		} else {
+			int reg = 0;
+
+			st = aql_agent_mem_alloc(agent, bytes_of(r, r->count), &r->agent_mem);
 			/* An agent whose copies are kernels (copy_args) reads the
 			 * host storage through the GPU's page tables. */
-			st = aql_agent_mem_alloc(agent, bytes_of(r, r->count), &r->agent_mem);
+			if (st == AQL_OK && agent->copy_args &&
+			    (st = aql_agent_mem_register(agent, r->host, bytes_of(r, r->count))) == AQL_OK)
+				reg = 1;
 			if (st == AQL_OK)
 				st = aql_range_add(&r->agent_stale, 0, r->count);
-			if (st == AQL_OK && agent->copy_args)
-				st = aql_agent_mem_register(agent, r->host, bytes_of(r, r->count));
 			if (st != AQL_OK) {
+				if (reg)
+					aql_agent_mem_unregister(agent, r->host, bytes_of(r, r->count));
 				aql_agent_mem_free(agent, r->agent_mem);
 				r->agent_mem = NULL;
 				return aql_fail_prefix(st, b->name);

@@ -232,50 +232,44 @@ LATENCY_ROW(bench_typed_overhead, B.sub[2])
 /* Copies: from, to and within VRAM. */
 enum { H2D, D2H, D2D };
 
+struct copy_job {
+	int how;
+	void *host, *dev, *dev2;
+};
+
+static int copy_once(void *user)
+{
+	const struct copy_job *j = user;
+	void *dst = j->how == H2D ? j->dev : j->how == D2H ? j->host : j->dev2;
+	void *src = j->how == H2D ? j->host : j->dev;
+	aql_completion done;
+	aql_status st = aql_queue_copy(B.q, dst, src, B.copy_size, NULL, 0, &done);
+
+	if (st == AQL_OK)
+		st = aql_completion_wait(done, WAIT_TIMEOUT_NS);
+	return st == AQL_OK ? 0 : fail("aql_queue_copy", st);
+}
+
 static int copy_bench(struct result *res, int how)
 {
-	double *rate = calloc(B.rounds, sizeof(*rate));
-	void *host = NULL, *dev = NULL, *dev2 = NULL;
-	aql_completion done;
+	struct copy_job j = { .how = how };
 	aql_status st;
-	uint64_t t0;
 	int rc = -1;
 
-	if (!rate)
-		return fail_errno("malloc", ENOMEM);
-	st = aql_mem_alloc(B.pool, B.copy_size, 4096, &host);
+	st = aql_mem_alloc(B.pool, B.copy_size, 4096, &j.host);
 	if (st == AQL_OK)
-		st = aql_agent_mem_alloc(B.gpu, B.copy_size, &dev);
+		st = aql_agent_mem_alloc(B.gpu, B.copy_size, &j.dev);
 	if (st == AQL_OK)
-		st = aql_agent_mem_alloc(B.gpu, B.copy_size, &dev2);
+		st = aql_agent_mem_alloc(B.gpu, B.copy_size, &j.dev2);
 	if (st != AQL_OK) {
 		rc = fail("memory for the copies", st);
-		goto out;
+	} else {
+		memset(j.host, 0x5a, B.copy_size);
+		rc = transfer_rounds(B.rounds, B.copy_size, copy_once, &j, res);
 	}
-	memset(host, 0x5a, B.copy_size);
-	for (uint32_t i = 0; i <= B.rounds; i++) {	/* round 0 warms up */
-		t0 = now_ns();
-		st = how == H2D ? aql_queue_copy(B.q, dev, host, B.copy_size, NULL, 0, &done) :
-		     how == D2H ? aql_queue_copy(B.q, host, dev, B.copy_size, NULL, 0, &done) :
-				  aql_queue_copy(B.q, dev2, dev, B.copy_size, NULL, 0, &done);
-		if (st == AQL_OK)
-			st = aql_completion_wait(done, WAIT_TIMEOUT_NS);
-		if (st != AQL_OK) {
-			rc = fail("aql_queue_copy", st);
-			goto out;
-		}
-		if (i)
-			rate[i - 1] = (double)B.copy_size / (double)(now_ns() - t0);
-	}
-	rate_stats(rate, B.rounds, 1, &res->rate);
-	res->rate.unit = "GB/s";
-	res->kind = RESULT_RATE;
-	rc = 0;
-out:
-	aql_agent_mem_free(B.gpu, dev);
-	aql_agent_mem_free(B.gpu, dev2);
-	aql_mem_free(host);
-	free(rate);
+	aql_agent_mem_free(B.gpu, j.dev);
+	aql_agent_mem_free(B.gpu, j.dev2);
+	aql_mem_free(j.host);
 	return rc;
 }
 

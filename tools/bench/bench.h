@@ -215,6 +215,12 @@ void pair_sample(uint64_t *raw, uint64_t *typed, uint64_t *over, size_t i,
  */
 int pair_rounds(uint32_t n, uint32_t warmup, int (*round)(void *user, double *r, double *t),
 		void *user, struct latency out[3]);
+/*
+ * Copy bandwidth: once(user) rounds + 1 times (the first warms up), each
+ * moving bytes; GB/s per call summed up in res. 0, or -1 having said why.
+ */
+int transfer_rounds(uint32_t rounds, size_t bytes, int (*once)(void *user), void *user,
+		    struct result *res);
 /* A bench that reports what an earlier one of the same run measured. */
 #define LATENCY_ROW(name, measured)					\
 	static int name(struct ctx *ctx, struct result *res)		\

@@ -467,8 +467,16 @@ static int bench_chain_graph(struct ctx *ctx, struct result *res)
 /* Copies: one direction, one kind of host memory, aql or raw. */
 enum { H2D = 1, PAGEABLE = 2, RAW = 4 };
 
-static int copy_once(unsigned how, void *host, void *dev)
+struct copy_job {
+	unsigned how;
+	void *host, *dev;
+};
+
+static int copy_once(void *user)
 {
+	const struct copy_job *j = user;
+	unsigned how = j->how;
+	void *host = j->host, *dev = j->dev;
 	CUdeviceptr d = (CUdeviceptr)(uintptr_t)dev;
 	aql_completion done;
 	aql_status st;
@@ -486,16 +494,12 @@ static int copy_once(unsigned how, void *host, void *dev)
 
 static int copy_bench(struct result *res, unsigned how)
 {
-	double *rate = calloc(B.rounds, sizeof(*rate));
 	void *host = NULL, *dev = NULL;
 	aql_mem_pool *pool;
 	aql_status st = AQL_OK;
 	CUresult r = CUDA_SUCCESS;
-	uint64_t t0;
 	int rc = -1;
 
-	if (!rate)
-		return fail_errno("malloc", ENOMEM);
 	if (nv_enter(B.nv) != AQL_OK) {
 		rc = fail("nv_enter", AQL_ERR_DEVICE);
 		goto out;
@@ -521,17 +525,8 @@ static int copy_bench(struct result *res, unsigned how)
 		goto out;
 	}
 	/* Round 0 warms up: registration and staging buffers happen there. */
-	for (uint32_t i = 0; i <= B.rounds; i++) {
-		t0 = now_ns();
-		if (copy_once(how, host, dev))
-			goto out;
-		if (i)
-			rate[i - 1] = (double)B.copy_size / (double)(now_ns() - t0);
-	}
-	rate_stats(rate, B.rounds, 1, &res->rate);
-	res->rate.unit = "GB/s";
-	res->kind = RESULT_RATE;
-	rc = 0;
+	rc = transfer_rounds(B.rounds, B.copy_size, copy_once,
+			     &(struct copy_job){ how, host, dev }, res);
 out:
 	aql_agent_mem_free(B.gpu, dev);
 	if (how & PAGEABLE)
@@ -542,7 +537,6 @@ out:
 	} else {
 		aql_mem_free(host);
 	}
-	free(rate);
 	return rc;
 }
 

@@ -117,6 +117,31 @@ out:
 	return rc;
 }
 
+int transfer_rounds(uint32_t rounds, size_t bytes, int (*once)(void *user), void *user,
+		    struct result *res)
+{
+	double *rate = calloc(rounds, sizeof(*rate));
+	int rc = -1;
+
+	if (!rate)
+		return fail_errno("malloc", ENOMEM);
+	for (uint32_t i = 0; i <= rounds; i++) {
+		uint64_t t0 = now_ns();
+
+		if (once(user))
+			goto out;
+		if (i)
+			rate[i - 1] = (double)bytes / (double)(now_ns() - t0);
+	}
+	rate_stats(rate, rounds, 1, &res->rate);
+	res->rate.unit = "GB/s";
+	res->kind = RESULT_RATE;
+	rc = 0;
+out:
+	free(rate);
+	return rc;
+}
+
 /* The one summary of every latency metric. Sorts samples in place. */
 void latency_stats(uint64_t *samples, size_t n, struct latency *out)
 {
