@@ -172,15 +172,8 @@ static int not_measured(struct result *res, const char *why)
 	return 0;
 }
 
-#define NOT_MEASURED(name, why)						\
-	static int name(struct ctx *ctx, struct result *res)		\
-	{								\
-		(void)ctx;						\
-		return not_measured(res, why);				\
-	}
-
-NOT_MEASURED(bench_rtt_hip, "not measured: aql-bench has no HIP peer, and HIP is not "
-	     "available where it was written")
+BENCH_OF(bench_rtt_hip, not_measured,
+	 "not measured: aql-bench has no HIP peer, and HIP is not available where it was written")
 
 /* Host ns per launch of one batch of each kind, the queue idle before
  * each. */
@@ -273,15 +266,9 @@ static int copy_bench(struct result *res, int how)
 	return rc;
 }
 
-#define COPY_BENCH(name, how)						\
-	static int name(struct ctx *ctx, struct result *res)		\
-	{								\
-		(void)ctx;						\
-		return copy_bench(res, how);				\
-	}
-COPY_BENCH(bench_copy_h2d, H2D)
-COPY_BENCH(bench_copy_d2h, D2H)
-COPY_BENCH(bench_copy_d2d, D2D)
+BENCH_OF(bench_copy_h2d, copy_bench, H2D)
+BENCH_OF(bench_copy_d2h, copy_bench, D2H)
+BENCH_OF(bench_copy_d2d, copy_bench, D2D)
 
 #ifdef AQL_BENCH_AMD_GFX90A
 static const char built_90a[] = " gfx90a";

@@ -221,6 +221,13 @@ int pair_rounds(uint32_t n, uint32_t warmup, int (*round)(void *user, double *r,
  */
 int transfer_rounds(uint32_t rounds, size_t bytes, int (*once)(void *user), void *user,
 		    struct result *res);
+/* A bench that is fn(res, arg): one measurement, several rows. */
+#define BENCH_OF(name, fn, arg)						\
+	static int name(struct ctx *ctx, struct result *res)		\
+	{								\
+		(void)ctx;						\
+		return fn(res, arg);					\
+	}
 /* A bench that reports what an earlier one of the same run measured. */
 #define LATENCY_ROW(name, measured)					\
 	static int name(struct ctx *ctx, struct result *res)		\

@@ -540,20 +540,14 @@ out:
 	return rc;
 }
 
-#define COPY_BENCH(name, how)						\
-	static int name(struct ctx *ctx, struct result *res)		\
-	{								\
-		(void)ctx;						\
-		return copy_bench(res, how);				\
-	}
-COPY_BENCH(bench_h2d_pinned, H2D)
-COPY_BENCH(bench_d2h_pinned, 0)
-COPY_BENCH(bench_h2d_pageable, H2D | PAGEABLE)
-COPY_BENCH(bench_d2h_pageable, PAGEABLE)
-COPY_BENCH(bench_h2d_pinned_raw, H2D | RAW)
-COPY_BENCH(bench_d2h_pinned_raw, RAW)
-COPY_BENCH(bench_h2d_pageable_raw, H2D | PAGEABLE | RAW)
-COPY_BENCH(bench_d2h_pageable_raw, PAGEABLE | RAW)
+BENCH_OF(bench_h2d_pinned, copy_bench, H2D)
+BENCH_OF(bench_d2h_pinned, copy_bench, 0)
+BENCH_OF(bench_h2d_pageable, copy_bench, H2D | PAGEABLE)
+BENCH_OF(bench_d2h_pageable, copy_bench, PAGEABLE)
+BENCH_OF(bench_h2d_pinned_raw, copy_bench, H2D | RAW)
+BENCH_OF(bench_d2h_pinned_raw, copy_bench, RAW)
+BENCH_OF(bench_h2d_pageable_raw, copy_bench, H2D | PAGEABLE | RAW)
+BENCH_OF(bench_d2h_pageable_raw, copy_bench, PAGEABLE | RAW)
 
 static int load_kernels(struct ctx *ctx)
 {
