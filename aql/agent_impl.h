@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <aql/agent.h>
 #include <aql/code_object.h>
+#include <aql/kernarg.h>
 #include <aql/packet.h>
 #include <aql/queue.h>
 
@@ -134,6 +135,15 @@ struct aql_agent_ops {
 	 */
 	aql_status (*queue_set_priority)(aql_agent *agent, struct aql_queue_impl *queue,
 					 enum aql_queue_priority priority);
+	/*
+	 * The hidden arguments of kernel that the agent supplies
+	 * (aql_queue_hidden_args()): heap_v1 and hostcall_buffer where its
+	 * metadata names them, made at their first need; the rest of *out
+	 * is left as it is. Errors: what making them met, naming the
+	 * kernel. NULL: the agent supplies none.
+	 */
+	aql_status (*kernel_hidden)(aql_agent *agent, const aql_kernel *kernel,
+				    struct aql_kernarg_hidden *out);
 };
 
 /*

@@ -320,6 +320,22 @@ aql_status aql_queue_fail(struct aql_queue_impl *q, aql_status status,
 	return status;
 }
 
+aql_status aql_queue_hidden_args(aql_queue *queue, const aql_kernel *kernel,
+				 aql_kernarg_hidden *out)
+{
+	aql_agent *agent;
+
+	if (!queue || !kernel || !out)
+		return aql_fail(AQL_ERR_INVALID_ARG, "aql_queue_hidden_args: %s is NULL",
+				!queue ? "queue" : !kernel ? "kernel" : "out");
+	*out = (aql_kernarg_hidden){ .queue_ptr = (uint64_t)(uintptr_t)queue->amd };
+	agent = aql_queue_impl(queue)->agent;
+	/* The explicit arguments come first: no hidden ones, nothing to supply. */
+	if (!agent->ops->kernel_hidden || kernel->metadata->arg_count <= kernel->explicit_arg_count)
+		return AQL_OK;
+	return agent->ops->kernel_hidden(agent, kernel, out);
+}
+
 aql_status aql_queue_error(aql_queue *queue, const char **message)
 {
 	aql_status st = (aql_status)__atomic_load_n(&queue->error, __ATOMIC_ACQUIRE);

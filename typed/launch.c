@@ -339,8 +339,9 @@ static aql_status plan_out(const struct use *u, struct aql_copy_plan *plan)
  * segment, and geometry() and lds() made the packet: so the fill needs
  * none of aql_kernarg_build()'s checks again.
  */
-static void fill_kernarg(aql_queue *queue, const aql_kernel *k, const aql_dispatch_packet *d,
-			 const aql_arg *args, uint32_t n, const struct use *uses, void *kernarg)
+static void fill_kernarg(const aql_kernel *k, const aql_dispatch_packet *d, const aql_arg *args,
+			 uint32_t n, const struct use *uses, const aql_kernarg_hidden *hidden,
+			 void *kernarg)
 {
 	const aql_kernel_arg *a = k->metadata->args;
 	uint8_t *bytes = kernarg;
@@ -353,11 +354,8 @@ static void fill_kernarg(aql_queue *queue, const aql_kernel *k, const aql_dispat
 
 		aql_kernarg_copy(bytes + a[i].offset, src, a[i].size);
 	}
-	if (k->metadata->arg_count > n) {
-		aql_kernarg_hidden hidden = { .queue_ptr = (uint64_t)(uintptr_t)queue->amd };
-
-		aql_kernarg_fill_hidden(k, d, &hidden, kernarg);
-	}
+	if (k->metadata->arg_count > n)
+		aql_kernarg_fill_hidden(k, d, hidden, kernarg);
 }
 
 /*
@@ -371,7 +369,7 @@ static void fill_kernarg(aql_queue *queue, const aql_kernel *k, const aql_dispat
 static aql_status submit(aql_queue *queue, struct aql_timeline *t, const aql_kernel *k,
 			 const aql_launch_config *c, const aql_arg *args, uint32_t n,
 			 struct use *uses, uint32_t nuses, aql_packet *packets, uint32_t pre,
-			 void *kernarg, aql_completion *done)
+			 const aql_kernarg_hidden *hidden, void *kernarg, aql_completion *done)
 {
 	aql_dispatch_packet *d = &packets[pre].dispatch;
 	struct aql_queue_impl *q = aql_queue_impl(queue);
@@ -424,7 +422,7 @@ static aql_status submit(aql_queue *queue, struct aql_timeline *t, const aql_ker
 				"kernel '%s': the launch needs %u packets; the queue holds %u",
 				k->name, np, queue->size);
 	aql_timeline_sign(t, packets, np);
-	fill_kernarg(queue, k, d, args, n, uses, kernarg);
+	fill_kernarg(k, d, args, n, uses, hidden, kernarg);
 	st = aql_timeline_emit(t, queue, packets, np, &fin);
 	if (st != AQL_OK)
 		return st;
@@ -452,6 +450,7 @@ aql_status aql_launch(aql_queue *queue, const aql_kernel *kernel,
 {
 	struct use uses[MAX_ARGS];
 	aql_packet stack[STACK_PACKETS], *packets = stack;
+	aql_kernarg_hidden hidden;
 	struct aql_timeline *t;
 	uint32_t nuses = 0, pre, most;
 	aql_agent *agent;
@@ -476,6 +475,11 @@ aql_status aql_launch(aql_queue *queue, const aql_kernel *kernel,
 	agent = aql_queue_impl(queue)->agent;
 	st = check_args(kernel, args, n, agent, uses, &nuses);
 	if (st != AQL_OK)
+		return st;
+	/* Before any lock: the first kernel that names the device heap or
+	 * hostcall makes them, and may fail doing so. */
+	if (kernel->metadata->arg_count > n &&
+	    (st = aql_queue_hidden_args(queue, kernel, &hidden)) != AQL_OK)
 		return st;
 	st = aql_timeline_get(queue, &t);
 	if (st != AQL_OK)
@@ -513,8 +517,8 @@ aql_status aql_launch(aql_queue *queue, const aql_kernel *kernel,
 	if (st == AQL_OK) {
 		if (nuses)
 			aql_buf_lock();
-		st = submit(queue, t, kernel, config, args, n, uses, nuses, packets, pre, kernarg,
-			    done);
+		st = submit(queue, t, kernel, config, args, n, uses, nuses, packets, pre, &hidden,
+			    kernarg, done);
 		if (nuses)
 			aql_buf_unlock();
 		if (st != AQL_OK)

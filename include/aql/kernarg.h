@@ -52,6 +52,25 @@ aql_status aql_kernarg_build(const aql_kernel *kernel,
 			     const aql_kernarg_hidden *hidden,
 			     void *out, size_t out_size);
 
+typedef struct aql_queue aql_queue;
+
+/*
+ * The hidden values the runtime supplies for dispatching kernel on queue,
+ * for callers that write their own packets (aql_launch() fills them
+ * itself): *out is zeroed, queue_ptr set to the queue's amd_queue_t, and,
+ * on an AMD agent, heap_v1 (device malloc's heap) and hostcall_buffer
+ * (the hostcall service) where the kernel's metadata names
+ * hidden_heap_v1 or hidden_hostcall_buffer. Those two are per agent,
+ * made at the first call that needs them and kept until the agent is
+ * destroyed: the first call may allocate VRAM and start a thread, later
+ * ones only read. Errors: AQL_ERR_INVALID_ARG (a NULL argument), and,
+ * naming the kernel, AQL_ERR_NOMEM (VRAM or host memory exhausted),
+ * AQL_ERR_DEVICE, AQL_ERR_SYSTEM from making them; *out then holds only
+ * queue_ptr. Thread safe.
+ */
+aql_status aql_queue_hidden_args(aql_queue *queue, const aql_kernel *kernel,
+				 aql_kernarg_hidden *out);
+
 #ifdef __cplusplus
 }
 #endif

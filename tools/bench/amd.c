@@ -304,7 +304,7 @@ static int make_packets(void)
 	aql_mem_pool_config pc = { .kind = AQL_MEM_FINE_GRAINED, .numa_node = AQL_NUMA_ANY,
 				   .agents = &B.gpu, .agent_count = 1 };
 	aql_queue_config qc = { .size = QUEUE_SIZE, .type = AQL_QUEUE_SINGLE };
-	aql_kernarg_hidden hidden = { 0 };
+	aql_kernarg_hidden hidden;
 	uint32_t arg = 0;
 	aql_kernarg_value v = { &arg, sizeof(arg) };
 	aql_dispatch_packet *d = &B.dispatch.dispatch;
@@ -335,7 +335,9 @@ static int make_packets(void)
 	d->kernarg_address = (uint64_t)(uintptr_t)B.kernarg;
 	d->completion_signal = aql_signal_handle(B.sig);
 	/* Code object V5 (gfx942) reads the queue from its hidden block. */
-	hidden.queue_ptr = (uint64_t)(uintptr_t)B.q->amd;
+	st = aql_queue_hidden_args(B.q, B.k, &hidden);
+	if (st != AQL_OK)
+		return fail("aql_queue_hidden_args", st);
 	st = aql_kernarg_build(B.k, d, &v, 1, &hidden, B.kernarg, KERNARG_BYTES);
 	if (st != AQL_OK)
 		return fail("aql_kernarg_build", st);
