@@ -365,6 +365,8 @@ static void get_info(aql_agent *agent, aql_agent_info *info)
 /* The GPU's render node and VM stay with the process (struct kfd_gpu). */
 static void destroy(aql_agent *agent)
 {
+	/* Before the copies: the heap's VRAM and the service's go first. */
+	kfd_hidden_close(agent_of(agent));
 	kfd_copy_close(agent_of(agent));
 	free(agent_of(agent));
 }
@@ -399,6 +401,7 @@ static const struct aql_agent_ops kfd_agent_ops = {
 	.encode_copy = kfd_encode_copy,
 	.mem_register = kfd_mem_register,
 	.mem_unregister = kfd_mem_unregister,
+	.kernel_hidden = kfd_kernel_hidden,
 };
 
 static aql_status open_agent(uint32_t index, aql_agent **out)
@@ -431,6 +434,7 @@ static aql_status open_agent(uint32_t index, aql_agent **out)
 		return st;
 	}
 	kfd_copy_open(a);
+	kfd_hidden_open(a);
 	*out = &a->base;
 	return AQL_OK;
 }

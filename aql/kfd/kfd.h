@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <aql/agent.h>
 #include <aql/code_object.h>
+#include <aql/kernarg.h>
 #include <aql/queue.h>
 #include "aql/agent_impl.h"
 #include <aql/target.h>
@@ -138,6 +139,11 @@ struct kfd_agent {
 	pthread_mutex_t copy_lock;
 	aql_queue *copy_queue;
 	void *staging;
+	/* The device heap and its initial slabs, and the hostcall service
+	 * (hostcall.c), made at their first need under hidden_lock. */
+	pthread_mutex_t hidden_lock;
+	void *heap, *heap_slabs;
+	struct kfd_hostcall *hostcall;
 };
 
 /*
@@ -150,6 +156,9 @@ struct kfd_agent {
  * ioctl and errno), AQL_ERR_SYSTEM (an mmap of the table). Thread safe.
  */
 aql_status kfd_mem_alloc(aql_agent *agent, size_t size, void **out);
+/* kfd_mem_alloc at an address that is a multiple of align, a power of two
+ * of at least a page (2 MiB for the device heap's slabs). */
+aql_status kfd_mem_alloc_aligned(aql_agent *agent, size_t size, size_t align, void **out);
 void kfd_mem_free(aql_agent *agent, void *ptr);
 aql_status kfd_mem_register(aql_agent *agent, void *ptr, size_t size);
 void kfd_mem_unregister(aql_agent *agent, void *ptr, size_t size);
@@ -195,6 +204,32 @@ aql_status kfd_copy(aql_agent *agent, void *dst, const void *src, size_t size);
  * waited for: amdkfd does not promise cleared VRAM. Errors: those of
  * copies, AQL_ERR_UNSUPPORTED without the copy kernel. */
 aql_status kfd_zero(struct kfd_agent *a, void *dst, size_t size);
+
+/*
+ * The hidden arguments a kernel names that the agent supplies
+ * (hostcall.c): hidden_heap_v1, device malloc's heap (128 KiB of zeroed
+ * VRAM with 8 MiB of initial slabs), and hidden_hostcall_buffer, the
+ * hostcall buffer with its listener thread, which serves device memory
+ * requests and function calls. Each is made at the first kernel that
+ * names it and freed by kfd_hidden_close. kfd_kernel_hidden is the op of
+ * struct aql_agent_ops by that name; errors: those of memory.c and
+ * copies, AQL_ERR_SYSTEM (the thread), named with the kernel. Thread safe.
+ */
+void kfd_hidden_open(struct kfd_agent *a);
+void kfd_hidden_close(struct kfd_agent *a);
+aql_status kfd_kernel_hidden(aql_agent *agent, const aql_kernel *kernel,
+			     struct aql_kernarg_hidden *out);
+/* What the hostcall service has answered: lanes served, lanes answered
+ * with zeros for a failure (an unknown service or address, memory
+ * exhausted) and the first such failure's reason. */
+struct kfd_hostcall_stats {
+	uint64_t requests;
+	uint64_t failures;
+	char first_failure[256];
+};
+/* AQL_OK and *out, or AQL_ERR_NOT_FOUND before the service started.
+ * Thread safe. */
+aql_status kfd_hostcall_get_stats(aql_agent *agent, struct kfd_hostcall_stats *out);
 
 /*
  * A GTT BO of size bytes on a's GPU for the runtime itself, at one

@@ -205,6 +205,25 @@ static int owns_range(enum bo_kind kind)
 	return kind == BO_AGENT || kind == BO_CODE;
 }
 
+/* size bytes of addresses at align (a power of two, at least a page):
+ * reserve align - page more and give back what lies outside. */
+static void *reserve(const struct aql_kfd_sys *sys, size_t size, size_t align)
+{
+	size_t extra = align - aql_page_size();
+	uintptr_t p, at;
+
+	p = (uintptr_t)sys->mmap(NULL, size + extra, PROT_NONE,
+				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (mmap_failed((void *)p) || !extra)
+		return (void *)p;
+	at = (p + align - 1) & ~(uintptr_t)(align - 1);
+	if (at > p)
+		sys->munmap((void *)p, at - p);
+	if (p + extra > at)
+		sys->munmap((void *)(at + size), p + extra - at);
+	return (void *)at;
+}
+
 /*
  * Make a BO of size bytes with flags at va (USERPTR: the host's range;
  * BO_SCRATCH: the caller's reserved range), or at a range reserved here
@@ -213,7 +232,7 @@ static int owns_range(enum bo_kind kind)
  * Under bo_lock.
  */
 static aql_status bo_create(const struct kfd_agent *a, struct bo_list *l, enum bo_kind kind, uint32_t flags,
-			    int host_prot, uintptr_t va, size_t size, void **out)
+			    int host_prot, uintptr_t va, size_t size, size_t align, void **out)
 {
 	const struct aql_kfd_sys *sys = a->process->sys;
 	uint32_t id = a->node->gpu_id;
@@ -231,8 +250,7 @@ static aql_status bo_create(const struct kfd_agent *a, struct bo_list *l, enum b
 	if (owns_range(kind)) {
 		/* NORESERVE: the range only holds the address; the BO is
 		 * the memory. */
-		p = sys->mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-			      -1, 0);
+		p = reserve(sys, size, align);
 		if (mmap_failed(p))
 			return aql_fail_errno(AQL_ERR_NOMEM, (int)-(intptr_t)p,
 					      "%s agent %u: reserving %zu bytes of addresses",
@@ -313,7 +331,7 @@ static void bo_destroy(const struct kfd_agent *a, struct bo_list *l, struct kfd_
 }
 
 static aql_status alloc_kind(aql_agent *agent, enum bo_kind kind, uint32_t flags,
-			     int host_prot, size_t size, void **out)
+			     int host_prot, size_t size, size_t align, void **out)
 {
 	struct kfd_agent *a = agent_of(agent);
 	size_t bytes = aql_page_round(size ? size : 1);
@@ -325,7 +343,7 @@ static aql_status alloc_kind(aql_agent *agent, enum bo_kind kind, uint32_t flags
 				"space", a->node->gfx, a->info.device_index, size);
 	pthread_mutex_lock(&bo_lock);
 	l = list_of(a);
-	st = l ? bo_create(a, l, kind, flags, host_prot, 0, bytes, out) : AQL_ERR_NOMEM;
+	st = l ? bo_create(a, l, kind, flags, host_prot, 0, bytes, align, out) : AQL_ERR_NOMEM;
 	pthread_mutex_unlock(&bo_lock);
 	return st;
 }
@@ -334,9 +352,14 @@ static aql_status alloc_kind(aql_agent *agent, enum bo_kind kind, uint32_t flags
  * BAR it could not map it at all. */
 aql_status kfd_mem_alloc(aql_agent *agent, size_t size, void **out)
 {
+	return kfd_mem_alloc_aligned(agent, size, aql_page_size(), out);
+}
+
+aql_status kfd_mem_alloc_aligned(aql_agent *agent, size_t size, size_t align, void **out)
+{
 	return alloc_kind(agent, BO_AGENT,
 			  KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE |
-			  KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE, PROT_NONE, size, out);
+			  KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE, PROT_NONE, size, align, out);
 }
 
 /*
@@ -351,7 +374,7 @@ aql_status kfd_gtt_alloc(aql_agent *agent, size_t size, void **out, uint64_t *ha
 	st = alloc_kind(agent, BO_AGENT,
 			KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE |
 			KFD_IOC_ALLOC_MEM_FLAGS_COHERENT | KFD_IOC_ALLOC_MEM_FLAGS_UNCACHED,
-			PROT_READ | PROT_WRITE, size, out);
+			PROT_READ | PROT_WRITE, size, aql_page_size(), out);
 	if (st != AQL_OK)
 		return st;
 	pthread_mutex_lock(&bo_lock);
@@ -414,7 +437,7 @@ aql_status kfd_scratch_alloc(aql_agent *agent, void *base, size_t window, size_t
 	else
 		st = bo_create(a, l, BO_SCRATCH,
 			       KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE |
-			       KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE, PROT_NONE, at, bytes, out);
+			       KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE, PROT_NONE, at, bytes, 0, out);
 	pthread_mutex_unlock(&bo_lock);
 	return st;
 }
@@ -443,7 +466,7 @@ aql_status kfd_code_alloc(aql_agent *agent, enum aql_code_object_kind kind, size
 	flags |= a->node->vram_public ? KFD_IOC_ALLOC_MEM_FLAGS_VRAM |
 					KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC :
 					KFD_IOC_ALLOC_MEM_FLAGS_GTT;
-	st = alloc_kind(agent, BO_CODE, flags, PROT_READ | PROT_WRITE, size, out);
+	st = alloc_kind(agent, BO_CODE, flags, PROT_READ | PROT_WRITE, size, aql_page_size(), out);
 	/* A BO's pages are not known to be cleared: the loader relies on
 	 * zeroes between segments. */
 	if (st == AQL_OK)
@@ -516,7 +539,8 @@ aql_status kfd_mem_register(aql_agent *agent, void *ptr, size_t size)
 		}
 		if (i < l->count && l->bos[i].start < end)
 			gap_end = l->bos[i].start;
-		st = bo_create(a, l, BO_USERPTR, flags, PROT_NONE, start, gap_end - start, &got);
+		st = bo_create(a, l, BO_USERPTR, flags, PROT_NONE, start, gap_end - start, 0,
+			       &got);
 		if (st == AQL_OK)
 			start = gap_end;
 	}
