@@ -14,9 +14,12 @@
  *   a hostcall buffer the GPU reaches, its prefix and free stack as ockl
  *   expects; a second call gets the same;
  * - DEVMEM: 2 MiB (2 MiB aligned), 10000 bytes (page aligned), both
- *   freed, an unknown address answered 0 and counted; FUNCTION_CALL; an
+ *   freed, more than the VRAM and an unknown address answered 0 and
+ *   counted; FUNCTION_CALL; an
  *   unknown service answered with zeros and counted;
  * - 8 waves at once, several lanes each, every answer checked (TSan);
+ * - the CPU agent supplies neither; with VRAM exhausted the call fails
+ *   naming the kernel and the heap, and a later one succeeds;
  * - agent destroy with the service running frees what it made.
  */
 #include <pthread.h>
@@ -205,6 +208,57 @@ static void check_plain(void)
 	      AQL_ERR_NOT_FOUND, "no hostcall service before a kernel needs it");
 }
 
+/* The CPU agent supplies neither: the kernel gets only its queue. */
+static void check_cpu(void)
+{
+	aql_queue *q = th_queue(64, AQL_QUEUE_MULTI, 0);
+	aql_kernarg_hidden h;
+
+	CHECK(aql_queue_hidden_args(q, &dm_kernel, &h) == AQL_OK &&
+	      h.queue_ptr == (uint64_t)(uintptr_t)q->amd && !h.heap_v1 && !h.hostcall_buffer,
+	      "CPU agent: heap 0x%llx, hostcall 0x%llx", (unsigned long long)h.heap_v1,
+	      (unsigned long long)h.hostcall_buffer);
+	CHECK_OK(aql_queue_destroy(q));
+}
+
+/* With VRAM all but taken, the heap's slabs do not fit: the call fails
+ * naming the kernel and the heap, leaves nothing behind, and the next
+ * call once VRAM is free makes them. */
+static void check_enomem(void)
+{
+	aql_agent *a3 = NULL;
+	aql_queue *q3 = NULL;
+	aql_kernarg_hidden h;
+	uint64_t avail = 0;
+	uint32_t before;
+	void *fill = NULL;
+	aql_status st;
+
+	CHECK_OK(aql_agent_open(AQL_AGENT_AMD, 0, &a3));
+	if (!a3)
+		return;
+	CHECK_OK(aql_queue_create(a3, NULL, &q3));
+	/* The copy queue the heap's clearing needs, made before VRAM runs out. */
+	CHECK_OK(aql_agent_mem_alloc(a3, 4096, &fill));
+	aql_agent_mem_free(a3, fill);
+	CHECK_OK(kfd_mem_available((struct kfd_agent *)a3, &avail));
+	CHECK(avail > 8 * MIB && kfd_mem_alloc(a3, avail - 4 * MIB, &fill) == AQL_OK,
+	      "taking %llu bytes of VRAM: %s", (unsigned long long)avail, aql_error_message());
+	before = live_bos();
+	st = aql_queue_hidden_args(q3, &dm_kernel, &h);
+	CHECK(st == AQL_ERR_NOMEM && th_error_has("kernel 'dm'") && th_error_has("device heap"),
+	      "VRAM exhausted: %s (%s)", aql_status_str(st), aql_error_message());
+	CHECK(h.queue_ptr == (uint64_t)(uintptr_t)q3->amd && !h.heap_v1 && !h.hostcall_buffer,
+	      "the failed call gives only the queue");
+	CHECK(live_bos() == before, "%u BOs left by the failure", live_bos() - before);
+	if (fill)
+		kfd_mem_free(a3, fill);
+	CHECK(aql_queue_hidden_args(q3, &dm_kernel, &h) == AQL_OK && h.heap_v1 &&
+	      h.hostcall_buffer, "with VRAM back, the heap is made: %s", aql_error_message());
+	CHECK_OK(aql_queue_destroy(q3));
+	CHECK_OK(aql_agent_destroy(a3));
+}
+
 static void check_heap(uint64_t heap)
 {
 	unsigned char *bytes = malloc(HEAP_BYTES);
@@ -275,6 +329,8 @@ static void check_devmem(struct hc_buffer *b)
 	uint64_t in[8] = { 0 }, out[2], big, small;
 	struct kfd_hostcall_stats s0 = stats(), s;
 	struct kfdemu_bo bo;
+	aql_agent_info info;
+	char want[64];
 
 	in[1] = 2 * MIB;
 	CHECK(call1(b, 3, in, out) == 0, "DEVMEM 2 MiB answered");
@@ -295,12 +351,22 @@ static void check_devmem(struct hc_buffer *b)
 	in[0] = small;
 	CHECK(call1(b, 3, in, out) == 0 && bo_at(small, &bo) != 0, "the 10000 bytes freed");
 	CHECK(stats().failures == s0.failures, "no failure counted so far");
+	aql_agent_get_info(agent, &info);
+	in[0] = 0;
+	in[1] = info.memory_size + 4096;
+	CHECK(call1(b, 3, in, out) == 0 && out[0] == 0, "DEVMEM of more than the VRAM answered 0");
+	s = stats();
+	snprintf(want, sizeof(want), "device malloc of %llu bytes",
+		 (unsigned long long)in[1]);
+	CHECK(s.failures == s0.failures + 1 && strstr(s.first_failure, want),
+	      "and counted (%llu), the first failure kept: %s", (unsigned long long)s.failures,
+	      s.first_failure);
+	s0 = s;
 	in[0] = small;
 	CHECK(call1(b, 3, in, out) == 0 && out[0] == 0, "a second free answered 0");
 	s = stats();
-	CHECK(s.failures == s0.failures + 1 && strstr(s.first_failure, "did not hand out"),
-	      "the unknown free is counted (%llu) and named: %s",
-	      (unsigned long long)s.failures, s.first_failure);
+	CHECK(s.failures == s0.failures + 1, "the unknown free is counted (%llu)",
+	      (unsigned long long)s.failures);
 }
 
 static void check_calls(struct hc_buffer *b)
@@ -454,6 +520,8 @@ int main(void)
 		check_stress(b);
 	}
 	CHECK_OK(aql_queue_destroy(queue));
+	check_cpu();
+	check_enomem();
 	check_destroy();
 	CHECK_OK(aql_agent_destroy(agent));
 	return th_finish();
