@@ -291,14 +291,17 @@ static void check_heap(uint64_t heap)
 static void check_buffer(struct hc_buffer *b)
 {
 	const struct kfd_node *n = ((struct kfd_agent *)agent)->node;
-	uint64_t packets = b->index_mask + 1, seen = 0, p;
+	uint64_t waves = (uint64_t)n->cus * n->waves_per_cu;
+	uint64_t packets = b->free_stack + 1, seen = 0, p;
 	struct hc_header *hd = (struct hc_header *)(uintptr_t)b->headers;
 	aql_signal *db = aql_signal_from_handle(b->doorbell);
-	unsigned char *visited = calloc(packets ? packets : 1, 1);
+	unsigned char *visited = calloc(b->index_mask + 1, 1);
 	struct kfdemu_bo bo;
 
-	CHECK((packets & (packets - 1)) == 0 && packets >= (uint64_t)n->cus * n->waves_per_cu,
-	      "%llu packets for %u CUs of %u waves", (unsigned long long)packets, n->cus,
+	CHECK(packets >= waves && ((b->index_mask + 1) & b->index_mask) == 0 &&
+	      b->index_mask >= packets - 1 && b->index_mask / 2 < packets - 1,
+	      "%llu packets, index mask 0x%llx, for %u CUs of %u waves",
+	      (unsigned long long)packets, (unsigned long long)b->index_mask, n->cus,
 	      n->waves_per_cu);
 	CHECK(b->headers % 8 == 0 && b->payloads % 64 == 0 &&
 	      b->headers >= (uintptr_t)b + sizeof(*b) &&
@@ -310,14 +313,16 @@ static void check_buffer(struct hc_buffer *b)
 	      "the GPU reaches the whole buffer");
 	CHECK(db && db->kind == AQL_SIGNAL_KIND_USER && db->event_mailbox_ptr && db->event_id,
 	      "the doorbell is a signal with a KFD event");
-	CHECK(b->ready_stack == 0 && b->free_stack == packets - 1,
+	CHECK(b->ready_stack == 0,
 	      "ready stack 0x%llx, free stack 0x%llx", (unsigned long long)b->ready_stack,
 	      (unsigned long long)b->free_stack);
-	for (p = b->free_stack; p && seen <= packets && visited; p = hd[p & b->index_mask].next) {
-		seen += !visited[p & b->index_mask];
-		visited[p & b->index_mask] = 1;
-		if (seen == packets && hd[p & b->index_mask].next)
+	/* Each packet once, then 0; a repeat or an index past the last
+	 * packet stops the walk. */
+	for (p = b->free_stack; p && visited; p = hd[p & b->index_mask].next) {
+		if ((p & b->index_mask) >= packets || visited[p & b->index_mask])
 			break;
+		visited[p & b->index_mask] = 1;
+		seen++;
 	}
 	CHECK(seen == packets && p == 0, "the free stack holds %llu of %llu packets, then 0x%llx",
 	      (unsigned long long)seen, (unsigned long long)packets, (unsigned long long)p);

@@ -234,13 +234,14 @@ static void hostcall_free(struct kfd_hostcall *h)
 
 /*
  * The buffer: one packet for every wave the GPU can hold (a wave waits in
- * at most one), in host memory the GPU reaches, with every packet on the
+ * at most one; the index mask is the next power of two less one, as ockl
+ * takes the index from a pointer's low bits), in host memory the GPU reaches, with every packet on the
  * free stack; the doorbell; the thread. Under a->hidden_lock.
  */
 static aql_status hostcall_make(struct kfd_agent *a, struct kfd_hostcall **out)
 {
 	uint32_t waves = a->node->cus * a->node->waves_per_cu;
-	uint32_t n = next_pow2(waves ? waves : 1);
+	uint32_t n = waves > 2 ? waves : 2, mask = next_pow2(n) - 1;
 	size_t payloads_at = aql_page_round(HEADERS_AT + (size_t)n * sizeof(struct hc_header));
 	struct kfd_hostcall *h = calloc(1, sizeof(*h));
 	aql_status st;
@@ -267,13 +268,13 @@ static aql_status hostcall_make(struct kfd_agent *a, struct kfd_hostcall **out)
 	/* Packet i links to i - 1; packet 0 enters as tag 1 so that its
 	 * pointer is not 0, which ends the stack. */
 	for (uint32_t i = 1; i < n; i++)
-		h->headers[i].next = i == 1 ? n : i - 1;
+		h->headers[i].next = i == 1 ? (uint64_t)mask + 1 : i - 1;
 	*h->buf = (struct hc_buffer){
 		.headers = (uint64_t)(uintptr_t)h->headers,
 		.payloads = (uint64_t)(uintptr_t)h->payloads,
 		.doorbell = aql_signal_handle(h->doorbell),
 		.free_stack = n - 1,
-		.index_mask = n - 1,
+		.index_mask = mask,
 	};
 	r = pthread_create(&h->thread, NULL, listen_thread, h);
 	if (r) {
