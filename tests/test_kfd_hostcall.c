@@ -18,8 +18,9 @@
  *   counted; FUNCTION_CALL; an
  *   unknown service answered with zeros and counted;
  * - 8 waves at once, several lanes each, every answer checked (TSan);
- * - the CPU agent supplies neither; with VRAM exhausted the call fails
- *   naming the kernel and the heap, and a later one succeeds;
+ * - the CPU agent supplies neither; with VRAM exhausted the call and a
+ *   typed launch fail naming the kernel and the heap (the launch before
+ *   its packet), and a later call succeeds;
  * - agent destroy with the service running frees what it made.
  */
 #include <pthread.h>
@@ -82,6 +83,18 @@ static const aql_kernel plain_kernel = { .name = "plain", .metadata = &plain_md,
 					 .kernarg_size = 256, .explicit_arg_count = 1 };
 static const aql_kernel dm_kernel = { .name = "dm", .metadata = &dm_md, .kernarg_size = 256,
 				      .explicit_arg_count = 1 };
+/* For a typed launch that must fail before its packet: a value argument,
+ * a kernel object that is never dispatched. */
+static const aql_kernel_arg dm_value_args[] = {
+	{ .offset = 0, .size = 8, .kind = AQL_ARG_BY_VALUE },
+	{ .offset = 88, .size = 8, .kind = AQL_ARG_HIDDEN_HOSTCALL_BUFFER },
+	{ .offset = 104, .size = 8, .kind = AQL_ARG_HIDDEN_HEAP_V1 },
+};
+static const aql_kernel_metadata dm_value_md = { .name = "dm_value", .symbol = "dm_value.kd",
+						 .arg_count = 3, .args = dm_value_args };
+static const aql_kernel dm_value_kernel = { .name = "dm_value", .metadata = &dm_value_md,
+					    .kernel_object = 0x1000, .kernarg_size = 256,
+					    .kernarg_align = 16, .explicit_arg_count = 1 };
 
 static uint32_t live_bos(void)
 {
@@ -232,6 +245,7 @@ static void check_enomem(void)
 	uint64_t avail = 0;
 	uint32_t before;
 	void *fill = NULL;
+	aql_arg arg;
 	aql_status st;
 
 	CHECK_OK(aql_agent_open(AQL_AGENT_AMD, 0, &a3));
@@ -245,6 +259,14 @@ static void check_enomem(void)
 	CHECK(avail > 8 * MIB && kfd_mem_alloc(a3, avail - 4 * MIB, &fill) == AQL_OK,
 	      "taking %llu bytes of VRAM: %s", (unsigned long long)avail, aql_error_message());
 	before = live_bos();
+	arg = aql_arg_bytes(&avail, sizeof(avail));
+	st = aql_launch(q3, &dm_value_kernel, &(aql_launch_config){ .grid = { 1 } }, &arg, 1,
+			NULL);
+	CHECK(st == AQL_ERR_NOMEM && th_error_has("kernel 'dm_value'") &&
+	      th_error_has("device heap") && q3->amd->write_dispatch_id == 0,
+	      "a typed launch fails before its packet: %s (%s), write index %llu",
+	      aql_status_str(st), aql_error_message(),
+	      (unsigned long long)q3->amd->write_dispatch_id);
 	st = aql_queue_hidden_args(q3, &dm_kernel, &h);
 	CHECK(st == AQL_ERR_NOMEM && th_error_has("kernel 'dm'") && th_error_has("device heap"),
 	      "VRAM exhausted: %s (%s)", aql_status_str(st), aql_error_message());

@@ -130,7 +130,9 @@ typedef struct aql_launch_config {
  * AQL_ERR_BUSY when a buffer range this launch would write (or read) is
  * written (or read) by work in flight on another queue that the launch is
  * not ordered after (pass that work's completion in after); AQL_ERR_NOMEM;
- * AQL_ERR_QUEUE_FULL, AQL_ERR_QUEUE_ERROR from the queue.
+ * AQL_ERR_QUEUE_FULL, AQL_ERR_QUEUE_ERROR from the queue; on an AMD agent,
+ * the first launch of a kernel that names the device heap or hostcall
+ * buffer fails as aql_queue_hidden_args() does where it cannot make them.
  *
  * Thread safe: launches on one queue from several threads are serialised
  * by the queue's launch lock.
