@@ -212,7 +212,7 @@ static int find_note(const unsigned char *img, uint64_t bytes, uint64_t *off, ui
 
 		if (rd(ph, 4) != PT_NOTE || at > bytes || sz > bytes - at)
 			continue;
-		for (end = at + sz; end - at >= 12;) {
+		for (end = at + sz; at < end && end - at >= 12;) {
 			uint64_t namesz = rd(img + at, 4), descsz = rd(img + at + 4, 4);
 			uint64_t name = at + 12, desc = name + ((namesz + 3) & ~3ull);
 
@@ -278,9 +278,9 @@ static int hidden_args(uint64_t handle, uint64_t base, const unsigned char *note
 		unsigned char *copy = malloc(size ? size : 1);
 
 		if (!copy || aql_metadata_parse(note, size, &md) != AQL_OK) {
-			free(copy);
 			fail(why, why_size, 8, "the metadata of the code object at 0x%llx: %s",
 			     (unsigned long long)base, copy ? aql_error_message() : "out of memory");
+			free(copy);
 			goto out;
 		}
 		memcpy(copy, note, size);
