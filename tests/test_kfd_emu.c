@@ -2423,6 +2423,19 @@ static void check_dispatch_kernels(void)
 	p = saxpy_packet(&d, d.code, done);
 	EQ(run_one(&d, &p, 1), 8);
 	EQ(val(done), 1);
+	/* no metadata note (PT_NOTE dropped): nothing says where the hidden
+	 * arguments are */
+	code_object(d.code, "saxpy.kd");
+	put_u(d.code + 56, 2, 2);
+	p = saxpy_packet(&d, d.code, done);
+	EQ(run_one(&d, &p, 1), 8);
+	/* the note again, changed in place: read anew, not from the cache */
+	code_object(d.code, "saxpy.kd");
+	put_u(d.code + 0x604, 3, 4);		/* descsz: a truncated map */
+	p = saxpy_packet(&d, d.code, done);
+	EQ(run_one(&d, &p, 1), 8);
+	code_object(d.code, "saxpy.kd");
+	EQ(run_one(&d, &p, 1), 0);
 }
 
 /* A descriptor in memory that is not EXECUTABLE: the entry's fetch is an
