@@ -448,10 +448,11 @@ static void check_fixture(struct fx *f, struct heap *h, struct hostcall *c)
 	check_zeros(f);
 	if (f->v4) {
 		refused(f, spoil_global_offset, NULL, 32, "hidden_global_offset_x",
-			"not the packet's");
+			"not 0x0 (none is passed)");
 	} else {
-		refused(f, spoil_queue_ptr, NULL, 32, "hidden_queue_ptr", "not the packet's");
-		refused(f, spoil_block_count, NULL, 32, "hidden_block_count_x", "not the packet's");
+		refused(f, spoil_queue_ptr, NULL, 32, "hidden_queue_ptr", "(the queue's amd_queue_t)");
+		refused(f, spoil_block_count, NULL, 32, "hidden_block_count_x",
+			"is 0x3, not 0x2 (the packet's)");
 		check_heap(f, h);
 	}
 	check_hostcall(f, c);

@@ -583,6 +583,7 @@ static int check_hidden(const struct emu_cp_queue *q, const aql_dispatch_packet 
 	for (uint32_t i = 0; i < count; i++) {
 		enum aql_arg_kind k = h[i].kind;
 		uint32_t size = h[i].size < 8 ? h[i].size : 8;
+		const char *whose = "the packet's";
 		uint64_t v, want;
 		unsigned dim;
 
@@ -619,6 +620,7 @@ static int check_hidden(const struct emu_cp_queue *q, const aql_dispatch_packet 
 			break;
 		case AQL_ARG_HIDDEN_QUEUE_PTR:
 			want = q->amd_queue;
+			whose = "the queue's amd_queue_t";
 			break;
 		/* HSA dispatches have no global offset; and aql has no printf
 		 * buffer in CLR's layout, no device-side enqueue (default queue,
@@ -632,6 +634,7 @@ static int check_hidden(const struct emu_cp_queue *q, const aql_dispatch_packet 
 		case AQL_ARG_HIDDEN_COMPLETION_ACTION:
 		case AQL_ARG_HIDDEN_MULTIGRID_SYNC_ARG:
 			want = 0;
+			whose = "none is passed";
 			break;
 		/* checked below, once every value is recorded */
 		case AQL_ARG_HIDDEN_HEAP_V1:
@@ -648,9 +651,9 @@ static int check_hidden(const struct emu_cp_queue *q, const aql_dispatch_packet 
 		if (size < 8)
 			want &= (1ull << (8 * size)) - 1;
 		if (v != want)
-			return fail(why, why_size, 32, "%s of kernel %s is 0x%llx, not the packet's "
-				    "0x%llx", aql_arg_kind_name(k), name, (unsigned long long)v,
-				    (unsigned long long)want);
+			return fail(why, why_size, 32, "%s of kernel %s is 0x%llx, not 0x%llx (%s)",
+				    aql_arg_kind_name(k), name, (unsigned long long)v,
+				    (unsigned long long)want, whose);
 	}
 	/* A zero is accepted: hardware faults only when the kernel really
 	 * calls malloc or the host, which the emulation cannot know. */
