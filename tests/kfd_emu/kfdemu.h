@@ -119,16 +119,18 @@ typedef int (*kfdemu_queue_at_fn)(uint32_t queue_id, struct kfdemu_queue *out);
 #define KFDEMU_HIDDEN_KINDS 48
 
 /*
- * A kernel dispatch the emulated CP checked (kernels.c): the kernel, its
- * code object version, and the hidden arguments its metadata names, as
- * the packet's kernarg block carried them; recorded whether the CP ran it
- * or refused it.
+ * A kernel dispatch whose hidden arguments the emulated CP checked
+ * (kernels.c), recorded right after the check: the kernel, its code
+ * object version, and the hidden arguments its metadata names, as the
+ * packet's kernarg block carried them. Dispatches refused before (a bad
+ * packet, no host build) are not recorded.
  */
 struct kfdemu_dispatch {
 	uint64_t seq;			/* dispatches recorded so far, this one included */
 	char kernel[256];		/* the .kd symbol's name, without ".kd" */
 	uint32_t version;		/* code object version: 4, 5, 6 */
-	/* 0: it ran; a CP code (queue_inactive_signal); UINT32_MAX a VM fault */
+	/* 0: passed, the host build runs next; else the CP code
+	 * (queue_inactive_signal), or UINT32_MAX for a VM fault */
 	uint32_t cp_code;
 	char why[200];			/* the refusal or fault, "" when it ran */
 	uint64_t named;			/* bit k: the metadata names kind k */
