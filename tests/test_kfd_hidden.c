@@ -193,15 +193,15 @@ static void kernarg(struct fx *f, const aql_dispatch_packet *p, uint64_t amdq)
 	CHECK_OK(aql_kernarg_build(f->k, p, args, 2, &f->hidden, f->kernarg, f->k->kernarg_size));
 }
 
-typedef void (*spoil_fn)(struct fx *f, void *user);
+typedef void (*spoil_fn)(struct fx *f);
 
 /*
  * Run the fixture on a fresh queue, spoil (may be NULL) changing the
- * kernarg block after it was built: 0 when it ran, the CP code, or FAULT.
- * A refusal must leave the queue in its error state, with a message
- * holding msg (the CP code, or the fault's address).
+ * kernarg block after it was built: 0 when it ran, the CP code, or FAULT;
+ * *d what the hook recorded. A refusal must leave the queue in its error
+ * state, its message naming the CP code or the memory fault.
  */
-static int64_t run(struct fx *f, spoil_fn spoil, void *user, struct kfdemu_dispatch *d)
+static int64_t run(struct fx *f, spoil_fn spoil, struct kfdemu_dispatch *d)
 {
 	aql_queue_config c = { .size = 64, .type = AQL_QUEUE_MULTI };
 	aql_queue *q = NULL;
@@ -217,7 +217,7 @@ static int64_t run(struct fx *f, spoil_fn spoil, void *user, struct kfdemu_dispa
 	memset(f->out, 0xee, 24);
 	kernarg(f, &p, va(q->amd));
 	if (spoil)
-		spoil(f, user);
+		spoil(f);
 	if (last_fn("hidden_read", d))
 		d->seq = 0;
 	seq = d->seq;
@@ -249,11 +249,11 @@ static int64_t run(struct fx *f, spoil_fn spoil, void *user, struct kfdemu_dispa
 }
 
 /* A refusal: code, and a reason naming arg and holding rule. */
-static void refused(struct fx *f, spoil_fn spoil, void *user, int64_t code, const char *arg,
+static void refused(struct fx *f, spoil_fn spoil, int64_t code, const char *arg,
 		    const char *rule)
 {
 	struct kfdemu_dispatch d;
-	int64_t r = run(f, spoil, user, &d);
+	int64_t r = run(f, spoil, &d);
 
 	CHECK(r == code && strstr(d.why, arg) && strstr(d.why, rule),
 	      "%s, %s: CP code %lld (%s), want %lld", arg, rule, (long long)r, d.why,
@@ -265,21 +265,18 @@ static void put_at(struct fx *f, enum aql_arg_kind kind, uint64_t v, uint32_t si
 	memcpy(f->kernarg + offset_of(f, kind), &v, size);
 }
 
-static void spoil_queue_ptr(struct fx *f, void *user)
+static void spoil_queue_ptr(struct fx *f)
 {
-	(void)user;
 	put_at(f, AQL_ARG_HIDDEN_QUEUE_PTR, f->hidden.queue_ptr + 64, 8);
 }
 
-static void spoil_block_count(struct fx *f, void *user)
+static void spoil_block_count(struct fx *f)
 {
-	(void)user;
 	put_at(f, AQL_ARG_HIDDEN_BLOCK_COUNT_X, 3, 4);
 }
 
-static void spoil_global_offset(struct fx *f, void *user)
+static void spoil_global_offset(struct fx *f)
 {
-	(void)user;
 	put_at(f, AQL_ARG_HIDDEN_GLOBAL_OFFSET_X, 64, 8);
 }
 
@@ -289,7 +286,7 @@ static void check_runs(struct fx *f)
 {
 	struct kfdemu_dispatch d;
 
-	CHECK(run(f, NULL, NULL, &d) == 0, "the valid dispatch: %s", d.why);
+	CHECK(run(f, NULL, &d) == 0, "the valid dispatch: %s", d.why);
 	CHECK(f->out[0] == f->hidden.hostcall_buffer &&
 	      f->out[1] == (f->v4 ? 0 : f->hidden.heap_v1) &&
 	      f->out[2] == (f->v4 ? 0 : f->hidden.queue_ptr),
@@ -328,7 +325,7 @@ static void check_zeros(struct fx *f)
 	struct kfdemu_dispatch d;
 
 	f->hidden.heap_v1 = f->hidden.hostcall_buffer = 0;
-	CHECK(run(f, NULL, NULL, &d) == 0 && f->out[0] == 0 && f->out[1] == 0,
+	CHECK(run(f, NULL, &d) == 0 && f->out[0] == 0 && f->out[1] == 0,
 	      "zeros: %s, read 0x%llx 0x%llx", d.why, (unsigned long long)f->out[0],
 	      (unsigned long long)f->out[1]);
 	CHECK(d.value[AQL_ARG_HIDDEN_HOSTCALL_BUFFER] == 0, "the hook's zero hostcall buffer");
@@ -345,18 +342,18 @@ static void check_heap(struct fx *f, struct heap *h)
 	if (host) {
 		memset(host, 0, HEAP_BYTES);
 		f->hidden.heap_v1 = va(host);
-		refused(f, NULL, NULL, 32, "hidden_heap_v1", "not in VRAM");
+		refused(f, NULL, 32, "hidden_heap_v1", "not in VRAM");
 		aql_mem_free(host);
 	}
 	f->hidden.heap_v1 = h->va;
 	heap_fields(h, h->next + 4096, h->end + 4096, h->start + 4096);
-	refused(f, NULL, NULL, 32, "hidden_heap_v1", "not 2 MiB aligned");
+	refused(f, NULL, 32, "hidden_heap_v1", "not 2 MiB aligned");
 	heap_fields(h, h->next, h->start + 3 * MIB, h->start);
-	refused(f, NULL, NULL, 32, "hidden_heap_v1", "not 2 MiB aligned");
+	refused(f, NULL, 32, "hidden_heap_v1", "not 2 MiB aligned");
 	heap_fields(h, h->end + SLAB, h->end, h->start);
-	refused(f, NULL, NULL, 32, "hidden_heap_v1", "initial_slabs 0x");
+	refused(f, NULL, 32, "hidden_heap_v1", "initial_slabs 0x");
 	heap_fields(h, h->start, h->start, h->end);
-	refused(f, NULL, NULL, 32, "hidden_heap_v1", "outside [initial_slabs_start");
+	refused(f, NULL, 32, "hidden_heap_v1", "outside [initial_slabs_start");
 	/* all bits 0 is a valid heap: no initial slabs */
 	heap_fields(h, 0, 0, 0);
 	check_runs(f);
@@ -372,20 +369,20 @@ static void check_hostcall(struct fx *f, struct hostcall *c)
 
 	CHECK_OK(aql_agent_mem_alloc(&amd->base, 4096, &vram));
 	f->hidden.hostcall_buffer = va(vram);
-	refused(f, NULL, NULL, 32, "hidden_hostcall_buffer", "the buffer at 0x");
+	refused(f, NULL, 32, "hidden_hostcall_buffer", "the buffer at 0x");
 	f->hidden.hostcall_buffer = va(c->buf);
 	hc_prefix(c, hc_headers(c), hc_payloads(c), va(c->doorbell), c->n);
-	refused(f, NULL, NULL, 32, "hidden_hostcall_buffer", "not a power of two");
+	refused(f, NULL, 32, "hidden_hostcall_buffer", "not a power of two");
 	hc_prefix(c, hc_headers(c), hc_payloads(c), va(c->doorbell), c->n / 2 - 1);
-	refused(f, NULL, NULL, 32, "hidden_hostcall_buffer", "resident waves");
+	refused(f, NULL, 32, "hidden_hostcall_buffer", "resident waves");
 	hc_prefix(c, va(vram), hc_payloads(c), va(c->doorbell), c->n - 1);
-	refused(f, NULL, NULL, 32, "hidden_hostcall_buffer", "the headers at");
+	refused(f, NULL, 32, "hidden_hostcall_buffer", "the headers at");
 	hc_valid(c);
 	c->doorbell->event_mailbox_ptr = 0;
-	refused(f, NULL, NULL, 32, "hidden_hostcall_buffer", "wake no one");
+	refused(f, NULL, 32, "hidden_hostcall_buffer", "wake no one");
 	c->doorbell->event_mailbox_ptr = mailbox;
 	c->doorbell->event_id = 0;
-	refused(f, NULL, NULL, 32, "hidden_hostcall_buffer", "wake no one");
+	refused(f, NULL, 32, "hidden_hostcall_buffer", "wake no one");
 	c->doorbell->event_id = event_id;
 	aql_agent_mem_free(&amd->base, vram);
 }
@@ -401,20 +398,20 @@ static void check_fault(struct fx *f, const char *fault, const struct heap *bad,
 {
 	if (!strcmp(fault, "heap")) {
 		f->hidden.heap_v1 = 0x1000;
-		refused(f, NULL, NULL, FAULT, "hidden_heap_v1", "not all mapped");
+		refused(f, NULL, FAULT, "hidden_heap_v1", "not all mapped");
 	} else if (!strcmp(fault, "slabs")) {
 		f->hidden.heap_v1 = bad->va;
-		refused(f, NULL, NULL, FAULT, "hidden_heap_v1",
+		refused(f, NULL, FAULT, "hidden_heap_v1",
 			"initial slabs [0x200000, 0x400000) not mapped");
 	} else if (!strcmp(fault, "buffer")) {
 		f->hidden.hostcall_buffer = 0x1000;
-		refused(f, NULL, NULL, FAULT, "hidden_hostcall_buffer", "the buffer [0x1000");
+		refused(f, NULL, FAULT, "hidden_hostcall_buffer", "the buffer [0x1000");
 	} else if (!strcmp(fault, "payloads")) {
 		hc_prefix(c, hc_headers(c), SLAB, va(c->doorbell), c->n - 1);
-		refused(f, NULL, NULL, FAULT, "hidden_hostcall_buffer", "the payloads [0x200000");
+		refused(f, NULL, FAULT, "hidden_hostcall_buffer", "the payloads [0x200000");
 	} else if (!strcmp(fault, "doorbell")) {
 		hc_prefix(c, hc_headers(c), hc_payloads(c), 0x1000, c->n - 1);
-		refused(f, NULL, NULL, FAULT, "hidden_hostcall_buffer", "doorbell signal 0x1000");
+		refused(f, NULL, FAULT, "hidden_hostcall_buffer", "doorbell signal 0x1000");
 	} else {
 		th_stop("--fault: heap, slabs, buffer, payloads or doorbell");
 	}
@@ -447,11 +444,11 @@ static void check_fixture(struct fx *f, struct heap *h, struct hostcall *c)
 	check_runs(f);
 	check_zeros(f);
 	if (f->v4) {
-		refused(f, spoil_global_offset, NULL, 32, "hidden_global_offset_x",
+		refused(f, spoil_global_offset, 32, "hidden_global_offset_x",
 			"not 0x0 (none is passed)");
 	} else {
-		refused(f, spoil_queue_ptr, NULL, 32, "hidden_queue_ptr", "(the queue's amd_queue_t)");
-		refused(f, spoil_block_count, NULL, 32, "hidden_block_count_x",
+		refused(f, spoil_queue_ptr, 32, "hidden_queue_ptr", "(the queue's amd_queue_t)");
+		refused(f, spoil_block_count, 32, "hidden_block_count_x",
 			"is 0x3, not 0x2 (the packet's)");
 		check_heap(f, h);
 	}
