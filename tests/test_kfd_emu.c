@@ -2073,8 +2073,10 @@ static void check_cp_threads(void)
  * Kernel dispatch (kernels.c) on a code object built here: the layout lld
  * gives an AMDGPU one (the first PT_LOAD holds the ELF header, the
  * dynamic section, its hash, symbols and strings, and the descriptor) and
- * one `saxpy.kd`, whose host build AQL_KFD_EMU_KERNELS names. The kernarg
- * block is saxpy's (a, x, y, n), then a code object V5 hidden block.
+ * one `saxpy.kd`, whose host build AQL_KFD_EMU_KERNELS names, and the
+ * metadata note (PT_NOTE) that says where its hidden arguments are. The
+ * kernarg block is saxpy's (a, x, y, n), then a code object V5 hidden
+ * block.
  */
 #define SAXPY_N 100u
 #define SAXPY_WG 32u
@@ -2087,11 +2089,90 @@ static void put_u(unsigned char *p, uint64_t v, int bytes)
 		p[i] = (unsigned char)(v >> (8 * i));
 }
 
-/* The image: ELF header, PT_LOAD and PT_DYNAMIC, .dynamic at 0x200, .hash
- * at 0x300, .dynsym at 0x340, .dynstr at 0x3a0, the descriptor at 0x400,
- * the entry at 0x500. */
+/* A little msgpack: strings under 32 bytes, unsigned numbers. */
+static unsigned char *mp_str(unsigned char *o, const char *str)
+{
+	size_t n = strlen(str);
+
+	*o++ = (unsigned char)(0xa0 | n);
+	memcpy(o, str, n);
+	return o + n;
+}
+
+static unsigned char *mp_uint(unsigned char *o, uint32_t v)
+{
+	if (v < 128) {
+		*o++ = (unsigned char)v;
+		return o;
+	}
+	*o++ = 0xce;
+	for (int i = 3; i >= 0; i--)
+		*o++ = (unsigned char)(v >> (8 * i));
+	return o;
+}
+
+/* The metadata note's descriptor (V5, metadata 1.2) of kernel name, with
+ * saxpy's arguments and the hidden ones this test fills: its end. */
+static unsigned char *saxpy_metadata(unsigned char *o, const char *name, const char *symbol)
+{
+	static const struct {
+		const char *kind;
+		uint32_t offset, size;
+	} args[] = {
+		{ "by_value", 0, 4 }, { "by_value", 8, 8 }, { "by_value", 16, 8 },
+		{ "by_value", 24, 4 },
+		{ "hidden_block_count_x", HIDDEN + 0, 4 }, { "hidden_block_count_y", HIDDEN + 4, 4 },
+		{ "hidden_block_count_z", HIDDEN + 8, 4 }, { "hidden_group_size_x", HIDDEN + 12, 2 },
+		{ "hidden_group_size_y", HIDDEN + 14, 2 }, { "hidden_group_size_z", HIDDEN + 16, 2 },
+		{ "hidden_remainder_x", HIDDEN + 18, 2 }, { "hidden_remainder_y", HIDDEN + 20, 2 },
+		{ "hidden_remainder_z", HIDDEN + 22, 2 }, { "hidden_grid_dims", HIDDEN + 64, 2 },
+		{ "hidden_dynamic_lds_size", HIDDEN + 120, 4 },
+		{ "hidden_queue_ptr", HIDDEN + 200, 8 },
+	};
+	static const struct {
+		const char *key;
+		uint32_t v;
+	} fields[] = {
+		{ ".kernarg_segment_size", KERNARG }, { ".group_segment_fixed_size", 0 },
+		{ ".private_segment_fixed_size", 0 }, { ".kernarg_segment_align", 8 },
+		{ ".wavefront_size", 64 }, { ".sgpr_count", 16 }, { ".vgpr_count", 8 },
+		{ ".max_flat_workgroup_size", 1024 },
+	};
+	size_t nargs = sizeof(args) / sizeof(args[0]);
+
+	*o++ = 0x82;
+	o = mp_str(o, "amdhsa.version");
+	*o++ = 0x92;
+	o = mp_uint(o, 1);
+	o = mp_uint(o, 2);
+	o = mp_str(o, "amdhsa.kernels");
+	*o++ = 0x91;
+	*o++ = 0x8b;
+	o = mp_str(mp_str(o, ".name"), name);
+	o = mp_str(mp_str(o, ".symbol"), symbol);
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		o = mp_uint(mp_str(o, fields[i].key), fields[i].v);
+	o = mp_str(o, ".args");
+	*o++ = 0xdc;			/* array 16 */
+	*o++ = (unsigned char)(nargs >> 8);
+	*o++ = (unsigned char)nargs;
+	for (size_t i = 0; i < nargs; i++) {
+		*o++ = 0x83;
+		o = mp_uint(mp_str(o, ".offset"), args[i].offset);
+		o = mp_uint(mp_str(o, ".size"), args[i].size);
+		o = mp_str(mp_str(o, ".value_kind"), args[i].kind);
+	}
+	return o;
+}
+
+/* The image: ELF header, PT_LOAD, PT_DYNAMIC and PT_NOTE, .dynamic at
+ * 0x200, .hash at 0x300, .dynsym at 0x340, .dynstr at 0x3a0, the
+ * descriptor at 0x400, the entry at 0x500, the note at 0x600. */
 static void code_object(unsigned char *img, const char *kd_symbol)
 {
+	char name[64];
+	unsigned char *end;
+
 	memset(img, 0, 4096);
 	memcpy(img, "\177ELF\2\1\1", 7);
 	put_u(img + 16, 3, 2);			/* ET_DYN */
@@ -2100,7 +2181,7 @@ static void code_object(unsigned char *img, const char *kd_symbol)
 	put_u(img + 32, 64, 8);			/* e_phoff */
 	put_u(img + 52, 64, 2);
 	put_u(img + 54, 56, 2);
-	put_u(img + 56, 2, 2);
+	put_u(img + 56, 3, 2);
 	put_u(img + 64, 1, 4);			/* PT_LOAD of the page */
 	put_u(img + 64 + 32, 4096, 8);
 	put_u(img + 64 + 40, 4096, 8);
@@ -2123,6 +2204,15 @@ static void code_object(unsigned char *img, const char *kd_symbol)
 	strcpy((char *)img + 0x3a1, kd_symbol);
 	put_u(img + 0x400 + 8, KERNARG, 4);	/* kernarg_size */
 	put_u(img + 0x400 + 16, 0x100, 8);	/* entry at 0x500 */
+	snprintf(name, sizeof(name), "%.*s", (int)strlen(kd_symbol) - 3, kd_symbol);
+	end = saxpy_metadata(img + 0x600 + 20, name, kd_symbol);
+	put_u(img + 0x600, 7, 4);		/* namesz */
+	put_u(img + 0x604, (uint64_t)(end - (img + 0x614)), 4);
+	put_u(img + 0x608, 32, 4);		/* NT_AMDGPU_METADATA */
+	memcpy(img + 0x60c, "AMDGPU", 7);
+	put_u(img + 176, 4, 4);			/* PT_NOTE */
+	put_u(img + 176 + 16, 0x600, 8);
+	put_u(img + 176 + 32, (uint64_t)(end - (img + 0x600)), 8);
 }
 
 struct disp {
@@ -2333,6 +2423,19 @@ static void check_dispatch_kernels(void)
 	p = saxpy_packet(&d, d.code, done);
 	EQ(run_one(&d, &p, 1), 8);
 	EQ(val(done), 1);
+	/* no metadata note (PT_NOTE dropped): nothing says where the hidden
+	 * arguments are */
+	code_object(d.code, "saxpy.kd");
+	put_u(d.code + 56, 2, 2);
+	p = saxpy_packet(&d, d.code, done);
+	EQ(run_one(&d, &p, 1), 8);
+	/* the note again, changed in place: read anew, not from the cache */
+	code_object(d.code, "saxpy.kd");
+	put_u(d.code + 0x604, 3, 4);		/* descsz: a truncated map */
+	p = saxpy_packet(&d, d.code, done);
+	EQ(run_one(&d, &p, 1), 8);
+	code_object(d.code, "saxpy.kd");
+	EQ(run_one(&d, &p, 1), 0);
 }
 
 /* A descriptor in memory that is not EXECUTABLE: the entry's fetch is an

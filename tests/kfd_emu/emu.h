@@ -95,6 +95,7 @@ struct emu_queue_props {
 	uint32_t max_queues;
 	uint32_t cus;			/* whole device */
 	uint32_t max_slots_scratch_cu;
+	uint32_t waves_per_cu;		/* resident: simd_per_cu * max_waves_per_simd */
 };
 void emu_model_queue_props(const struct emu_model *model, struct emu_queue_props *out);
 long emu_read_file(const char *path, char *buf, size_t size);

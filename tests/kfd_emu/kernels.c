@@ -10,8 +10,10 @@
  * CUDA emulation) runs on a private CPU agent over the packet's grid with
  * the kernarg block the agent built, AMDGPU layout. What the CP and the
  * hardware would refuse is checked first, against the packet: the
- * descriptor, the kernarg block, the group segment and, in a code object
- * V5 hidden block, every hidden argument the runtime fills.
+ * descriptor, the kernarg block, the group segment and every hidden
+ * argument the kernel's metadata names (code object V4, V5 and V6): those
+ * the packet fixes, the queue pointer, and the device heap and hostcall
+ * buffer a GPU would use (devheap_facts.md's layouts).
  *
  * The host kernel reaches buffers at their GPU addresses, which aql makes
  * the host's: USERPTR memory, and GTT or public VRAM the agent mapped at
@@ -40,6 +42,14 @@
 #define DT_HASH 4
 #define DT_STRTAB 5
 #define DT_SYMTAB 6
+#define PT_NOTE 4
+#define NT_AMDGPU_METADATA 32
+#define MAX_IMAGES 32
+#define MAX_RECORDS 64
+#define MAX_HIDDEN 64
+
+_Static_assert(AQL_ARG_KIND_COUNT <= KFDEMU_HIDDEN_KINDS && KFDEMU_HIDDEN_KINDS <= 64,
+	       "kfdemu_dispatch holds every hidden kind, and named is a 64-bit mask");
 
 /* The host build of libaql's copy kernel (meson.build embeds it). */
 extern const unsigned char kfdemu_blit_host[];
@@ -184,6 +194,176 @@ static int fail(char *why, size_t n, int code, const char *fmt, ...)
 	return code;
 }
 
+/*
+ * The NT_AMDGPU_METADATA note's descriptor in the loaded image at img
+ * (bytes long), found through its PT_NOTE (lld places .note in the first
+ * PT_LOAD): 0 with *off and *size, or -1.
+ */
+static int find_note(const unsigned char *img, uint64_t bytes, uint64_t *off, uint64_t *size)
+{
+	uint64_t phoff = rd(img + 32, 8);
+	uint32_t phnum = (uint32_t)rd(img + 56, 2);
+
+	if (phoff > bytes || (uint64_t)phnum * 56 > bytes - phoff)
+		return -1;
+	for (uint32_t i = 0; i < phnum; i++) {
+		const unsigned char *ph = img + phoff + (uint64_t)i * 56;
+		uint64_t at = rd(ph + 16, 8), sz = rd(ph + 32, 8), end;
+
+		if (rd(ph, 4) != PT_NOTE || at > bytes || sz > bytes - at)
+			continue;
+		for (end = at + sz; at < end && end - at >= 12;) {
+			uint64_t namesz = rd(img + at, 4), descsz = rd(img + at + 4, 4);
+			uint64_t name = at + 12, desc = name + ((namesz + 3) & ~3ull);
+
+			if (desc > end || descsz > end - desc)
+				break;
+			if (rd(img + at + 8, 4) == NT_AMDGPU_METADATA && namesz == 7 &&
+			    !memcmp(img + name, "AMDGPU", 7)) {
+				*off = desc;
+				*size = descsz;
+				return 0;
+			}
+			at = desc + ((descsz + 3) & ~3ull);
+		}
+	}
+	return -1;
+}
+
+/* One hidden argument a kernel's metadata names. */
+struct hidden_arg {
+	enum aql_arg_kind kind;
+	uint32_t offset, size;
+};
+
+/*
+ * The metadata of the code object images kernels ran from, parsed once
+ * per image: keyed by the code BO's handle and the image's address, and
+ * the note's bytes compared, as a freed BO's handle and address come
+ * back for the next code object.
+ */
+static struct {
+	pthread_mutex_t lock;
+	struct image {
+		uint64_t handle, base;
+		unsigned char *note;
+		uint64_t note_size;
+		aql_metadata *md;
+	} images[MAX_IMAGES];
+	unsigned next;			/* the slot the next image replaces */
+} meta = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/*
+ * The hidden arguments of kernel name in the image whose metadata note is
+ * note (size bytes), copied to out (at most MAX_HIDDEN; *count set): 0,
+ * or -1 with why set when the note does not parse or names no such kernel.
+ */
+static int hidden_args(uint64_t handle, uint64_t base, const unsigned char *note, uint64_t size,
+		       const char *name, struct hidden_arg *out, uint32_t *count, char *why,
+		       size_t why_size)
+{
+	const aql_kernel_metadata *km = NULL;
+	struct image *im = NULL;
+	size_t len = strlen(name);
+	int r = -1;
+
+	pthread_mutex_lock(&meta.lock);
+	for (unsigned i = 0; i < MAX_IMAGES && !im; i++)
+		if (meta.images[i].md && meta.images[i].handle == handle &&
+		    meta.images[i].base == base && meta.images[i].note_size == size &&
+		    !memcmp(meta.images[i].note, note, size))
+			im = &meta.images[i];
+	if (!im) {
+		aql_metadata *md = NULL;
+		unsigned char *copy = malloc(size ? size : 1);
+
+		if (!copy || aql_metadata_parse(note, size, &md) != AQL_OK) {
+			fail(why, why_size, 8, "the metadata of the code object at 0x%llx: %s",
+			     (unsigned long long)base, copy ? aql_error_message() : "out of memory");
+			free(copy);
+			goto out;
+		}
+		memcpy(copy, note, size);
+		im = &meta.images[meta.next];
+		meta.next = (meta.next + 1) % MAX_IMAGES;
+		free(im->note);
+		aql_metadata_free(im->md);
+		*im = (struct image){ handle, base, copy, size, md };
+	}
+	for (uint32_t i = 0; i < im->md->kernel_count && !km; i++) {
+		const char *sym = im->md->kernels[i].symbol;
+
+		if (sym && !strncmp(sym, name, len) && !strcmp(sym + len, ".kd"))
+			km = &im->md->kernels[i];
+	}
+	if (!km) {
+		fail(why, why_size, 8, "the metadata of the code object at 0x%llx has no kernel %s.kd",
+		     (unsigned long long)base, name);
+		goto out;
+	}
+	*count = 0;
+	for (uint32_t i = 0; i < km->arg_count; i++) {
+		const aql_kernel_arg *a = &km->args[i];
+
+		if (a->kind < AQL_ARG_HIDDEN_GLOBAL_OFFSET_X)
+			continue;
+		if (*count == MAX_HIDDEN) {
+			fail(why, why_size, 8, "kernel %s names over %d hidden arguments", name,
+			     MAX_HIDDEN);
+			goto out;
+		}
+		out[(*count)++] = (struct hidden_arg){ a->kind, a->offset, a->size };
+	}
+	r = 0;
+out:
+	pthread_mutex_unlock(&meta.lock);
+	return r;
+}
+
+/* The last dispatch of each of the kernels seen most recently (the hook). */
+static struct {
+	pthread_mutex_t lock;
+	uint64_t seq;
+	struct kfdemu_dispatch last[MAX_RECORDS];	/* by kernel name */
+	unsigned next;
+	int newest;			/* index of the last recorded, -1 none */
+} rec = { .lock = PTHREAD_MUTEX_INITIALIZER, .newest = -1 };
+
+static void record(const struct kfdemu_dispatch *d)
+{
+	int at = -1;
+
+	pthread_mutex_lock(&rec.lock);
+	for (int i = 0; i < MAX_RECORDS && at < 0; i++)
+		if (rec.last[i].seq && !strcmp(rec.last[i].kernel, d->kernel))
+			at = i;
+	if (at < 0) {
+		at = (int)rec.next;
+		rec.next = (rec.next + 1) % MAX_RECORDS;
+	}
+	rec.last[at] = *d;
+	rec.last[at].seq = ++rec.seq;
+	rec.newest = at;
+	pthread_mutex_unlock(&rec.lock);
+}
+
+int kfdemu_dispatch_last(const char *kernel, struct kfdemu_dispatch *out)
+{
+	int r = -1;
+
+	if (!out)
+		return -1;
+	pthread_mutex_lock(&rec.lock);
+	for (int i = 0; i < MAX_RECORDS && r < 0; i++)
+		if (rec.last[i].seq && (kernel ? !strcmp(rec.last[i].kernel, kernel) :
+						 i == rec.newest)) {
+			*out = rec.last[i];
+			r = 0;
+		}
+	pthread_mutex_unlock(&rec.lock);
+	return r;
+}
+
 /* AMDGPU kernel descriptor fields (rocr_abi.md §4). */
 struct kd {
 	uint32_t group_fixed;
@@ -192,36 +372,296 @@ struct kd {
 };
 
 /*
- * The hidden arguments of a code object V5 block at h against the packet:
- * NULL, or the name of the first that differs.
+ * The first address of [addr, addr + size) that no BO mapped on gpu
+ * holds, with *bo the BO holding addr; 0 when all of it is mapped. With
+ * host, a BO the host cannot reach coherently (VRAM) counts as a hole
+ * too, and *vram says which it was.
  */
-static const char *check_hidden(const unsigned char *h, const aql_dispatch_packet *p,
-				const struct kd *kd, uint64_t amd_queue)
+static uint64_t hole(const struct emu_gpu *gpu, uint64_t addr, uint64_t size, int host,
+		     int *vram)
 {
-	static const char *const count[3] = { "hidden_block_count_x", "hidden_block_count_y",
-					      "hidden_block_count_z" };
-	static const char *const group[3] = { "hidden_group_size_x", "hidden_group_size_y",
-					      "hidden_group_size_z" };
-	static const char *const rem[3] = { "hidden_remainder_x", "hidden_remainder_y",
-					    "hidden_remainder_z" };
+	uint64_t end = addr + size < addr ? UINT64_MAX : addr + size;
+	struct kfdemu_bo bo;
+
+	*vram = 0;
+	while (addr < end) {
+		if (!emu_memory_gpu_begin_bo(gpu, addr, 1, &bo))
+			return addr ? addr : 1;
+		emu_memory_gpu_end();
+		if (host && bo.domain != KFDEMU_GTT && bo.domain != KFDEMU_USERPTR) {
+			*vram = 1;
+			return addr;
+		}
+		addr = bo.va + bo.size;
+	}
+	return 0;
+}
+
+/* dm.cl's heap_t (devheap_facts.md): its size as CLR allocates it, and
+ * the initial-slab fields. */
+#define HEAP_BYTES (128u << 10)
+#define HEAP_INITIAL_SLABS 108544
+#define HEAP_INITIAL_SLABS_END 108552
+#define HEAP_INITIAL_SLABS_START 108560
+#define SLAB_BYTES (2ull << 20)
+
+/*
+ * hidden_heap_v1 as a GPU whose kernel calls malloc depends on it: 0 when
+ * it holds, 32 with why, -1 for the VM fault such a GPU would take at
+ * *fault_va (why set too).
+ */
+static int check_heap(const struct emu_cp_queue *q, uint64_t heap, char *why, size_t n,
+		      uint64_t *fault_va)
+{
+	const unsigned char *h;
+	struct kfdemu_bo bo;
+	uint64_t start, end, next, at;
+	int vram;
+
+	at = hole(q->gpu, heap, HEAP_BYTES, 0, &vram);
+	if (at) {
+		*fault_va = at;
+		return fail(why, n, -1, "hidden_heap_v1 0x%llx: the %u KiB heap is not all "
+			    "mapped on the GPU (VM fault at 0x%llx)", (unsigned long long)heap,
+			    HEAP_BYTES >> 10, (unsigned long long)at);
+	}
+	h = emu_memory_gpu_begin_bo(q->gpu, heap, 1, &bo);
+	if (!h)
+		return fail(why, n, 32, "hidden_heap_v1 0x%llx: its BO went away",
+			    (unsigned long long)heap);
+	/* The heap takes device-scope atomics from every wave (dm.cl); in
+	 * system memory those need the platform's PCIe AtomicOps, which KFD
+	 * does not promise, so CLR and aql put it in VRAM. The slabs are
+	 * ordinary memory and may lie anywhere the GPU maps. */
+	if (bo.domain != KFDEMU_VRAM) {
+		emu_memory_gpu_end();
+		return fail(why, n, 32, "hidden_heap_v1 0x%llx: not in VRAM (domain %u)",
+			    (unsigned long long)heap, bo.domain);
+	}
+	if (heap - bo.va > bo.size - HEAP_BYTES) {
+		emu_memory_gpu_end();
+		return fail(why, n, 32, "hidden_heap_v1 0x%llx: less than %u KiB of its VRAM BO "
+			    "after it", (unsigned long long)heap, HEAP_BYTES >> 10);
+	}
+	next = rd(h + HEAP_INITIAL_SLABS, 8);
+	end = rd(h + HEAP_INITIAL_SLABS_END, 8);
+	start = rd(h + HEAP_INITIAL_SLABS_START, 8);
+	emu_memory_gpu_end();
+	/* dealloc finds a block's slab as addr & ~(2 MiB - 1) */
+	if (start % SLAB_BYTES || end % SLAB_BYTES)
+		return fail(why, n, 32, "hidden_heap_v1 0x%llx: initial slabs [0x%llx, 0x%llx) "
+			    "not 2 MiB aligned", (unsigned long long)heap,
+			    (unsigned long long)start, (unsigned long long)end);
+	if (start > end || next < start || next > end)
+		return fail(why, n, 32, "hidden_heap_v1 0x%llx: initial_slabs 0x%llx outside "
+			    "[initial_slabs_start 0x%llx, initial_slabs_end 0x%llx]",
+			    (unsigned long long)heap, (unsigned long long)next,
+			    (unsigned long long)start, (unsigned long long)end);
+	at = hole(q->gpu, start, end - start, 0, &vram);
+	if (at) {
+		*fault_va = at;
+		return fail(why, n, -1, "hidden_heap_v1 0x%llx: initial slabs [0x%llx, 0x%llx) "
+			    "not mapped on the GPU (VM fault at 0x%llx)", (unsigned long long)heap,
+			    (unsigned long long)start, (unsigned long long)end,
+			    (unsigned long long)at);
+	}
+	return 0;
+}
+
+/* The hostcall buffer's prefix and packets (devheap_facts.md). */
+#define HC_PREFIX 48
+#define HC_HEADER 24
+#define HC_PAYLOAD 4096
+
+/* n * size, saturated. */
+static uint64_t times(uint64_t n, uint64_t size)
+{
+	return n > UINT64_MAX / size ? UINT64_MAX : n * size;
+}
+
+/*
+ * One region of the hostcall buffer: a VM fault (-1) where the GPU
+ * finds no mapping, 32 where the BO is VRAM: the listener's atomic
+ * exchange of ready_stack and its reads of packets the GPU writes need
+ * memory both reach coherently, which BAR-mapped VRAM is not.
+ */
+static int hc_region(const struct emu_cp_queue *q, uint64_t hb, const char *what, uint64_t addr,
+		     uint64_t size, char *why, size_t n, uint64_t *fault_va)
+{
+	int vram;
+	uint64_t at = hole(q->gpu, addr, size, 1, &vram);
+
+	if (!at)
+		return 0;
+	if (vram)
+		return fail(why, n, 32, "hidden_hostcall_buffer 0x%llx: %s at 0x%llx in VRAM, "
+			    "which the host listener does not reach coherently (GTT or USERPTR)",
+			    (unsigned long long)hb, what, (unsigned long long)at);
+	*fault_va = at;
+	return fail(why, n, -1, "hidden_hostcall_buffer 0x%llx: %s [0x%llx, +%llu) not mapped "
+		    "on the GPU (VM fault at 0x%llx)", (unsigned long long)hb, what,
+		    (unsigned long long)addr, (unsigned long long)size, (unsigned long long)at);
+}
+
+/* hidden_hostcall_buffer as a GPU calling the host depends on it: as check_heap. */
+static int check_hostcall(const struct emu_cp_queue *q, uint64_t hb, const struct emu_queue_props *props,
+			  char *why, size_t n, uint64_t *fault_va)
+{
+	const unsigned char *b;
+	const aql_signal *sig;
+	uint64_t headers, payloads, doorbell, mask, packets, waves, mailbox;
+	uint32_t event_id;
+	int r = hc_region(q, hb, "the buffer", hb, HC_PREFIX, why, n, fault_va);
+
+	if (r)
+		return r;
+	b = emu_memory_gpu_begin(q->gpu, hb, HC_PREFIX);
+	if (!b)
+		return fail(why, n, 32, "hidden_hostcall_buffer 0x%llx: its BO went away",
+			    (unsigned long long)hb);
+	headers = rd(b, 8);
+	payloads = rd(b + 8, 8);
+	doorbell = rd(b + 16, 8);
+	mask = rd(b + 40, 8);
+	emu_memory_gpu_end();
+	/* packet pointers are index | tag: index = ptr & index_mask */
+	packets = mask + 1;
+	waves = (uint64_t)props->cus * props->waves_per_cu;
+	if (!packets || (mask & packets))
+		return fail(why, n, 32, "hidden_hostcall_buffer 0x%llx: index_mask 0x%llx + 1 is "
+			    "not a power of two", (unsigned long long)hb, (unsigned long long)mask);
+	/* each resident wave may hold a packet; with fewer, waves wait on an
+	 * empty free stack while the waves holding packets wait on them */
+	if (packets < waves)
+		return fail(why, n, 32, "hidden_hostcall_buffer 0x%llx: index_mask + 1 = %llu "
+			    "packets for %llu resident waves", (unsigned long long)hb,
+			    (unsigned long long)packets, (unsigned long long)waves);
+	r = hc_region(q, hb, "the headers", headers, times(packets, HC_HEADER), why, n, fault_va);
+	if (!r)
+		r = hc_region(q, hb, "the payloads", payloads, times(packets, HC_PAYLOAD), why, n,
+			      fault_va);
+	if (r)
+		return r;
+	/* the doorbell: an amd_signal_t a GPU adds to, then wakes its waiter
+	 * through the mailbox and event (else nobody hears the call) */
+	sig = emu_memory_gpu_begin(q->gpu, doorbell, sizeof(*sig));
+	if (!sig) {
+		*fault_va = doorbell;
+		return fail(why, n, -1, "hidden_hostcall_buffer 0x%llx: doorbell signal 0x%llx "
+			    "not mapped on the GPU (VM fault)", (unsigned long long)hb,
+			    (unsigned long long)doorbell);
+	}
+	mailbox = __atomic_load_n(&sig->event_mailbox_ptr, __ATOMIC_RELAXED);
+	event_id = __atomic_load_n(&sig->event_id, __ATOMIC_RELAXED);
+	emu_memory_gpu_end();
+	if (!mailbox || !event_id)
+		return fail(why, n, 32, "hidden_hostcall_buffer 0x%llx: doorbell signal 0x%llx "
+			    "has event_mailbox_ptr 0x%llx, event_id %u: a GPU add would wake no one",
+			    (unsigned long long)hb, (unsigned long long)doorbell,
+			    (unsigned long long)mailbox, event_id);
+	return 0;
+}
+
+/*
+ * The hidden arguments h names in the kernarg block args (kernarg_size
+ * bytes), each against what the packet and queue say: 0, a CP code or -1
+ * (a VM fault at *fault_va) with why naming the argument; *d gets the
+ * values.
+ */
+static int check_hidden(const struct emu_cp_queue *q, const aql_dispatch_packet *p,
+			const struct kd *kd, const char *name, const struct hidden_arg *h,
+			uint32_t count, const unsigned char *args, struct kfdemu_dispatch *d,
+			char *why, size_t why_size, uint64_t *fault_va)
+{
 	const uint32_t grid[3] = { p->grid_size_x, p->grid_size_y, p->grid_size_z };
 	const uint32_t wg[3] = { p->workgroup_size_x, p->workgroup_size_y, p->workgroup_size_z };
+	struct emu_queue_props props;
+	uint64_t heap = 0, hostcall = 0;
+	int r;
 
-	for (int d = 0; d < 3; d++) {
-		if (rd(h + 4 * d, 4) != grid[d] / wg[d])
-			return count[d];
-		if (rd(h + 12 + 2 * d, 2) != wg[d])
-			return group[d];
-		if (rd(h + 18 + 2 * d, 2) != grid[d] % wg[d])
-			return rem[d];
+	emu_model_queue_props(q->gpu->model, &props);
+	for (uint32_t i = 0; i < count; i++) {
+		enum aql_arg_kind k = h[i].kind;
+		uint32_t size = h[i].size < 8 ? h[i].size : 8;
+		const char *whose = "the packet's";
+		uint64_t v, want;
+		unsigned dim;
+
+		if (h[i].offset > kd->kernarg_size || h[i].size > kd->kernarg_size - h[i].offset)
+			return fail(why, why_size, 8, "%s of kernel %s at %u lies past the "
+				    "descriptor's kernarg_size %u", aql_arg_kind_name(k), name,
+				    h[i].offset, kd->kernarg_size);
+		v = rd(args + h[i].offset, (int)size);
+		d->named |= 1ull << k;
+		d->value[k] = v;
+		switch (k) {
+		case AQL_ARG_HIDDEN_BLOCK_COUNT_X:
+		case AQL_ARG_HIDDEN_BLOCK_COUNT_Y:
+		case AQL_ARG_HIDDEN_BLOCK_COUNT_Z:
+			dim = k - AQL_ARG_HIDDEN_BLOCK_COUNT_X;
+			want = grid[dim] / wg[dim];
+			break;
+		case AQL_ARG_HIDDEN_GROUP_SIZE_X:
+		case AQL_ARG_HIDDEN_GROUP_SIZE_Y:
+		case AQL_ARG_HIDDEN_GROUP_SIZE_Z:
+			want = wg[k - AQL_ARG_HIDDEN_GROUP_SIZE_X];
+			break;
+		case AQL_ARG_HIDDEN_REMAINDER_X:
+		case AQL_ARG_HIDDEN_REMAINDER_Y:
+		case AQL_ARG_HIDDEN_REMAINDER_Z:
+			dim = k - AQL_ARG_HIDDEN_REMAINDER_X;
+			want = grid[dim] % wg[dim];
+			break;
+		case AQL_ARG_HIDDEN_GRID_DIMS:
+			want = p->setup & AQL_DISPATCH_DIMS_MASK;
+			break;
+		case AQL_ARG_HIDDEN_DYNAMIC_LDS_SIZE:
+			want = p->group_segment_size - kd->group_fixed;
+			break;
+		case AQL_ARG_HIDDEN_QUEUE_PTR:
+			want = q->amd_queue;
+			whose = "the queue's amd_queue_t";
+			break;
+		/* HSA dispatches have no global offset; and aql has no printf
+		 * buffer in CLR's layout, no device-side enqueue (default queue,
+		 * completion action) and no multi-grid launch, so it passes none
+		 * (docs/channels.md) */
+		case AQL_ARG_HIDDEN_GLOBAL_OFFSET_X:
+		case AQL_ARG_HIDDEN_GLOBAL_OFFSET_Y:
+		case AQL_ARG_HIDDEN_GLOBAL_OFFSET_Z:
+		case AQL_ARG_HIDDEN_PRINTF_BUFFER:
+		case AQL_ARG_HIDDEN_DEFAULT_QUEUE:
+		case AQL_ARG_HIDDEN_COMPLETION_ACTION:
+		case AQL_ARG_HIDDEN_MULTIGRID_SYNC_ARG:
+			want = 0;
+			whose = "none is passed";
+			break;
+		/* checked below, once every value is recorded */
+		case AQL_ARG_HIDDEN_HEAP_V1:
+			heap = v;
+			continue;
+		case AQL_ARG_HIDDEN_HOSTCALL_BUFFER:
+			hostcall = v;
+			continue;
+		default:
+			/* hidden_none; the gfx8 apertures (no GPU aql runs has
+			 * them); the tool correlation id (a profiler's) */
+			continue;
+		}
+		if (size < 8)
+			want &= (1ull << (8 * size)) - 1;
+		if (v != want)
+			return fail(why, why_size, 32, "%s of kernel %s is 0x%llx, not 0x%llx (%s)",
+				    aql_arg_kind_name(k), name, (unsigned long long)v,
+				    (unsigned long long)want, whose);
 	}
-	if (rd(h + 64, 2) != (p->setup & AQL_DISPATCH_DIMS_MASK))
-		return "hidden_grid_dims";
-	if (rd(h + 120, 4) != p->group_segment_size - kd->group_fixed)
-		return "hidden_dynamic_lds_size";
-	if (rd(h + 200, 8) != amd_queue)
-		return "hidden_queue_ptr";
-	return NULL;
+	/* A zero is accepted: hardware faults only when the kernel really
+	 * calls malloc or the host, which the emulation cannot know. */
+	if (heap && (r = check_heap(q, heap, why, why_size, fault_va)))
+		return r;
+	if (hostcall && (r = check_hostcall(q, hostcall, &props, why, why_size, fault_va)))
+		return r;
+	return 0;
 }
 
 /*
@@ -277,9 +717,14 @@ int emu_kernel_dispatch(const struct emu_cp_queue *q, const aql_dispatch_packet 
 	aql_packet raw;
 	char name[256];
 	struct kd kd;
-	uint64_t explicit_end = 0, hidden;
+	struct hidden_arg hidden[MAX_HIDDEN];
+	struct kfdemu_dispatch d;
+	unsigned char *note;
+	uint64_t note_off = 0, note_size = 0, handle, base;
+	uint32_t count = 0, version;
 	uint32_t dyn;
 	int64_t v = 0;
+	int r;
 
 	/* the CP's packet checks (ROCr's codes: 2 dimensions, 64 work-group
 	 * size, 4 group memory, 8 code object, 32 packet format) */
@@ -337,7 +782,7 @@ int emu_kernel_dispatch(const struct emu_cp_queue *q, const aql_dispatch_packet 
 	/* the image starts at the BO or, where the loader shares a BO among
 	 * code objects, at an AMD_ISA_ALIGN_BYTES (256) boundary below the
 	 * descriptor */
-	for (uint64_t base = (p->kernel_object - bo.va) & ~255ull;; base -= 256) {
+	for (base = (p->kernel_object - bo.va) & ~255ull;; base -= 256) {
 		if (!kd_name(img + base, bo.size - base, p->kernel_object - bo.va - base, name,
 			     sizeof(name)))
 			break;
@@ -349,7 +794,27 @@ int emu_kernel_dispatch(const struct emu_cp_queue *q, const aql_dispatch_packet 
 				    (unsigned long long)bo.va);
 		}
 	}
+	/* The metadata, which says where the hidden arguments are: not the
+	 * CP's business, but the emulation checks against it what the
+	 * kernel will read (its own rule: an image without it is refused). */
+	version = img[base + 8] + 2u;		/* EI_ABIVERSION 2: V4 */
+	handle = bo.handle;
+	if (find_note(img + base, bo.size - base, &note_off, &note_size)) {
+		emu_memory_gpu_end();
+		return fail(why, why_size, 8, "no AMDGPU metadata note in the code object of "
+			    "kernel %s", name);
+	}
+	note = malloc(note_size ? note_size : 1);
+	if (note)
+		memcpy(note, img + base + note_off, note_size);
 	emu_memory_gpu_end();
+	if (!note)
+		return fail(why, why_size, 8, "out of host memory for the metadata of %s", name);
+	base += bo.va;
+	r = hidden_args(handle, base, note, note_size, name, hidden, &count, why, why_size);
+	free(note);
+	if (r)
+		return 8;
 	if (p->group_segment_size < kd.group_fixed)
 		return fail(why, why_size, 4, "group segment %u bytes, under the kernel's %u",
 			    p->group_segment_size, kd.group_fixed);
@@ -378,23 +843,19 @@ int emu_kernel_dispatch(const struct emu_cp_queue *q, const aql_dispatch_packet 
 		memcpy(args, src, kd.kernarg_size);
 		emu_memory_gpu_end();
 	}
-	/* a V5 hidden block follows the explicit arguments, 8-aligned */
-	for (uint32_t i = 0; i < k->explicit_arg_count && i < k->metadata->arg_count; i++) {
-		const aql_kernel_arg *a = &k->metadata->args[i];
-
-		if (a->offset + a->size > explicit_end)
-			explicit_end = a->offset + a->size;
+	memset(&d, 0, sizeof(d));
+	snprintf(d.kernel, sizeof(d.kernel), "%s", name);
+	d.version = version;
+	r = check_hidden(q, p, &kd, name, hidden, count, args, &d, why, why_size, fault_va);
+	if (r) {
+		d.cp_code = r < 0 ? UINT32_MAX : (uint32_t)r;
+		snprintf(d.why, sizeof(d.why), "%s", why);
+		record(&d);
+		free(args);
+		*fault_exec = 0;
+		return r;
 	}
-	hidden = (explicit_end + 7) & ~7ull;
-	if (kd.kernarg_size >= hidden + 256) {
-		const char *bad = check_hidden(args + hidden, p, &kd, q->amd_queue);
-
-		if (bad) {
-			free(args);
-			return fail(why, why_size, 32, "%s of kernel %s does not match the packet",
-				    bad, name);
-		}
-	}
+	record(&d);
 
 	/* run it; the dynamic LDS is what the packet gives beyond the GPU
 	 * build's static LDS, placed after the host build's (their static

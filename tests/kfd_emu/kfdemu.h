@@ -115,6 +115,37 @@ struct kfdemu_queue {
 int kfdemu_queue_at(uint32_t queue_id, struct kfdemu_queue *out);
 typedef int (*kfdemu_queue_at_fn)(uint32_t queue_id, struct kfdemu_queue *out);
 
+/* Hidden argument kinds recorded: enum aql_arg_kind (aql/metadata.h) values below this. */
+#define KFDEMU_HIDDEN_KINDS 48
+
+/*
+ * A kernel dispatch whose hidden arguments the emulated CP checked
+ * (kernels.c), recorded right after the check: the kernel, its code
+ * object version, and the hidden arguments its metadata names, as the
+ * packet's kernarg block carried them. Dispatches refused before (a bad
+ * packet, no host build) are not recorded.
+ */
+struct kfdemu_dispatch {
+	uint64_t seq;			/* dispatches recorded so far, this one included */
+	char kernel[256];		/* the .kd symbol's name, without ".kd" */
+	uint32_t version;		/* code object version: 4, 5, 6 */
+	/* 0: passed, the host build runs next; else the CP code
+	 * (queue_inactive_signal), or UINT32_MAX for a VM fault */
+	uint32_t cp_code;
+	char why[200];			/* the refusal or fault, "" when it ran */
+	uint64_t named;			/* bit k: the metadata names kind k */
+	uint64_t value[KFDEMU_HIDDEN_KINDS];	/* by kind; the last one named wins */
+};
+
+/*
+ * The last dispatch of kernel (its name without ".kd"), or with kernel
+ * NULL the last of any, copied to *out: 0, or -1 when there was none or
+ * out is NULL. The emulation keeps the last of the 64 kernels seen most
+ * recently. Thread safe.
+ */
+int kfdemu_dispatch_last(const char *kernel, struct kfdemu_dispatch *out);
+typedef int (*kfdemu_dispatch_last_fn)(const char *kernel, struct kfdemu_dispatch *out);
+
 /* A queue's exception (emu.h emu_event_queue_exception). Thread safe. */
 int kfdemu_queue_exception(uint64_t err_payload_addr, uint32_t err_event_id, uint64_t ec_mask);
 typedef int (*kfdemu_queue_exception_fn)(uint64_t err_payload_addr, uint32_t err_event_id,

@@ -252,6 +252,7 @@ void emu_model_queue_props(const struct emu_model *m, struct emu_queue_props *ou
 	out->lds_size = m->lds_size_in_kb << 10;
 	out->cus = m->simd_count / m->simd_per_cu;
 	out->max_slots_scratch_cu = m->max_slots_scratch_cu;
+	out->waves_per_cu = m->simd_per_cu * m->max_waves_per_simd;
 	/* kfd_process_queue_manager.c pqm_create_queue: the HWS limit, 127;
 	 * 255 on GC 9.4.3, 9.4.4 and 9.5.0 */
 	out->max_queues = m->gfx_target_version >= 90402 && m->gfx_target_version < 100000 ? 255
