@@ -439,6 +439,43 @@ static void fixture_open(struct fx *f, const char *path, int v4, const struct he
 	f->hidden.heap_v1 = h->va;
 }
 
+/*
+ * A typed launch: the agent's own device heap and hostcall buffer
+ * (aql/kfd/hostcall.c) go into the kernarg block, and pass the CP's
+ * checks of both as a GPU using them would (kernels.c).
+ */
+static void check_typed(struct fx *f)
+{
+	aql_queue_config qc = { .size = 64, .full_timeout_ns = TH_TIMEOUT_NS };
+	aql_launch_config c = { .grid = { 128 } };
+	aql_queue *q = NULL;
+	aql_buf_u64 out = { 0 };
+	aql_completion done;
+	aql_kernarg_hidden want = { 0 };
+	struct kfdemu_dispatch d = { 0 };
+	const uint64_t *r;
+
+	CHECK_OK(aql_queue_create(&amd->base, &qc, &q));
+	CHECK_OK(aql_buf_u64_create(3, AQL_OUT, NULL, &out));
+	if (!q || !out.raw)
+		th_stop("no queue or buffer");
+	CHECK_OK(AQL_LAUNCH(q, f->k, &c, &done, AQL_ARG(out.raw), AQL_ARG((uint32_t)f->v4)));
+	CHECK_OK(th_done(aql_completion_wait(done, TH_TIMEOUT_NS)));
+	CHECK_OK(aql_buf_wait(out.raw, TH_TIMEOUT_NS));
+	CHECK_OK(aql_queue_hidden_args(q, f->k, &want));
+	CHECK(last_fn("hidden_read", &d) == 0 && d.cp_code == 0, "the typed dispatch: CP code %u, %s",
+	      d.cp_code, d.why);
+	r = aql_buf_u64_data_const(out);
+	CHECK(want.hostcall_buffer && (f->v4 || want.heap_v1), "the agent's heap 0x%llx, hostcall 0x%llx",
+	      (unsigned long long)want.heap_v1, (unsigned long long)want.hostcall_buffer);
+	CHECK(r && r[0] == want.hostcall_buffer && r[1] == (f->v4 ? 0 : want.heap_v1) &&
+	      r[2] == (f->v4 ? 0 : (uint64_t)(uintptr_t)q->amd),
+	      "the typed launch's kernel read 0x%llx 0x%llx 0x%llx", r ? (unsigned long long)r[0] : 0,
+	      r ? (unsigned long long)r[1] : 0, r ? (unsigned long long)r[2] : 0);
+	CHECK_OK(aql_buf_destroy(out.raw));
+	CHECK_OK(aql_queue_destroy(q));
+}
+
 static void check_fixture(struct fx *f, struct heap *h, struct hostcall *c)
 {
 	check_runs(f);
@@ -453,6 +490,7 @@ static void check_fixture(struct fx *f, struct heap *h, struct hostcall *c)
 		check_heap(f, h);
 	}
 	check_hostcall(f, c);
+	check_typed(f);
 }
 
 static void fixture_close(struct fx *f)

@@ -536,9 +536,12 @@ static int check_hostcall(const struct emu_cp_queue *q, uint64_t hb, const struc
 		return fail(why, n, 32, "hidden_hostcall_buffer 0x%llx: index_mask + 1 = %llu "
 			    "packets for %llu resident waves", (unsigned long long)hb,
 			    (unsigned long long)packets, (unsigned long long)waves);
-	r = hc_region(q, hb, "the headers", headers, times(packets, HC_HEADER), why, n, fault_va);
+	/* the packets behind them: one per resident wave at least; the mask
+	 * rounds that count up, and indices past the packets the runtime
+	 * put on the free stack are never used (CLR sizes it so) */
+	r = hc_region(q, hb, "the headers", headers, times(waves, HC_HEADER), why, n, fault_va);
 	if (!r)
-		r = hc_region(q, hb, "the payloads", payloads, times(packets, HC_PAYLOAD), why, n,
+		r = hc_region(q, hb, "the payloads", payloads, times(waves, HC_PAYLOAD), why, n,
 			      fault_va);
 	if (r)
 		return r;
