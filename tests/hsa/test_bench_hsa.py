@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 """aql-bench --quick measures the empty dispatch through aql's
 libhsa-runtime64.so.1 (tools/bench/hsa.c) beside the native rows: the
-three HSA rows, dispatch_throughput_so (the native peer on the same
-libaql.so) and their goals are reported with measured values, not
+three HSA rows, their native peers on the same libaql.so
+(dispatch_rtt_spin_so, dispatch_rtt_spin_block_so, dispatch_throughput_so)
+and their goals are reported with measured values, not
 skipped. No figure is judged (the goals are reported, never enforced).
 
 usage: test_bench_hsa.py BENCH LIBHSA
@@ -14,8 +15,8 @@ import os
 import subprocess
 import sys
 
-ROWS = ('dispatch_rtt_spin_hsa', 'dispatch_rtt_block_hsa', 'dispatch_throughput_so',
-        'dispatch_throughput_hsa')
+ROWS = ('dispatch_rtt_spin_so', 'dispatch_rtt_spin_hsa', 'dispatch_rtt_spin_block_so',
+        'dispatch_rtt_block_hsa', 'dispatch_throughput_so', 'dispatch_throughput_hsa')
 GOALS = ('ratio_dispatch_rtt_spin_hsa_vs_native', 'ratio_dispatch_rtt_block_hsa_vs_native',
          'ratio_dispatch_throughput_hsa_vs_native')
 

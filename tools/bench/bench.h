@@ -156,6 +156,8 @@ int await_done(aql_queue *q, aql_signal *sig, enum aql_wait_hint hint);
 
 #ifdef AQL_BENCH_HSA
 int bench_rtt_spin_hsa(struct ctx *ctx, struct result *res);
+int bench_rtt_spin_so(struct ctx *ctx, struct result *res);
+int bench_rtt_spin_block_so(struct ctx *ctx, struct result *res);
 int bench_tput_so(struct ctx *ctx, struct result *res);
 int bench_rtt_block_hsa(struct ctx *ctx, struct result *res);
 int bench_tput_hsa(struct ctx *ctx, struct result *res);

@@ -46,6 +46,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,8 +90,10 @@ struct hsa_bench {
 	hsa_agent_t cpu;
 	int initialised;	/* hsa_init() succeeded: hsa_shut_down() at the end */
 	char why[256];		/* why the rows are skipped; "" when they run */
-	/* dispatch_throughput_hsa, measured by bench_tput_so in turn with
-	 * its own rounds; has_tput: done. */
+	/* The _hsa rows' figures, measured by their _so peers in turn with
+	 * their own (rtt: [0] spin, [1] blocked); has_*: done. */
+	struct latency rtt[2];
+	int has_rtt[2];
 	struct rate tput;
 	int has_tput;
 };
@@ -319,6 +322,11 @@ static int bench_rtt_hsa(struct ctx *ctx, struct result *res, hsa_wait_state_t s
 
 	if (hsa_ready(res))
 		return 0;
+	if (hb.has_rtt[state == HSA_WAIT_STATE_BLOCKED]) {
+		res->kind = RESULT_LATENCY;
+		res->lat = hb.rtt[state == HSA_WAIT_STATE_BLOCKED];
+		return 0;
+	}
 	samples = alloc_samples(n);
 	if (!samples)
 		return fail_errno("malloc", ENOMEM);
@@ -427,11 +435,157 @@ static void *open_native(void)
 	return dlopen(AQL_BENCH_NATIVE_SO_PATH, RTLD_NOW | RTLD_LOCAL);
 }
 
+/*
+ * Fixed places for the rows taken in turn. A queue's packet processor is
+ * a thread libaql starts when the queue is made, with its maker's CPU
+ * mask: unplaced, the native and the HSA queue's processors landed where
+ * the scheduler put them, and a run's ratio followed that (0.65 to 1.10
+ * on two vCPUs, rounds in turn). So both processors are made on the last
+ * CPU and the rounds submitted from the first; unplace() puts the
+ * thread's mask back. Nothing is placed with fewer than two CPUs.
+ */
+static cpu_set_t unplaced;
+
+static void place_on(int last)
+{
+	cpu_set_t one;
+	int cpu = -1;
+
+	for (int i = 0; i < CPU_SETSIZE; i++)
+		if (CPU_ISSET(i, &unplaced) && (cpu < 0 || last))
+			cpu = i;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	sched_setaffinity(0, sizeof(one), &one);
+}
+
+/* Where processors are made next; 0 placed, -1 not (one CPU). */
+static int place_processors(void)
+{
+	if (sched_getaffinity(0, sizeof(unplaced), &unplaced) || CPU_COUNT(&unplaced) < 2)
+		return -1;
+	place_on(1);
+	return 0;
+}
+
+static void place_submitter(int placed)
+{
+	if (placed == 0)
+		place_on(0);
+}
+
+static void unplace(int placed)
+{
+	if (placed == 0)
+		sched_setaffinity(0, sizeof(unplaced), &unplaced);
+}
+
 struct native_fns {
 	void *(*open)(uint32_t queue_size, uint32_t packets);
 	int (*round)(void *n, uint32_t packets, double *rate);
+	int (*rtt)(void *n, int hint, uint64_t *samples, uint32_t count);
 	void (*close)(void *n);
 };
+
+/* aqlbench-native.so's entry points; 0, or -1 with res skipped saying why. */
+static int native_get(struct native_fns *fn, struct result *res)
+{
+	static struct native_fns got;
+	static int done;
+
+	if (!done) {
+		void *lib = open_native();
+
+		done = 1;
+		*(void **)&got.open = lib ? dlsym(lib, "aql_bench_native_open") : NULL;
+		*(void **)&got.round = lib ? dlsym(lib, "aql_bench_native_round") : NULL;
+		*(void **)&got.rtt = lib ? dlsym(lib, "aql_bench_native_rtt") : NULL;
+		*(void **)&got.close = lib ? dlsym(lib, "aql_bench_native_close") : NULL;
+		if (!got.open || !got.round || !got.rtt || !got.close) {
+			snprintf(hb.why, sizeof(hb.why), "skipped: no " NATIVE_SO " (%s)",
+				 dlerror());
+			got.open = NULL;
+		}
+	}
+	if (!got.open) {
+		res->kind = RESULT_SKIPPED;
+		res->skipped = hb.why;
+		return -1;
+	}
+	*fn = got;
+	return 0;
+}
+
+/*
+ * The round trips of dispatch_rtt_spin (ACTIVE) or dispatch_rtt_spin_block
+ * (BLOCKED) on libaql.so, in blocks taken in turn with the HSA path's, the
+ * first of each pair alternating, as the throughput rounds are: this
+ * row's figure, and the _hsa row's, kept for it.
+ */
+static int bench_rtt_so(struct ctx *ctx, struct result *res, hsa_wait_state_t state, uint32_t n)
+{
+	const int blocked = state == HSA_WAIT_STATE_BLOCKED;
+	const uint32_t blocks = n < 16 ? 1 : 16, per = n / blocks;
+	uint64_t *so = alloc_samples(n), *hs = alloc_samples(n);
+	struct native_fns fn;
+	void *native = NULL;
+	hsa_queue_t *q = NULL;
+	hsa_signal_t sig;
+	int rc = -1, placed = -1;
+
+	if (hsa_ready(res) || native_get(&fn, res)) {
+		rc = 0;
+		goto out;
+	}
+	if (!so || !hs) {
+		rc = fail_errno("malloc", ENOMEM);
+		goto out;
+	}
+	placed = place_processors();
+	native = fn.open(ctx->queue_size, 1);
+	if (!native) {
+		rc = fail_msg("aql_bench_native_open", AQL_ERR_DEVICE, "no queue (see above)");
+		goto out;
+	}
+	if (open_queue(ctx, &q, &sig))
+		goto out;
+	place_submitter(placed);
+	rc = fn.rtt(native, blocked ? AQL_WAIT_SPIN_BLOCK : AQL_WAIT_ACTIVE, NULL,
+		    ctx->sz.warmup) || rtt_loop(q, sig, state, NULL, ctx->sz.warmup);
+	for (uint32_t b = 0; b < blocks && !rc; b++) {
+		uint64_t *mine = so + b * per, *theirs = hs + b * per;
+		int hint = blocked ? AQL_WAIT_SPIN_BLOCK : AQL_WAIT_ACTIVE;
+
+		rc = b % 2 ? rtt_loop(q, sig, state, theirs, per) || fn.rtt(native, hint, mine, per)
+			   : fn.rtt(native, hint, mine, per) || rtt_loop(q, sig, state, theirs, per);
+	}
+	if (close_queue(q, sig))
+		rc = -1;
+	if (!rc) {
+		res->kind = RESULT_LATENCY;
+		latency_stats(so, (size_t)per * blocks, &res->lat);
+		latency_stats(hs, (size_t)per * blocks, &hb.rtt[blocked]);
+		hb.has_rtt[blocked] = 1;
+	}
+	rc = rc ? -1 : 0;
+out:
+	if (native)
+		fn.close(native);
+	unplace(placed);
+	free(so);
+	free(hs);
+	return rc;
+}
+
+int bench_rtt_spin_so(struct ctx *ctx, struct result *res)
+{
+	return bench_rtt_so(ctx, res, HSA_WAIT_STATE_ACTIVE, ctx->sz.spin_samples);
+}
+
+int bench_rtt_spin_block_so(struct ctx *ctx, struct result *res)
+{
+	return bench_rtt_so(ctx, res, HSA_WAIT_STATE_BLOCKED, ctx->sz.block_samples);
+}
 
 /*
  * Rounds of aqlbench-native.so and of the HSA path in turn, each on its
@@ -441,16 +595,20 @@ struct native_fns {
 static int tput_in_turn(struct ctx *ctx, const struct native_fns *fn, double *so, double *hsa)
 {
 	uint32_t n = ctx->sz.rounds, packets = ctx->sz.packets;
+	int placed = place_processors();
 	void *native = fn->open(ctx->queue_size, packets);
 	hsa_queue_t *q = NULL;
 	hsa_signal_t sig;
 	double warm;
 	int rc = -1;
 
-	if (!native)
+	if (!native) {
+		unplace(placed);
 		return fail_msg("aql_bench_native_open", AQL_ERR_DEVICE, "no queue (see above)");
+	}
 	if (open_queue(ctx, &q, &sig))
 		goto out;
+	place_submitter(placed);
 	if (tput_round(q, sig, packets, &warm))
 		goto close;
 	rc = 0;
@@ -465,6 +623,7 @@ close:
 		rc = -1;
 out:
 	fn->close(native);
+	unplace(placed);
 	return rc;
 }
 
@@ -473,21 +632,10 @@ int bench_tput_so(struct ctx *ctx, struct result *res)
 	struct native_fns fn;
 	uint32_t n = ctx->sz.rounds;
 	double *so, *hsa;
-	void *lib;
 	int rc = -1;
 
-	if (hsa_ready(res))
+	if (hsa_ready(res) || native_get(&fn, res))
 		return 0;
-	lib = open_native();
-	*(void **)&fn.open = lib ? dlsym(lib, "aql_bench_native_open") : NULL;
-	*(void **)&fn.round = lib ? dlsym(lib, "aql_bench_native_round") : NULL;
-	*(void **)&fn.close = lib ? dlsym(lib, "aql_bench_native_close") : NULL;
-	if (!fn.open || !fn.round || !fn.close) {
-		snprintf(hb.why, sizeof(hb.why), "skipped: no " NATIVE_SO " (%s)", dlerror());
-		res->kind = RESULT_SKIPPED;
-		res->skipped = hb.why;
-		return 0;
-	}
 	so = calloc(n, sizeof(*so));
 	hsa = calloc(n, sizeof(*hsa));
 	if (!so || !hsa) {

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * aqlbench-native.so: dispatch_throughput's rounds, built against
+ * aqlbench-native.so: dispatch_throughput's rounds and the round trips of
+ * dispatch_rtt_spin and dispatch_rtt_spin_block, built against
  * libaql.so. aql-bench links libaql statically; aql's
  * libhsa-runtime64.so.1 runs on libaql.so. aql-bench loads this module
  * after that library, so both use the same libaql.so and its default CPU
- * agent, and dispatch_throughput_so is the native peer of
- * dispatch_throughput_hsa with only the HSA layer between them. hsa.c
- * runs their rounds in turn, so that both see the same machine.
+ * agent, and the _so rows are the native peers of the _hsa rows with
+ * only the HSA layer between them. hsa.c runs their rounds in turn, so
+ * that both see the same machine.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,11 +41,6 @@ static int round_of(aql_queue *q, aql_signal *done, uint32_t packets, double *ra
 	return 0;
 }
 
-/*
- * One warm-up round, then rounds rounds of packets empty dispatches on a
- * SINGLE queue of queue_size packets on libaql.so's default agent, each
- * round's dispatches/s in rates[]. 0, or -1 with the reason on stderr.
- */
 /* A queue of the default agent and its completion signal, one warm-up
  * round run. */
 struct aql_bench_native {
@@ -77,6 +73,33 @@ struct aql_bench_native *aql_bench_native_open(uint32_t queue_size, uint32_t pac
 	fprintf(stderr, "aqlbench-native.so: %s\n", n ? aql_error_message() : "out of memory");
 	aql_bench_native_close(n);
 	return NULL;
+}
+
+/*
+ * count round trips of one empty dispatch, each waited for with hint (an
+ * enum aql_wait_hint), as dispatch_rtt_spin and dispatch_rtt_spin_block
+ * do; each one's nanoseconds in samples[] (NULL: a warm-up). 0, or -1
+ * having said why.
+ */
+__attribute__((visibility("default")))
+int aql_bench_native_rtt(struct aql_bench_native *n, int hint, uint64_t *samples, uint32_t count)
+{
+	const aql_packet pkt = empty_dispatch(0, n->done);
+	uint64_t t0;
+
+	for (uint32_t i = 0; i < count; i++) {
+		aql_signal_store(n->done, 1, AQL_RELAXED);
+		t0 = clock_ns();
+		if (aql_queue_submit(n->q, &pkt) != AQL_OK ||
+		    aql_signal_wait(n->done, AQL_COND_LT, 1, WAIT_TIMEOUT_NS,
+				    (enum aql_wait_hint)hint, NULL) != AQL_OK) {
+			fprintf(stderr, "aqlbench-native.so: %s\n", aql_error_message());
+			return -1;
+		}
+		if (samples)
+			samples[i] = clock_ns() - t0;
+	}
+	return 0;
 }
 
 /* One round of packets: dispatches/s in *rate; 0, or -1 having said why. */
