@@ -7,7 +7,7 @@
  * hostcall buffer alone (V4), whose host build AQL_KFD_EMU_KERNELS names.
  * Raw packets, kernarg blocks from aql_kernarg_build(), and a device heap
  * and hostcall buffer built by hand as the ROCm device library reads them
- * (notes/devheap_facts.md):
+ * (ockl's dm.cl and hostcall_impl.cl; aql/kfd/README.md):
  *
  * - valid ones run, the kernel reads what the packet carried, and
  *   kfdemu_dispatch_last() reports those values; zeros run too;
@@ -350,10 +350,13 @@ static void check_heap(struct fx *f, struct heap *h)
 	refused(f, NULL, 32, "hidden_heap_v1", "not 2 MiB aligned");
 	heap_fields(h, h->next, h->start + 3 * MIB, h->start);
 	refused(f, NULL, 32, "hidden_heap_v1", "not 2 MiB aligned");
-	heap_fields(h, h->end + SLAB, h->end, h->start);
-	refused(f, NULL, 32, "hidden_heap_v1", "initial_slabs 0x");
+	heap_fields(h, h->start - SLAB, h->end, h->start);
+	refused(f, NULL, 32, "hidden_heap_v1", "below initial_slabs_start");
 	heap_fields(h, h->start, h->start, h->end);
-	refused(f, NULL, 32, "hidden_heap_v1", "outside [initial_slabs_start");
+	refused(f, NULL, 32, "hidden_heap_v1", "above initial_slabs_end");
+	/* past the end: every initial slab handed out, as waves leave it */
+	heap_fields(h, h->end + SLAB, h->end, h->start);
+	check_runs(f);
 	/* all bits 0 is a valid heap: no initial slabs */
 	heap_fields(h, 0, 0, 0);
 	check_runs(f);
