@@ -314,7 +314,10 @@ static void check_buffer(struct hc_buffer *b)
 {
 	const struct kfd_node *n = ((struct kfd_agent *)agent)->node;
 	uint64_t waves = (uint64_t)n->cus * n->waves_per_cu;
-	uint64_t packets = b->free_stack + 1, seen = 0, p;
+	/* The listener runs beside this: the stacks are read atomically. */
+	uint64_t free_top = __atomic_load_n(&b->free_stack, __ATOMIC_RELAXED);
+	uint64_t ready = __atomic_load_n(&b->ready_stack, __ATOMIC_RELAXED);
+	uint64_t packets = free_top + 1, seen = 0, p;
 	struct hc_header *hd = (struct hc_header *)(uintptr_t)b->headers;
 	aql_signal *db = aql_signal_from_handle(b->doorbell);
 	unsigned char *visited = calloc(b->index_mask + 1, 1);
@@ -335,12 +338,12 @@ static void check_buffer(struct hc_buffer *b)
 	      "the GPU reaches the whole buffer");
 	CHECK(db && db->kind == AQL_SIGNAL_KIND_USER && db->event_mailbox_ptr && db->event_id,
 	      "the doorbell is a signal with a KFD event");
-	CHECK(b->ready_stack == 0,
-	      "ready stack 0x%llx, free stack 0x%llx", (unsigned long long)b->ready_stack,
-	      (unsigned long long)b->free_stack);
+	CHECK(ready == 0, "ready stack 0x%llx, free stack 0x%llx", (unsigned long long)ready,
+	      (unsigned long long)free_top);
 	/* Each packet once, then 0; a repeat or an index past the last
 	 * packet stops the walk. */
-	for (p = b->free_stack; p && visited; p = hd[p & b->index_mask].next) {
+	for (p = free_top; p && visited;
+	     p = __atomic_load_n(&hd[p & b->index_mask].next, __ATOMIC_RELAXED)) {
 		if ((p & b->index_mask) >= packets || visited[p & b->index_mask])
 			break;
 		visited[p & b->index_mask] = 1;

@@ -176,8 +176,13 @@ static void serve(struct kfd_hostcall *h, uint32_t service, uint64_t *slot)
 static void serve_ready(struct kfd_hostcall *h)
 {
 	uint64_t mask = h->buf->index_mask;
-	uint64_t p = __atomic_exchange_n(&h->buf->ready_stack, 0, __ATOMIC_ACQUIRE);
+	uint64_t p;
 
+	/* The listener also wakes on its timeout: an empty stack is left
+	 * unwritten, so an idle agent stores nothing into the shared buffer. */
+	if (!__atomic_load_n(&h->buf->ready_stack, __ATOMIC_RELAXED))
+		return;
+	p = __atomic_exchange_n(&h->buf->ready_stack, 0, __ATOMIC_ACQUIRE);
 	while (p) {
 		struct hc_header *hd = &h->headers[p & mask];
 		struct hc_payload *pl = &h->payloads[p & mask];
