@@ -24,20 +24,25 @@
  *	does): compared with dispatch_rtt_spin resp. dispatch_rtt_spin_block.
  *
  * dispatch_throughput_so
- *	As dispatch_throughput, by aqlbench-native.so (native_so.c) on the
- *	libaql.so the HSA library runs on: aql-bench's own rows run on its
- *	static libaql, whose packet processor is not position-independent
- *	code, so this row, not dispatch_throughput, is the peer that leaves
- *	only the HSA layer as the difference. Its rounds and
- *	dispatch_throughput_hsa's run in turn, the first of each pair
- *	alternating (native, HSA, HSA, native, ...), so that a busier moment
- *	of the machine, and the place in a pair, fall on both.
+ *	N packets back to back on a SINGLE queue, the last one signalling,
+ *	by aqlbench-native.so (native_so.c) on the libaql.so the HSA
+ *	library runs on, with publish.h's producer on aql's own atomics.
+ *	aql-bench's own rows run on its static libaql, whose packet
+ *	processor is not position-independent code, and submit with
+ *	aql_queue_submit(), which sleeps when the ring is full, as no HSA
+ *	call can; so this row, not dispatch_throughput, is the peer that
+ *	leaves only the HSA layer as the difference. Its rounds and
+ *	dispatch_throughput_hsa's run in pairs, each pair on queues made
+ *	for it, the first of each pair alternating (native, HSA, HSA,
+ *	native, ...), so that a busier moment of the machine, the place in
+ *	a pair and where a queue landed fall on both.
  *
  * dispatch_throughput_hsa
- *	As dispatch_throughput: N packets back to back on a SINGLE queue,
- *	the last one signalling, each one published the same way; the read
- *	index is reloaded only when the ring looks full (dispatch.c's path
- *	keeps a cached copy too).
+ *	The same rounds with publish.h's producer making the HSA program's
+ *	calls: hsa_queue_load_write_index_relaxed,
+ *	hsa_queue_store_write_index_relaxed, hsa_signal_store_screlease
+ *	on the doorbell, and hsa_queue_load_read_index_scacquire when the
+ *	ring looks full.
  *
  * The kernel object is dispatch.c's empty host kernel descriptor, the
  * object the CPU agent runs (an executable's "name.kd" symbol is the same
@@ -55,6 +60,7 @@
 #include <hsa/hsa_ext_amd.h>
 
 #include "bench.h"
+#include "publish.h"
 
 #define HSA_LIB "libhsa-runtime64.so.1"
 #define NATIVE_SO "aqlbench-native.so"
@@ -248,40 +254,46 @@ static int close_queue(hsa_queue_t *q, hsa_signal_t sig)
 	return qst == HSA_STATUS_SUCCESS ? 0 : hsa_fail("hsa_queue_destroy", qst);
 }
 
-/*
- * Publish one packet as a single producer on an HSA SINGLE queue does, the
- * way dispatch.c's native path does: take the write index with a load and
- * a store, reload the read index (*read, the last one seen) only when the
- * ring looks full, copy the body, store header and setup last with
- * release, ring the doorbell. -1 when the ring stays full for
- * WAIT_TIMEOUT_NS.
- */
-static int publish(hsa_queue_t *q, uint64_t *read, const aql_packet *p)
+/* publish.h's producer through the HSA API: the calls an HSA program makes. */
+static uint64_t hsa_load_write(void *q)
 {
-	uint64_t id = hb.f.load_write_index_relaxed(q), t0 = 0;
-	aql_packet *slot;
-	uint32_t first;
+	return hb.f.load_write_index_relaxed(q);
+}
 
-	while (id - *read >= q->size) {
-		*read = hb.f.load_read_index_scacquire(q);
-		if (id - *read < q->size)
-			break;
-		if (!t0)
-			t0 = now_ns();
-		else if (now_ns() - t0 > WAIT_TIMEOUT_NS) {
-			fprintf(stderr, "aql-bench: HSA queue %llu stays full\n",
-				(unsigned long long)q->id);
-			return -1;
-		}
-	}
-	hb.f.store_write_index_relaxed(q, id + 1);
-	slot = (aql_packet *)q->base_address + (id & (q->size - 1));
-	memcpy((char *)slot + sizeof(first), (const char *)p + sizeof(first),
-	       sizeof(*p) - sizeof(first));
-	memcpy(&first, p, sizeof(first));
-	__atomic_store_n((uint32_t *)slot, first, __ATOMIC_RELEASE);
-	hb.f.signal_store_screlease(q->doorbell_signal, (hsa_signal_value_t)id);
-	return 0;
+static void hsa_store_write(void *q, uint64_t id)
+{
+	hb.f.store_write_index_relaxed(q, id);
+}
+
+static uint64_t hsa_load_read(void *q)
+{
+	return hb.f.load_read_index_scacquire(q);
+}
+
+static void hsa_ring(void *q, uint64_t id)
+{
+	hb.f.signal_store_screlease(((hsa_queue_t *)q)->doorbell_signal, (hsa_signal_value_t)id);
+}
+
+static const struct publish_ops hsa_ops = {
+	hsa_load_write, hsa_store_write, hsa_load_read, hsa_ring,
+};
+
+static struct publish_queue hsa_producer(hsa_queue_t *q)
+{
+	return (struct publish_queue){ .q = q, .ring = (aql_packet *)(uintptr_t)q->base_address,
+				       .size = q->size, .read = hsa_load_read(q) };
+}
+
+/* One packet; -1 when the ring stays full for WAIT_TIMEOUT_NS. Inlined,
+ * as the native rounds' loop is, so that only the HSA calls differ. */
+PUBLISH_INLINE int publish(struct publish_queue *pq, const aql_packet *p)
+{
+	if (!publish_packet(pq, p, &hsa_ops, WAIT_TIMEOUT_NS))
+		return 0;
+	fprintf(stderr, "aql-bench: HSA queue %llu stays full\n",
+		(unsigned long long)((hsa_queue_t *)pq->q)->id);
+	return -1;
 }
 
 static int await(hsa_signal_t sig, hsa_wait_state_t state)
@@ -299,12 +311,13 @@ static int rtt_loop(hsa_queue_t *q, hsa_signal_t sig, hsa_wait_state_t state,
 		    uint64_t *samples, uint32_t n)
 {
 	const aql_packet pkt = empty_dispatch(0, (aql_signal *)(uintptr_t)sig.handle);
-	uint64_t t0, read = hb.f.load_read_index_scacquire(q);
+	struct publish_queue pq = hsa_producer(q);
+	uint64_t t0;
 
 	for (uint32_t i = 0; i < n; i++) {
 		hb.f.signal_store_relaxed(sig, 1);
 		t0 = now_ns();
-		if (publish(q, &read, &pkt) || await(sig, state))
+		if (publish(&pq, &pkt) || await(sig, state))
 			return -1;
 		if (samples)
 			samples[i] = now_ns() - t0;
@@ -360,14 +373,15 @@ static int tput_round(hsa_queue_t *q, hsa_signal_t sig, uint32_t packets, double
 {
 	const aql_packet body = empty_dispatch(0, NULL);
 	const aql_packet last = empty_dispatch(1, (aql_signal *)(uintptr_t)sig.handle);
-	uint64_t t0, read = hb.f.load_read_index_scacquire(q);
+	struct publish_queue pq = hsa_producer(q);
+	uint64_t t0;
 
 	hb.f.signal_store_relaxed(sig, 1);
 	t0 = now_ns();
 	for (uint32_t i = 1; i < packets; i++)
-		if (publish(q, &read, &body))
+		if (publish(&pq, &body))
 			return -1;
-	if (publish(q, &read, &last) || await(sig, HSA_WAIT_STATE_BLOCKED))
+	if (publish(&pq, &last) || await(sig, HSA_WAIT_STATE_BLOCKED))
 		return -1;
 	*rate = rate_of(packets, now_ns() - t0);
 	return 0;
@@ -588,13 +602,14 @@ int bench_rtt_spin_block_so(struct ctx *ctx, struct result *res)
 }
 
 /*
- * Rounds of aqlbench-native.so and of the HSA path in turn, each on its
- * own queue, so that a slower or busier moment falls on both: this row's
- * figure, and dispatch_throughput_hsa's for bench_tput_hsa.
+ * One round of aqlbench-native.so and one of the HSA path, the first as
+ * given, each on a queue made for it (processors placed, both warmed up
+ * with a round): 0, or -1 having said why.
  */
-static int tput_in_turn(struct ctx *ctx, const struct native_fns *fn, double *so, double *hsa)
+static int tput_pair(struct ctx *ctx, const struct native_fns *fn, int hsa_first, double *so,
+		     double *hsa)
 {
-	uint32_t n = ctx->sz.rounds, packets = ctx->sz.packets;
+	uint32_t packets = ctx->sz.packets;
 	int placed = place_processors();
 	void *native = fn->open(ctx->queue_size, packets);
 	hsa_queue_t *q = NULL;
@@ -609,28 +624,44 @@ static int tput_in_turn(struct ctx *ctx, const struct native_fns *fn, double *so
 	if (open_queue(ctx, &q, &sig))
 		goto out;
 	place_submitter(placed);
-	if (tput_round(q, sig, packets, &warm))
-		goto close;
-	rc = 0;
-	/* Which goes first alternates: on two busy vCPUs the order alone
-	 * moved the median ratio by about 5 % (docs/hsa.md). */
-	for (uint32_t i = 0; i < n && !rc; i++)
-		rc = i % 2 ? tput_round(q, sig, packets, &hsa[i]) || fn->round(native, packets, &so[i])
-			   : fn->round(native, packets, &so[i]) || tput_round(q, sig, packets, &hsa[i]);
-	rc = rc ? -1 : 0;
-close:
+	rc = tput_round(q, sig, packets, &warm) ||
+	     (hsa_first ? tput_round(q, sig, packets, hsa) || fn->round(native, packets, so)
+			: fn->round(native, packets, so) || tput_round(q, sig, packets, hsa));
 	if (close_queue(q, sig))
 		rc = -1;
 out:
 	fn->close(native);
 	unplace(placed);
-	return rc;
+	return rc ? -1 : 0;
+}
+
+/*
+ * Rounds of aqlbench-native.so and of the HSA path in turn, so that a
+ * slower or busier moment falls on both: this row's figure, and
+ * dispatch_throughput_hsa's for bench_tput_hsa. Each pair runs on queues
+ * made for it: where a queue's ring and signals land set its rate for as
+ * long as it lives (one HSA queue ran 7.1 to 7.6 M/s over a run, its
+ * native peer 9.5 to 11.5, and the next run the other way round), so the
+ * rounds sample many placements for both paths rather than one, three
+ * pairs for each of the other rows' rounds.
+ */
+#define TPUT_PAIRS(ctx) (3 * (ctx)->sz.rounds)
+
+static int tput_in_turn(struct ctx *ctx, const struct native_fns *fn, uint32_t pairs,
+			double *so, double *hsa)
+{
+	/* Which goes first alternates: on two busy vCPUs the order alone
+	 * moved the median ratio by about 5 % (docs/hsa.md). */
+	for (uint32_t i = 0; i < pairs; i++)
+		if (tput_pair(ctx, fn, i % 2, &so[i], &hsa[i]))
+			return -1;
+	return 0;
 }
 
 int bench_tput_so(struct ctx *ctx, struct result *res)
 {
 	struct native_fns fn;
-	uint32_t n = ctx->sz.rounds;
+	uint32_t n = TPUT_PAIRS(ctx);
 	double *so, *hsa;
 	int rc = -1;
 
@@ -640,7 +671,7 @@ int bench_tput_so(struct ctx *ctx, struct result *res)
 	hsa = calloc(n, sizeof(*hsa));
 	if (!so || !hsa) {
 		rc = fail_errno("calloc", ENOMEM);
-	} else if (tput_in_turn(ctx, &fn, so, hsa) == 0) {
+	} else if (tput_in_turn(ctx, &fn, n, so, hsa) == 0) {
 		res->kind = RESULT_RATE;
 		rate_stats(so, n, 1, &res->rate);
 		rate_stats(hsa, n, 1, &hb.tput);

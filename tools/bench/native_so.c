@@ -1,44 +1,77 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * aqlbench-native.so: dispatch_throughput's rounds and the round trips of
- * dispatch_rtt_spin and dispatch_rtt_spin_block, built against
+ * aqlbench-native.so: the native peers of the HSA rows, built against
  * libaql.so. aql-bench links libaql statically; aql's
  * libhsa-runtime64.so.1 runs on libaql.so. aql-bench loads this module
  * after that library, so both use the same libaql.so and its default CPU
- * agent, and the _so rows are the native peers of the _hsa rows with
- * only the HSA layer between them. hsa.c runs their rounds in turn, so
- * that both see the same machine.
+ * agent, and only the HSA layer lies between a _so row and its _hsa row.
+ * The round trips are dispatch_rtt_spin's and dispatch_rtt_spin_block's
+ * (aql_queue_submit, aql_signal_wait); the throughput rounds run
+ * publish.h's producer, the HSA program's, on aql's own atomics. hsa.c
+ * runs their rounds in turn, so that both see the same machine.
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include <aql/aql.h>
 
 #include "empty.h"
+#include "publish.h"
 
 #define WAIT_TIMEOUT_NS (30ull * 1000000000ull)
 
-static uint64_t clock_ns(void)
+/* publish.h's producer on aql's own atomics, as aql_queue_reserve() and
+ * aql_queue_ring_doorbell() use them. */
+static uint64_t aql_load_write(void *q)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return __atomic_load_n(&((aql_queue *)q)->amd->write_dispatch_id, __ATOMIC_RELAXED);
 }
 
+static void aql_store_write(void *q, uint64_t id)
+{
+	__atomic_store_n(&((aql_queue *)q)->amd->write_dispatch_id, id, __ATOMIC_RELAXED);
+}
+
+static uint64_t aql_load_read(void *q)
+{
+	return __atomic_load_n(&((aql_queue *)q)->amd->read_dispatch_id, __ATOMIC_ACQUIRE);
+}
+
+static void aql_ring(void *q, uint64_t id)
+{
+	aql_queue_ring_doorbell(q, id);
+}
+
+static const struct publish_ops aql_ops = {
+	aql_load_write, aql_store_write, aql_load_read, aql_ring,
+};
+
+/* packets back to back, the last one signalling (barrier set): dispatches/s
+ * in *rate; 0, or -1 having said why. */
 static int round_of(aql_queue *q, aql_signal *done, uint32_t packets, double *rate)
 {
 	const aql_packet body = empty_dispatch(0, NULL), last = empty_dispatch(1, done);
+	struct publish_queue pq = { .q = q, .ring = q->ring, .size = q->size,
+				    .read = aql_load_read(q) };
 	uint64_t t0;
 
 	aql_signal_store(done, 1, AQL_RELAXED);
-	t0 = clock_ns();
-	if (submit_batch(q, &body, &last, packets) != AQL_OK ||
-	    aql_signal_wait(done, AQL_COND_LT, 1, WAIT_TIMEOUT_NS, AQL_WAIT_SPIN_BLOCK,
-			    NULL) != AQL_OK)
+	t0 = aql_now_ns();
+	for (uint32_t i = 1; i < packets; i++)
+		if (publish_packet(&pq, &body, &aql_ops, WAIT_TIMEOUT_NS))
+			goto full;
+	if (publish_packet(&pq, &last, &aql_ops, WAIT_TIMEOUT_NS))
+		goto full;
+	if (aql_signal_wait(done, AQL_COND_LT, 1, WAIT_TIMEOUT_NS, AQL_WAIT_SPIN_BLOCK, NULL) !=
+	    AQL_OK) {
+		fprintf(stderr, "aqlbench-native.so: %s\n", aql_error_message());
 		return -1;
-	*rate = (double)packets * 1e9 / (double)(clock_ns() - t0 + 1);
+	}
+	*rate = (double)packets * 1e9 / (double)(aql_now_ns() - t0 + 1);
 	return 0;
+full:
+	fprintf(stderr, "aqlbench-native.so: queue %llu stays full\n",
+		(unsigned long long)q->amd->hsa.id);
+	return -1;
 }
 
 /* A queue of the default agent and its completion signal, one warm-up
@@ -68,9 +101,12 @@ struct aql_bench_native *aql_bench_native_open(uint32_t queue_size, uint32_t pac
 
 	if (n && aql_agent_default(&agent) == AQL_OK &&
 	    aql_queue_create(agent, &c, &n->q) == AQL_OK &&
-	    aql_signal_create(1, &n->done) == AQL_OK && round_of(n->q, n->done, packets, &warm) == 0)
-		return n;
-	fprintf(stderr, "aqlbench-native.so: %s\n", n ? aql_error_message() : "out of memory");
+	    aql_signal_create(1, &n->done) == AQL_OK) {
+		if (round_of(n->q, n->done, packets, &warm) == 0)
+			return n;
+	} else {
+		fprintf(stderr, "aqlbench-native.so: %s\n", n ? aql_error_message() : "out of memory");
+	}
 	aql_bench_native_close(n);
 	return NULL;
 }
@@ -89,7 +125,7 @@ int aql_bench_native_rtt(struct aql_bench_native *n, int hint, uint64_t *samples
 
 	for (uint32_t i = 0; i < count; i++) {
 		aql_signal_store(n->done, 1, AQL_RELAXED);
-		t0 = clock_ns();
+		t0 = aql_now_ns();
 		if (aql_queue_submit(n->q, &pkt) != AQL_OK ||
 		    aql_signal_wait(n->done, AQL_COND_LT, 1, WAIT_TIMEOUT_NS,
 				    (enum aql_wait_hint)hint, NULL) != AQL_OK) {
@@ -97,7 +133,7 @@ int aql_bench_native_rtt(struct aql_bench_native *n, int hint, uint64_t *samples
 			return -1;
 		}
 		if (samples)
-			samples[i] = clock_ns() - t0;
+			samples[i] = aql_now_ns() - t0;
 	}
 	return 0;
 }
@@ -106,8 +142,5 @@ int aql_bench_native_rtt(struct aql_bench_native *n, int hint, uint64_t *samples
 __attribute__((visibility("default")))
 int aql_bench_native_round(struct aql_bench_native *n, uint32_t packets, double *rate)
 {
-	if (round_of(n->q, n->done, packets, rate) == 0)
-		return 0;
-	fprintf(stderr, "aqlbench-native.so: %s\n", aql_error_message());
-	return -1;
+	return round_of(n->q, n->done, packets, rate);
 }
