@@ -206,6 +206,21 @@ aql_status th_submit(aql_queue *q, const void *packet)
 	return st;
 }
 
+aql_status th_submit_all(aql_queue *q, const aql_packet *packets, uint32_t n)
+{
+	uint64_t first = 0;
+	aql_status st = aql_queue_reserve(q, n, &first);
+
+	if (st != AQL_OK) {
+		CHECK(0, "reserve %u packets: %s", n, aql_error_message());
+		return st;
+	}
+	for (uint32_t i = n; i-- > 0;)
+		aql_packet_store(aql_queue_slot(q, first + i), &packets[i]);
+	aql_queue_ring_doorbell(q, first + n - 1);
+	return AQL_OK;
+}
+
 int64_t th_wait_done(aql_signal *signal)
 {
 	int64_t v = 1;

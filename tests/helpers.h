@@ -113,6 +113,15 @@ aql_dispatch_packet th_dispatch1(const aql_host_kernel_descriptor *kd, const voi
 /* Submit; a failure is recorded with its reason. Returns the status. */
 aql_status th_submit(aql_queue *q, const void *packet);
 
+/*
+ * Publish n packets at once: n slots reserved, stored last to first (the
+ * first header, which the processor waits on, last), one doorbell. For a
+ * test one of whose packets stops the queue: the processor meets none of
+ * them before all are in, so the stop cannot turn away those behind it,
+ * however slowly the test runs. A failure is recorded as th_submit's is.
+ */
+aql_status th_submit_all(aql_queue *q, const aql_packet *packets, uint32_t n);
+
 /* Wait until signal < 1 and return its value (negative: packet failed).
  * A timeout ends the test (th_done). */
 int64_t th_wait_done(aql_signal *signal);

@@ -216,18 +216,17 @@ static void test_refused_launch(void)
 	aql_signal *gate = th_signal(1), *first = th_signal(1), *bad = th_signal(1),
 		   *after = th_signal(1);
 	const char *message = NULL;
-	aql_packet p;
+	aql_packet p[4];
 
-	p = barrier_and(gate, NULL);
-	th_submit(q, &p);
-	p = saxpy_packet(&args, first);
-	th_submit(q, &p);
-	p = saxpy_packet(&args, bad);
-	p.dispatch.workgroup_size_x = 1;
-	p.dispatch.grid_size_x = UINT32_MAX;
-	th_submit(q, &p);
-	p = saxpy_packet(&args, after);
-	th_submit(q, &p);
+	/* All at once: the processor refuses the third as soon as it reaches
+	 * it, on the stream path before the gate opens. */
+	p[0] = barrier_and(gate, NULL);
+	p[1] = saxpy_packet(&args, first);
+	p[2] = saxpy_packet(&args, bad);
+	p[2].dispatch.workgroup_size_x = 1;
+	p[2].dispatch.grid_size_x = UINT32_MAX;
+	p[3] = saxpy_packet(&args, after);
+	th_submit_all(q, p, 4);
 	for (uint64_t end = th_now_ns() + TH_TIMEOUT_NS;
 	     aql_queue_error(q, NULL) == AQL_OK && th_now_ns() < end;)
 		th_sleep_ms(1);
@@ -695,18 +694,17 @@ static void test_fault(void)
 	struct waiter w;
 	pthread_t t;
 	const char *message = NULL;
-	aql_packet p;
+	aql_packet p, all[6];
 
 	for (int i = 0; i < 6; i++)
 		done[i] = th_signal(1);
 	/* The last waits on a gate, so that a packet is certainly in flight
-	 * when the fault hits; a waiter sleeps on it. */
-	for (int i = 0; i < 5; i++) {
-		p = saxpy_packet(&args, done[i]);
-		th_submit(q, &p);
-	}
-	p = barrier_and(gate, done[5]);
-	th_submit(q, &p);
+	 * when the fault hits; a waiter sleeps on it. All at once, so that
+	 * the fault cannot stop the queue before the last is in. */
+	for (int i = 0; i < 5; i++)
+		all[i] = saxpy_packet(&args, done[i]);
+	all[5] = barrier_and(gate, done[5]);
+	th_submit_all(q, all, 6);
 	w = (struct waiter){ done[5], 1, AQL_ERR_TIMEOUT, 1, 0 };
 	pthread_create(&t, NULL, wait_blocked, &w);
 	for (int i = 0; i < 5; i++) {
@@ -747,20 +745,20 @@ static void test_device_fault(void)
 	const char *message = NULL;
 	struct waiter w;
 	pthread_t t;
-	aql_packet p;
+	aql_packet p, all[3];
 
 	for (int i = 0; i < 4; i++)
 		done[i] = th_signal(1);
 	p = saxpy_packet(&good, done[0]);
 	th_submit(q, &p);
 	CHECK(th_wait_done(done[0]) == 0, "the launch before the fault");
-	p = saxpy_packet(&bad, done[1]);
-	th_submit(q, &p);
-	p = saxpy_packet(&good, done[2]);
-	th_submit(q, &p);
-	/* Held by a gate never opened: certainly in flight at the fault. */
-	p = barrier_and(gate, done[3]);
-	th_submit(q, &p);
+	/* The last held by a gate never opened: certainly in flight at the
+	 * fault. All at once, so that the fault cannot stop the queue before
+	 * the last is in. */
+	all[0] = saxpy_packet(&bad, done[1]);
+	all[1] = saxpy_packet(&good, done[2]);
+	all[2] = barrier_and(gate, done[3]);
+	th_submit_all(q, all, 3);
 	w = (struct waiter){ done[3], 1, AQL_ERR_TIMEOUT, 1, 0 };
 	pthread_create(&t, NULL, wait_blocked, &w);
 	for (int i = 1; i < 3; i++) {
