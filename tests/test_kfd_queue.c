@@ -384,17 +384,17 @@ static void check_refused_packet(void)
 {
 	aql_queue *q = queue(64);
 	aql_signal *s = th_signal(1), *behind = th_signal(1);
-	aql_packet p = { 0 }, b = barrier(NULL, behind);
+	aql_packet p[2] = { { 0 }, barrier(NULL, behind) };
 	const char *msg = "";
 	uint64_t end = th_now_ns() + TH_TIMEOUT_NS;
 
-	p.barrier_value.header.header = aql_packet_header(AQL_PACKET_VENDOR_SPECIFIC, 1,
-							  AQL_FENCE_SYSTEM,
-							  AQL_FENCE_SYSTEM);
-	p.barrier_value.header.format = 0x7f;
-	p.barrier_value.completion_signal = aql_signal_handle(s);
-	CHECK(th_submit(q, &p) == AQL_OK, "vendor packet");
-	CHECK(th_submit(q, &b) == AQL_OK, "barrier behind it");
+	p[0].barrier_value.header.header = aql_packet_header(AQL_PACKET_VENDOR_SPECIFIC, 1,
+							     AQL_FENCE_SYSTEM,
+							     AQL_FENCE_SYSTEM);
+	p[0].barrier_value.header.format = 0x7f;
+	p[0].barrier_value.completion_signal = aql_signal_handle(s);
+	/* Both at once: the CP stops the queue as soon as it meets the first. */
+	CHECK(th_submit_all(q, p, 2) == AQL_OK, "vendor packet and the barrier behind it");
 	CHECK(th_wait_done(s) == -1, "refused packet's signal");
 	CHECK(th_wait_done(behind) == -1, "the signal of the packet behind it");
 	while (aql_queue_error(q, &msg) == AQL_OK && th_now_ns() < end)
@@ -402,7 +402,7 @@ static void check_refused_packet(void)
 	CHECK(aql_queue_error(q, &msg) == AQL_ERR_QUEUE_ERROR &&
 	      strstr(msg, "unsupported vendor-specific packet (CP code 256)") &&
 	      strstr(msg, "packet 0"), "queue error: %s", msg);
-	CHECK(aql_queue_submit(q, &b) == AQL_ERR_QUEUE_ERROR, "submission after the error");
+	CHECK(aql_queue_submit(q, &p[1]) == AQL_ERR_QUEUE_ERROR, "submission after the error");
 	CHECK_OK(aql_queue_destroy(q));
 	aql_signal_destroy(s);
 	aql_signal_destroy(behind);
