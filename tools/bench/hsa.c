@@ -611,7 +611,8 @@ static int tput_pair(struct ctx *ctx, const struct native_fns *fn, int hsa_first
 {
 	uint32_t packets = ctx->sz.packets;
 	int placed = place_processors();
-	void *native = fn->open(ctx->queue_size, packets);
+	/* Warmed up below, from the submitter's CPU, not the processors'. */
+	void *native = fn->open(ctx->queue_size, 1);
 	hsa_queue_t *q = NULL;
 	hsa_signal_t sig;
 	double warm;
@@ -624,7 +625,7 @@ static int tput_pair(struct ctx *ctx, const struct native_fns *fn, int hsa_first
 	if (open_queue(ctx, &q, &sig))
 		goto out;
 	place_submitter(placed);
-	rc = tput_round(q, sig, packets, &warm) ||
+	rc = tput_round(q, sig, packets, &warm) || fn->round(native, packets, &warm) ||
 	     (hsa_first ? tput_round(q, sig, packets, hsa) || fn->round(native, packets, so)
 			: fn->round(native, packets, so) || tput_round(q, sig, packets, hsa));
 	if (close_queue(q, sig))
