@@ -22,8 +22,8 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, uint64
 CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, uint64_t flags);
 
 struct emu emu = { .lock = PTHREAD_MUTEX_INITIALIZER, .fail_after = -1 };
-__thread CUcontext emu_current;
-__thread int emu_in_host_fn;
+EMU_TLS CUcontext emu_current;
+EMU_TLS int emu_in_host_fn;
 
 /*
  * Device memory: one arena per device, apart from every host allocation,

@@ -65,9 +65,17 @@ struct emu {
 
 extern struct emu emu;
 
-/* The calling thread's current context, and whether it runs a host function. */
-extern __thread CUcontext emu_current;
-extern __thread int emu_in_host_fn;
+/*
+ * The calling thread's current context, and whether it runs a host function.
+ * Static TLS (initial-exec), though aql dlopens this library: glibc
+ * mallocs a dlopened library's dynamic TLS and frees an exited thread's
+ * block from whichever thread next reuses its stack, which TSan, seeing no
+ * order between the two, reported as a race with the stream worker's last
+ * store (in about one TSan run of the suite in seven).
+ */
+#define EMU_TLS __thread __attribute__((tls_model("initial-exec")))
+extern EMU_TLS CUcontext emu_current;
+extern EMU_TLS int emu_in_host_fn;
 
 /* The checks every entry point makes: stub mode, cuInit, host function. */
 CUresult emu_gate(void);
