@@ -21,28 +21,28 @@
 
 /* publish.h's producer on aql's own atomics, as aql_queue_reserve() and
  * aql_queue_ring_doorbell() use them. */
-static uint64_t aql_load_write(void *q)
+static uint64_t so_load_write(void *q)
 {
 	return __atomic_load_n(&((aql_queue *)q)->amd->write_dispatch_id, __ATOMIC_RELAXED);
 }
 
-static void aql_store_write(void *q, uint64_t id)
+static void so_store_write(void *q, uint64_t id)
 {
 	__atomic_store_n(&((aql_queue *)q)->amd->write_dispatch_id, id, __ATOMIC_RELAXED);
 }
 
-static uint64_t aql_load_read(void *q)
+static uint64_t so_load_read(void *q)
 {
 	return __atomic_load_n(&((aql_queue *)q)->amd->read_dispatch_id, __ATOMIC_ACQUIRE);
 }
 
-static void aql_ring(void *q, uint64_t id)
+static void so_ring(void *q, uint64_t id)
 {
 	aql_queue_ring_doorbell(q, id);
 }
 
-static const struct publish_ops aql_ops = {
-	aql_load_write, aql_store_write, aql_load_read, aql_ring,
+static const struct publish_ops so_ops = {
+	so_load_write, so_store_write, so_load_read, so_ring,
 };
 
 /* packets back to back, the last one signalling (barrier set): dispatches/s
@@ -51,15 +51,15 @@ static int round_of(aql_queue *q, aql_signal *done, uint32_t packets, double *ra
 {
 	const aql_packet body = empty_dispatch(0, NULL), last = empty_dispatch(1, done);
 	struct publish_queue pq = { .q = q, .ring = q->ring, .size = q->size,
-				    .read = aql_load_read(q) };
+				    .read = so_load_read(q) };
 	uint64_t t0;
 
 	aql_signal_store(done, 1, AQL_RELAXED);
 	t0 = aql_now_ns();
 	for (uint32_t i = 1; i < packets; i++)
-		if (publish_packet(&pq, &body, &aql_ops, WAIT_TIMEOUT_NS))
+		if (publish_packet(&pq, &body, &so_ops, WAIT_TIMEOUT_NS))
 			goto full;
-	if (publish_packet(&pq, &last, &aql_ops, WAIT_TIMEOUT_NS))
+	if (publish_packet(&pq, &last, &so_ops, WAIT_TIMEOUT_NS))
 		goto full;
 	if (aql_signal_wait(done, AQL_COND_LT, 1, WAIT_TIMEOUT_NS, AQL_WAIT_SPIN_BLOCK, NULL) !=
 	    AQL_OK) {

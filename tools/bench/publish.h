@@ -14,7 +14,6 @@
 #define AQL_BENCH_PUBLISH_H
 
 #include <stdint.h>
-#include <string.h>
 #include <aql/packet.h>
 
 #include "util/clock.h"
@@ -62,17 +61,11 @@ PUBLISH_INLINE int publish_packet(struct publish_queue *pq, const aql_packet *p,
 				  const struct publish_ops *ops, uint64_t timeout_ns)
 {
 	uint64_t id = ops->load_write(pq->q);
-	aql_packet *slot;
-	uint32_t first;
 
 	if (id - pq->read >= pq->size && publish_wait(pq, id, ops, timeout_ns))
 		return -1;
 	ops->store_write(pq->q, id + 1);
-	slot = pq->ring + (id & (pq->size - 1));
-	memcpy((char *)slot + sizeof(first), (const char *)p + sizeof(first),
-	       sizeof(*p) - sizeof(first));
-	memcpy(&first, p, sizeof(first));
-	__atomic_store_n((uint32_t *)slot, first, __ATOMIC_RELEASE);
+	aql_packet_store(pq->ring + (id & (pq->size - 1)), p);
 	ops->ring(pq->q, id);
 	return 0;
 }
