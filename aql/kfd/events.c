@@ -42,8 +42,9 @@
 #include "util/wait.h"
 
 #define SLOTS KFD_SIGNAL_EVENT_LIMIT
-/* The kernel clears SLOTS slots of the page whatever its size
- * (kfd_events.c kfd_event_page_set): exactly that much. */
+/* kfd_event_page_set fills SLOTS slots of the page with 0xFF bytes
+ * (UNSIGNALED_EVENT_SLOT) whatever its size, and refuses a smaller page:
+ * exactly that much. */
 #define PAGE_BYTES (SLOTS * sizeof(uint64_t))
 #define SIGNAL_BYTES (64 * sizeof(aql_signal))
 #define POLL_NS 1000000u
@@ -165,9 +166,12 @@ static void memory_fault(const struct kfd_hsa_memory_exception_data *m)
 
 /*
  * The watcher. MEMORY is auto-reset and says which GPU in its data
- * (copied back only when it fired). HW_EXCEPTION's data is not copied
- * back (kfd_events.c copy_signaled_event_data), so it is manual-reset and
- * looked at alone: a GPU reset is reported once and no longer watched.
+ * (copied back only when it fired). HW_EXCEPTION's data is copied back
+ * only by kernels with the November 2023 fix to copy_signaled_event_data
+ * (kfd_events.c; approx. Linux 6.8), not by 6.1 to 6.7, and no KFD
+ * version tells which. So it is not read: the event is manual-reset and
+ * looked at alone, and a GPU reset is reported once, for every GPU, and
+ * no longer watched.
  */
 static void *watch(void *arg)
 {

@@ -39,7 +39,7 @@ struct event {
 	int auto_reset, signaled;
 	uint64_t age;
 	struct kfd_hsa_memory_exception_data memory;
-	struct kfd_hsa_hw_exception_data hw;	/* kept, not copied back (6.6) */
+	struct kfd_hsa_hw_exception_data hw;	/* kept, not copied back (6.1-6.7) */
 	struct waiter *queue;		/* the wait queue: waiters not yet freed */
 	struct event *next;		/* ev.events, in id order */
 };
