@@ -31,7 +31,8 @@ KFD_EMU = None
 CUDA_ENV = ('LD_LIBRARY_PATH', 'AQL_CUDA_EMU_MODE', 'AQL_CUDA_EMU_DEVICES',
             'AQL_CUDA_EMU_FAIL_AFTER', 'CUDA_VISIBLE_DEVICES')
 KFD_ENV = ('AQL_KFD_SYS', 'AQL_KFD_EMU_GPUS', 'AQL_KFD_EMU_VERSION', 'AQL_KFD_EMU_FAIL',
-           'AQL_KFD_EMU_XNACK', 'AQL_KFD_EMU_BAR', 'AQL_KFD_EMU_VRAM')
+           'AQL_KFD_EMU_XNACK', 'AQL_KFD_EMU_BAR', 'AQL_KFD_EMU_VRAM', 'AQL_KFD_EMU_DENY',
+           'AQL_KFD_EMU_NO_RENDER')
 
 
 def run(*args, emu=False, **env):
@@ -360,16 +361,41 @@ class KfdEmulated(unittest.TestCase):
         reasons = [r for _, r in found.values()]
         self.assertEqual(len(set(reasons)), len(reasons), found)
 
-    def test_open_failure_listed(self):
-        """A GPU that fails to open is reported; the CPU agent stays."""
+    def test_render_refused_listed(self):
+        """A GPU whose render node is refused is reported; the CPU agent stays."""
         rc, doc = run_json(AQL_KFD_SYS=KFD_EMU, AQL_KFD_EMU_GPUS='gfx90a',
                            AQL_KFD_EMU_FAIL='open_render')
         self.assertEqual(rc, 0)
         self.assertFalse(self.amd(doc), doc)
         amd = unavailable(doc, 'amd')
         self.assertEqual(len(amd), 1, doc)
-        self.assertTrue(amd[0]['reason'].startswith('amd agent 0: '), amd)
+        self.assertEqual(amd[0]['status'], 'AQL_ERR_SYSTEM', amd)
+        self.assertIn('/dev/dri/renderD128', amd[0]['reason'])
         self.assertIn('render group', amd[0]['reason'])
+
+    def test_container_nodes(self):
+        """In a container: a GPU the device cgroup denies and one without its
+        render node are listed with their reasons; the third is the agent."""
+        env = dict(AQL_KFD_SYS=KFD_EMU, AQL_KFD_EMU_GPUS='gfx90a,gfx942,gfx90a',
+                   AQL_KFD_EMU_DENY='2', AQL_KFD_EMU_NO_RENDER='3')
+        rc, doc = run_json(**env)
+        self.assertEqual(rc, 0, doc)
+        agents = self.amd(doc)
+        self.assertEqual([a['name'] for a in agents], ['gfx90a'], doc)
+        amd = unavailable(doc, 'amd')
+        self.assertEqual(len(amd), 2, doc)
+        self.assertEqual(amd[0]['status'], 'AQL_ERR_SYSTEM', amd)
+        self.assertTrue(amd[0]['reason'].startswith('KFD node 2: '), amd)
+        self.assertIn('device cgroup', amd[0]['reason'])
+        self.assertIn('Operation not permitted', amd[0]['reason'])
+        self.assertEqual(amd[1]['status'], 'AQL_ERR_NOT_FOUND', amd)
+        self.assertTrue(amd[1]['reason'].startswith('KFD node 3 ('), amd)
+        self.assertIn('no render node /dev/dri/renderD130', amd[1]['reason'])
+        rc, out = run(**env)
+        self.assertEqual(rc, 0, out)
+        self.assertIn('Unavailable:', out)
+        self.assertIn('KFD node 2: ', out)
+        self.assertIn('KFD node 3 (', out)
 
 
 def main():

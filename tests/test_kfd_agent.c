@@ -11,12 +11,11 @@
  *	from several threads, and the refusals of what is not built yet;
  *   test_kfd_agent --expect REASON
  *	aql_agent_count(AMD) fails for REASON (nokfd, perm, old, new,
- *	nogpu, nolib, abi1), every later call the same way, and the CPU agent
- *	works all the same;
+ *	nogpu, nolib, abi1, render_perm), every later call the same way, and
+ *	the CPU agent works all the same;
  *   test_kfd_agent --expect-open REASON
- *	the count works and opening agent 0 fails for REASON (render_perm,
- *	vm_nomem, vm_inval, vm_busy, rt_exist, rt_intr), or works despite
- *	it (rt_busy);
+ *	the count works and opening agent 0 fails for REASON (vm_nomem,
+ *	vm_inval, vm_busy, rt_exist), or works despite it (rt_busy);
  *   test_kfd_agent --topology
  *	kfd_topology_scan() on an in-memory sysfs: unknown and missing
  *	keys, unsupported nodes and their reasons, a changing generation;
@@ -295,13 +294,12 @@ static const struct {
 	{ "nogpu", AQL_ERR_NOT_FOUND, "lists no GPU" },
 	{ "nolib", AQL_ERR_NOT_FOUND, "does not load" },
 	{ "abi1", AQL_ERR_UNSUPPORTED, "has table ABI 1, and this libaql needs 2" },
-}, open_reasons[] = {
 	{ "render_perm", AQL_ERR_SYSTEM, "render group" },
+}, open_reasons[] = {
 	{ "vm_nomem", AQL_ERR_NOMEM, "AMDKFD_IOC_ACQUIRE_VM" },
 	{ "vm_inval", AQL_ERR_DEVICE, "not this GPU's" },
 	{ "vm_busy", AQL_ERR_BUSY, "already holds the GPU's VM" },
 	{ "rt_exist", AQL_ERR_BUSY, "already created KFD queues" },
-	{ "rt_intr", AQL_ERR_DEVICE, "interrupted" },
 	{ "rt_busy", AQL_OK, NULL },
 };
 

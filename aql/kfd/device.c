@@ -66,7 +66,7 @@ static aql_status open_kfd(const struct aql_kfd_sys *sys)
 				"-aG render,video $USER) and log in again");
 	if (fd < 0)
 		return aql_fail_errno(AQL_ERR_SYSTEM, -fd, "opening /dev/kfd");
-	r = sys->ioctl(fd, AMDKFD_IOC_GET_VERSION, &v);
+	r = aql_kfd_ioctl(sys, fd, AMDKFD_IOC_GET_VERSION, &v);
 	if (r < 0) {
 		sys->close(fd);
 		return aql_fail_errno(AQL_ERR_DEVICE, -r, "/dev/kfd: AMDKFD_IOC_GET_VERSION");
@@ -97,7 +97,7 @@ static aql_status open_kfd(const struct aql_kfd_sys *sys)
 static void query_xnack(void)
 {
 	struct kfd_ioctl_set_xnack_mode_args a = { .xnack_enabled = -1 };
-	int r = process.sys->ioctl(process.fd, AMDKFD_IOC_SET_XNACK_MODE, &a);
+	int r = aql_kfd_ioctl(process.sys, process.fd, AMDKFD_IOC_SET_XNACK_MODE, &a);
 	enum aql_feature_state mode = r == -EPERM ? AQL_FEATURE_OFF :
 				      r < 0 ? AQL_FEATURE_ANY :
 				      a.xnack_enabled ? AQL_FEATURE_ON : AQL_FEATURE_OFF;
@@ -110,6 +110,36 @@ static void query_xnack(void)
 			aql_target_format(&n->target, n->target_id, sizeof(n->target_id));
 		}
 	}
+}
+
+/*
+ * The node's render node, opened at discovery and kept (as libhsakmt's
+ * topology.c opens it in topology_sysfs_check_node_supported): a node
+ * whose render node is absent (a container given only some of
+ * /dev/dri) or refused is no agent, with its reason.
+ */
+static void render_open(struct kfd_node *n, struct kfd_gpu *g)
+{
+	char path[64];
+	int r;
+
+	snprintf(path, sizeof(path), "/dev/dri/renderD%u", n->drm_render_minor);
+	r = process.sys->open(path, O_RDWR);
+	if (r >= 0)
+		g->render_fd = r;
+	else if (r == -ENOENT)
+		kfd_node_unusable(n, AQL_ERR_NOT_FOUND,
+				  "%s: no render node %s: a container must be given it with "
+				  "/dev/kfd (docker --device=%s)", n->gfx, path, path);
+	else if (r == -EACCES || r == -EPERM)
+		kfd_node_unusable(n, AQL_ERR_SYSTEM,
+				  "%s: permission denied on %s (%s): add the user to the render "
+				  "group (sudo usermod -aG render $USER) and log in again, or allow "
+				  "the device in the container's device cgroup", n->gfx, path,
+				  strerror(-r));
+	else
+		kfd_node_unusable(n, AQL_ERR_SYSTEM, "%s: opening its render node %s: %s", n->gfx,
+				  path, strerror(-r));
 }
 
 static aql_status load(void)
@@ -131,6 +161,8 @@ static aql_status load(void)
 	query_xnack();
 	for (uint32_t i = 0; i < process.topo.count; i++) {
 		gpus[i].render_fd = -1;
+		if (process.topo.nodes[i].usable == AQL_OK)
+			render_open(&process.topo.nodes[i], &gpus[i]);
 		if (process.topo.nodes[i].usable == AQL_OK)
 			process.usable++;
 		else if (!first)
@@ -192,20 +224,16 @@ static aql_status runtime_enable(void)
 
 	if (runtime_enabled || process.minor < 13)
 		return AQL_OK;
-	r = process.sys->ioctl(process.fd, AMDKFD_IOC_RUNTIME_ENABLE, &a);
+	r = aql_kfd_ioctl(process.sys, process.fd, AMDKFD_IOC_RUNTIME_ENABLE, &a);
 	/* kfd_chardev.c runtime_enable: -EBUSY is a runtime enabled before
 	 * (by another runtime in this process), the state aql wants; -EEXIST
-	 * is queues made before it; -EINTR a signal while an attached
-	 * debugger held the call (the next open asks again). */
+	 * is queues made before it. A signal while an attached debugger holds
+	 * the call (-EINTR) is retried by aql_kfd_ioctl. */
 	if (r == -EEXIST)
 		return aql_fail(AQL_ERR_BUSY,
 				"AMDKFD_IOC_RUNTIME_ENABLE: another runtime in this process has "
 				"already created KFD queues (EEXIST); aql must own the GPU runtime "
 				"of the process");
-	if (r == -EINTR)
-		return aql_fail(AQL_ERR_DEVICE,
-				"AMDKFD_IOC_RUNTIME_ENABLE was interrupted (EINTR): a debugger "
-				"attached to this process did not answer it");
 	if (r < 0 && r != -EBUSY)
 		return aql_fail_errno(AQL_ERR_DEVICE, -r, "/dev/kfd: AMDKFD_IOC_RUNTIME_ENABLE");
 	runtime_enabled = 1;
@@ -220,7 +248,7 @@ static aql_status find_apertures(const struct kfd_node *n, struct kfd_gpu *g)
 	int r;
 
 	/* num_of_nodes 0 asks how many GPUs the process has. */
-	r = process.sys->ioctl(process.fd, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &a);
+	r = aql_kfd_ioctl(process.sys, process.fd, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &a);
 	if (r < 0)
 		return aql_fail_errno(AQL_ERR_DEVICE, -r,
 				      "%s: AMDKFD_IOC_GET_PROCESS_APERTURES_NEW", n->gfx);
@@ -229,7 +257,7 @@ static aql_status find_apertures(const struct kfd_node *n, struct kfd_gpu *g)
 		return aql_fail(AQL_ERR_NOMEM, "%s: no memory for %u apertures", n->gfx,
 				a.num_of_nodes);
 	a.kfd_process_device_apertures_ptr = (uintptr_t)list;
-	r = process.sys->ioctl(process.fd, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &a);
+	r = aql_kfd_ioctl(process.sys, process.fd, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &a);
 	st = r < 0 ? aql_fail_errno(AQL_ERR_DEVICE, -r,
 				    "%s: AMDKFD_IOC_GET_PROCESS_APERTURES_NEW", n->gfx) :
 		     aql_fail(AQL_ERR_DEVICE,
@@ -252,21 +280,10 @@ static aql_status acquire_vm(const struct kfd_node *n, struct kfd_gpu *g)
 	char path[64];
 	int r;
 
+	/* the render node was opened at discovery (render_open) */
 	snprintf(path, sizeof(path), "/dev/dri/renderD%u", n->drm_render_minor);
-	if (g->render_fd < 0) {
-		r = process.sys->open(path, O_RDWR);
-		if (r == -EACCES || r == -EPERM)
-			return aql_fail(AQL_ERR_SYSTEM,
-					"%s: permission denied on %s: add the user to the render "
-					"group (sudo usermod -aG render $USER) and log in again",
-					n->gfx, path);
-		if (r < 0)
-			return aql_fail_errno(r == -ENOENT ? AQL_ERR_NOT_FOUND : AQL_ERR_SYSTEM, -r,
-					      "%s: opening its render node %s", n->gfx, path);
-		g->render_fd = r;
-	}
 	a.drm_fd = (uint32_t)g->render_fd;
-	r = process.sys->ioctl(process.fd, AMDKFD_IOC_ACQUIRE_VM, &a);
+	r = aql_kfd_ioctl(process.sys, process.fd, AMDKFD_IOC_ACQUIRE_VM, &a);
 	/* kfd_chardev.c kfd_ioctl_acquire_vm: -EBUSY when the VM was acquired
 	 * through another file, -EINVAL for a file or gpu_id it rejects. */
 	if (r == -EBUSY)

@@ -100,7 +100,7 @@ static uint32_t event_of(const aql_signal *signal)
 
 static int kfd_ioctl(unsigned long cmd, void *args)
 {
-	return ev.process->sys->ioctl(ev.process->fd, cmd, args);
+	return aql_kfd_ioctl(ev.process->sys, ev.process->fd, cmd, args);
 }
 
 /* One line on stderr for the first failure of a path that has no caller
@@ -187,8 +187,6 @@ static void *watch(void *arg)
 							.timeout = 0xffffffffu };
 		int r = kfd_ioctl(AMDKFD_IOC_WAIT_EVENTS, &w);
 
-		if (r == -EINTR)
-			continue;
 		if (r < 0) {
 			fprintf(stderr, "libaql: the AMD fault watcher stops: "
 				"AMDKFD_IOC_WAIT_EVENTS: %s\n", strerror(-r));
@@ -346,7 +344,7 @@ static uint64_t sleep_events(uint32_t n, const struct aql_wait_cond *c, const ui
 	w.timeout = ms > 0xfffffffeu ? 0xfffffffeu : (uint32_t)(ms ? ms : 1);
 	r = kfd_ioctl(AMDKFD_IOC_WAIT_EVENTS, &w);
 	disarm(n, c, ticket);
-	if (r < 0 && r != -EINTR) {
+	if (r < 0) {
 		warn("AMDKFD_IOC_WAIT_EVENTS", r);
 		return now + POLL_NS;
 	}

@@ -82,6 +82,11 @@ aql_status kfd_topology_scan(const struct aql_kfd_sys *sys, const char *root,
 			     struct kfd_topology *out);
 void kfd_topology_free(struct kfd_topology *topo);
 
+/* Mark n unusable with st and the reason, "KFD node N (gpu_id G): " and
+ * fmt's text. */
+void kfd_node_unusable(struct kfd_node *n, aql_status st, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /*
  * The process's KFD: /dev/kfd, opened once and kept open until exit, since
  * amdkfd keys its process by the mm (kfd_process.c): a second open would

@@ -137,7 +137,7 @@ aql_status kfd_mem_available(const struct kfd_agent *a, uint64_t *out)
 	if (a->process->minor < 9)
 		return aql_fail(AQL_ERR_UNSUPPORTED, "KFD %u.%u has no AMDKFD_IOC_AVAILABLE_MEMORY",
 				a->process->major, a->process->minor);
-	r = a->process->sys->ioctl(a->process->fd, AMDKFD_IOC_AVAILABLE_MEMORY, &m);
+	r = aql_kfd_ioctl(a->process->sys, a->process->fd, AMDKFD_IOC_AVAILABLE_MEMORY, &m);
 	if (r < 0)
 		return aql_fail_errno(AQL_ERR_DEVICE, -r, "%s: AMDKFD_IOC_AVAILABLE_MEMORY",
 				      a->node->gfx);
@@ -189,14 +189,14 @@ static int gpu_unmap(const struct kfd_agent *a, uint64_t handle)
 		.n_devices = 1,
 	};
 
-	return a->process->sys->ioctl(a->process->fd, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &u);
+	return aql_kfd_ioctl(a->process->sys, a->process->fd, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &u);
 }
 
 static int bo_free_handle(const struct kfd_agent *a, uint64_t handle)
 {
 	struct kfd_ioctl_free_memory_of_gpu_args f = { .handle = handle };
 
-	return a->process->sys->ioctl(a->process->fd, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &f);
+	return aql_kfd_ioctl(a->process->sys, a->process->fd, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &f);
 }
 
 /* Whether the BO's address range was reserved by bo_create. */
@@ -259,7 +259,7 @@ static aql_status bo_create(const struct kfd_agent *a, struct bo_list *l, enum b
 	}
 	al.va_addr = va;
 	al.mmap_offset = userptr ? va : 0;
-	r = sys->ioctl(a->process->fd, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &al);
+	r = aql_kfd_ioctl(sys, a->process->fd, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &al);
 	if (r < 0) {
 		st = alloc_fail(a, r, flags, size);
 		goto unreserve;
@@ -276,7 +276,7 @@ static aql_status bo_create(const struct kfd_agent *a, struct bo_list *l, enum b
 		}
 	}
 	m.handle = al.handle;
-	r = sys->ioctl(a->process->fd, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &m);
+	r = aql_kfd_ioctl(sys, a->process->fd, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &m);
 	if (r < 0 || m.n_success != 1) {
 		st = aql_fail_errno(r == -ENOMEM ? AQL_ERR_NOMEM : AQL_ERR_DEVICE,
 				    r < 0 ? -r : EIO,

@@ -212,7 +212,7 @@ static aql_status set_scratch(const struct kfd_agent *a, struct qgpu *g)
 	if (st != AQL_OK)
 		return st;
 	s.va_addr = (uint64_t)(uintptr_t)va >> 16;
-	r = a->process->sys->ioctl(a->process->fd, AMDKFD_IOC_SET_SCRATCH_BACKING_VA, &s);
+	r = aql_kfd_ioctl(a->process->sys, a->process->fd, AMDKFD_IOC_SET_SCRATCH_BACKING_VA, &s);
 	if (r < 0) {
 		aql_pages_unmap(va, SCRATCH_RESERVE);
 		return aql_fail_errno(AQL_ERR_DEVICE, -r, "%s agent %u: AMDKFD_IOC_SET_SCRATCH_BACKING_VA",
@@ -475,7 +475,7 @@ static aql_status create_fail(const struct kfd_agent *a, int r)
 static void destroy_kfd_queue(const struct kfd_agent *a, uint32_t id)
 {
 	struct kfd_ioctl_destroy_queue_args d = { .queue_id = id };
-	int r = a->process->sys->ioctl(a->process->fd, AMDKFD_IOC_DESTROY_QUEUE, &d);
+	int r = aql_kfd_ioctl(a->process->sys, a->process->fd, AMDKFD_IOC_DESTROY_QUEUE, &d);
 
 	if (r < 0)
 		fprintf(stderr, "libaql: %s agent %u: AMDKFD_IOC_DESTROY_QUEUE of queue %u: %s\n",
@@ -561,7 +561,7 @@ static aql_status create(struct kfd_queue *k, const struct cwsr_sizes *s, uint64
 	fill_amd_queue(k);
 	c.eop_buffer_address = (uint64_t)(uintptr_t)k->eop;
 	c.ctx_save_restore_address = (uint64_t)(uintptr_t)k->cwsr;
-	r = a->process->sys->ioctl(a->process->fd, AMDKFD_IOC_CREATE_QUEUE, &c);
+	r = aql_kfd_ioctl(a->process->sys, a->process->fd, AMDKFD_IOC_CREATE_QUEUE, &c);
 	if (r < 0)
 		return create_fail(a, r);
 	k->queue_id = c.queue_id;
@@ -643,7 +643,7 @@ aql_status kfd_queue_set_priority(aql_agent *agent, struct aql_queue_impl *q,
 		.queue_percentage = QUEUE_PERCENTAGE,
 		.queue_priority = kfd_priority(priority),
 	};
-	int r = a->process->sys->ioctl(a->process->fd, AMDKFD_IOC_UPDATE_QUEUE, &u);
+	int r = aql_kfd_ioctl(a->process->sys, a->process->fd, AMDKFD_IOC_UPDATE_QUEUE, &u);
 
 	if (r < 0)
 		return aql_fail_errno(AQL_ERR_DEVICE, -r, "%s agent %u: AMDKFD_IOC_UPDATE_QUEUE of "

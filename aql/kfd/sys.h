@@ -59,7 +59,8 @@ struct aql_kfd_sys {
 	/* open(2) with O_CLOEXEC added: /dev/kfd, /dev/dri/renderD<minor>. */
 	int (*open)(const char *path, int flags);
 	int (*close)(int fd);
-	/* ioctl(2) on an fd from open: KFD's and DRM's. */
+	/* ioctl(2) on an fd from open: KFD's and DRM's, once; the agent
+	 * calls it through aql_kfd_ioctl(), never directly. */
 	int (*ioctl)(int fd, unsigned long request, void *arg);
 	/* mmap(2), the result or (void *)(intptr_t)-errno; munmap(2). */
 	void *(*mmap)(void *addr, size_t length, int prot, int flags, int fd, uint64_t offset);
@@ -84,6 +85,21 @@ struct aql_kfd_sys {
 	 */
 	int (*gpu_query)(int render_fd, struct aql_kfd_gpu_query *out);
 };
+
+/*
+ * sys->ioctl, again while it fails with -EINTR or -EAGAIN, as libhsakmt's
+ * hsakmt_ioctl does (libhsakmt.c): a signal during an interruptible wait
+ * (MAP and UNMAP wait for page-table updates, WAIT_EVENTS sleeps) or
+ * USERPTR pages not yet available (amdgpu_amdkfd_gpuvm.c init_user_pages)
+ * change nothing the caller must undo. The same args go again: an
+ * interrupted WAIT_EVENTS has written the time left into args->timeout
+ * (kfd_events.c kfd_wait_on_events, Linux 6.0), so the retry does not
+ * restart the full timeout. The retries are not counted, as in libhsakmt:
+ * each -EINTR is a signal delivered, each -EAGAIN a race with an MMU
+ * notifier, and a bound would turn a busy signal handler into a failure.
+ * Every other result is sys->ioctl's. Thread safe.
+ */
+int aql_kfd_ioctl(const struct aql_kfd_sys *sys, int fd, unsigned long request, void *arg);
 
 /*
  * The table for this process: libc's unless AQL_KFD_SYS names an

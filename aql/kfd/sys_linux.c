@@ -35,13 +35,22 @@ static int sys_close(int fd)
 	return close(fd) ? -errno : 0;
 }
 
-/* Not restarted here: an interrupted wait must resume with the time left,
- * which only its caller knows. */
+/* Once: aql_kfd_ioctl() retries, for this table and an emulation's. */
 static int sys_ioctl(int fd, unsigned long request, void *arg)
 {
 	int r = ioctl(fd, request, arg);
 
 	return r < 0 ? -errno : r;
+}
+
+int aql_kfd_ioctl(const struct aql_kfd_sys *sys, int fd, unsigned long request, void *arg)
+{
+	int r;
+
+	do
+		r = sys->ioctl(fd, request, arg);
+	while (r == -EINTR || r == -EAGAIN);
+	return r;
 }
 
 static void *sys_mmap(void *addr, size_t length, int prot, int flags, int fd, uint64_t offset)
@@ -163,6 +172,9 @@ static int query(amdgpu_device_handle dev, struct aql_kfd_gpu_query *out)
 }
 
 /*
+ * libdrm's ioctls retry -EINTR and -EAGAIN themselves (xf86drm.c
+ * drmIoctl), so the queries need no loop here.
+ *
  * libdrm's amdgpu_device_initialize dups the fd and keeps one device per
  * GPU, reference-counted, until the last deinitialize (amdgpu_device.c):
  * the dup is the same open file, so the render node's VM is untouched.

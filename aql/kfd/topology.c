@@ -96,6 +96,7 @@ static int by_value(const void *a, const void *b)
 struct scan {
 	const struct aql_kfd_sys *sys;
 	const char *root;
+	int err;			/* the last read's -errno, 0 when it worked */
 	char path[512];
 	char text[TEXT_MAX];
 };
@@ -114,6 +115,7 @@ static aql_status read_text(struct scan *s, int *missing, const char *fmt, ...)
 	vsnprintf(s->path + n, sizeof(s->path) - (size_t)n, fmt, ap);
 	va_end(ap);
 	r = s->sys->read_file(s->path, s->text, sizeof(s->text));
+	s->err = r < 0 ? (int)r : 0;
 	if (missing)
 		*missing = r == -ENOENT;
 	if (r < 0) {
@@ -210,13 +212,11 @@ static aql_status read_links(struct scan *s, struct kfd_node *n, struct ids *ids
 	return AQL_OK;
 }
 
-static void unusable(struct kfd_node *n, aql_status st, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void unusable(struct kfd_node *n, aql_status st, const char *fmt, ...)
+void kfd_node_unusable(struct kfd_node *n, aql_status st, const char *fmt, ...)
 {
-	int len = snprintf(n->reason, sizeof(n->reason), "KFD node %u (gpu_id %u): ",
-			   n->node_id, n->gpu_id);
+	int len = n->gpu_id ? snprintf(n->reason, sizeof(n->reason), "KFD node %u (gpu_id %u): ",
+				       n->node_id, n->gpu_id) :
+			      snprintf(n->reason, sizeof(n->reason), "KFD node %u: ", n->node_id);
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -244,13 +244,13 @@ static void derive(struct kfd_node *n)
 	n->usable = AQL_OK;
 	if (!major || minor > 15 || step > 15) {
 		snprintf(n->gfx, sizeof(n->gfx), "unknown");
-		unusable(n, AQL_ERR_UNSUPPORTED,
+		kfd_node_unusable(n, AQL_ERR_UNSUPPORTED,
 			 "gfx_target_version %u names no gfx processor", v);
 		return;
 	}
 	snprintf(n->gfx, sizeof(n->gfx), "gfx%u%x%x", major, minor, step);
 	if (aql_target_parse(n->gfx, &n->target) != AQL_OK) {
-		unusable(n, AQL_ERR_UNSUPPORTED, "%s is a processor aql does not know", n->gfx);
+		kfd_node_unusable(n, AQL_ERR_UNSUPPORTED, "%s is a processor aql does not know", n->gfx);
 		return;
 	}
 	if (n->target.sramecc != AQL_FEATURE_UNSUPPORTED)
@@ -259,15 +259,15 @@ static void derive(struct kfd_node *n)
 	aql_target_format(&n->target, n->target_id, sizeof(n->target_id));
 	/* gfx7/8 ring 32-bit doorbells on double-mapped rings: not aql's. */
 	if (doorbell != HSA_CAP_DOORBELL_TYPE_2_0 || !aql_target_dispatchable(&n->target))
-		unusable(n, AQL_ERR_UNSUPPORTED,
+		kfd_node_unusable(n, AQL_ERR_UNSUPPORTED,
 			 "%s has doorbell type %u, and aql needs the 64-bit AQL doorbells "
 			 "(type 2) of gfx9 and later", n->gfx, doorbell);
 	else if (!n->cus || !n->wave_front_size || !n->lds_size_in_kb)
-		unusable(n, AQL_ERR_DEVICE,
+		kfd_node_unusable(n, AQL_ERR_DEVICE,
 			 "%s reports %u compute units, wavefront size %u and %u KiB of LDS",
 			 n->gfx, n->cus, n->wave_front_size, n->lds_size_in_kb);
 	else if (!n->drm_render_minor)
-		unusable(n, AQL_ERR_DEVICE, "%s has no drm_render_minor: no render node to open",
+		kfd_node_unusable(n, AQL_ERR_DEVICE, "%s has no drm_render_minor: no render node to open",
 			 n->gfx);
 }
 
@@ -306,6 +306,25 @@ static aql_status read_gpu(struct scan *s, struct kfd_node *n, struct ids *ids)
 	return AQL_OK;
 }
 
+/*
+ * A GPU node whose files read -EPERM (or -EACCES): kfd_topology.c's show
+ * functions refuse every file of a GPU the device cgroup denies the
+ * process (kfd_devcgroup_check_permission), as in a container given other
+ * GPUs. Kept with its reason, as libhsakmt's topology.c skips it
+ * (topology_sysfs_check_node_supported). Whether it is denied.
+ */
+static int denied(struct scan *s, struct kfd_node *n)
+{
+	if (s->err != -EPERM && s->err != -EACCES)
+		return 0;
+	*n = (struct kfd_node){ .node_id = n->node_id, .gpu_id = n->gpu_id, .cpu_node = -1 };
+	snprintf(n->gfx, sizeof(n->gfx), "unknown");
+	kfd_node_unusable(n, AQL_ERR_SYSTEM,
+		 "%s: %s: the device cgroup denies this GPU to the process (a container "
+		 "given other GPUs)", s->path, strerror(-s->err));
+	return 1;
+}
+
 /* One pass over nodes/; out holds the GPU nodes. */
 static aql_status scan_once(struct scan *s, struct kfd_topology *out)
 {
@@ -324,7 +343,15 @@ static aql_status scan_once(struct scan *s, struct kfd_topology *out)
 		struct kfd_node *n = &out->nodes[out->count];
 		unsigned long long gpu_id;
 
-		if ((st = read_text(s, NULL, "nodes/%u/gpu_id", nodes.v[i])) != AQL_OK)
+		*n = (struct kfd_node){ .node_id = nodes.v[i] };
+		st = read_text(s, NULL, "nodes/%u/gpu_id", nodes.v[i]);
+		/* only a GPU's files are refused: a CPU node has no cgroup */
+		if (st != AQL_OK && denied(s, n)) {
+			st = AQL_OK;
+			out->count++;
+			continue;
+		}
+		if (st != AQL_OK)
 			goto out;
 		gpu_id = strtoull(s->text, NULL, 10);
 		if (!gpu_id) {
@@ -334,8 +361,11 @@ static aql_status scan_once(struct scan *s, struct kfd_topology *out)
 			}
 			continue;
 		}
-		*n = (struct kfd_node){ .node_id = nodes.v[i], .gpu_id = (uint32_t)gpu_id };
-		if ((st = read_gpu(s, n, &sub)) != AQL_OK)
+		n->gpu_id = (uint32_t)gpu_id;
+		st = read_gpu(s, n, &sub);
+		if (st != AQL_OK && denied(s, n))
+			st = AQL_OK;
+		if (st != AQL_OK)
 			goto out;
 		out->count++;
 	}

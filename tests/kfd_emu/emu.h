@@ -26,6 +26,8 @@ struct emu_gpu {
 	uint32_t gpu_id;
 	uint32_t render_minor;		/* /dev/dri/renderD<render_minor> */
 	uint32_t simd_id_base;		/* the node's first SIMD id (kfd_crat.c) */
+	int denied;			/* AQL_KFD_EMU_DENY: the device cgroup denies it */
+	int no_render;			/* AQL_KFD_EMU_NO_RENDER: no render node in /dev */
 };
 
 /* Settings, read once from the environment (sys.c). */
@@ -55,6 +57,9 @@ struct emu_config {
 	int64_t fail_mem_fault;
 	int small_bar;			/* AQL_KFD_EMU_BAR=small */
 	uint64_t vram;			/* AQL_KFD_EMU_VRAM; 0: the model's */
+	/* ioctl_eintr:every=N|first=N, ioctl_eagain:...: every Nth ioctl, or
+	 * the first N, fail before any work; 0 when not set. */
+	uint64_t eintr_every, eintr_first, eagain_every, eagain_first;
 };
 
 /* The settings; never NULL. Thread safe. */
@@ -63,7 +68,9 @@ const struct emu_config *emu_config(void);
 /* Whether the emulated KFD is version 1.minor or newer. */
 int emu_at_least(uint32_t minor);
 
-/* The GPU with this gpu_id, or NULL. */
+/* The GPU with this gpu_id, or NULL; NULL for one the device cgroup
+ * denies, which the process has no device data of (kfd_flat_memory.c
+ * kfd_init_apertures skips it), so every ioctl naming it is -EINVAL. */
 const struct emu_gpu *emu_gpu_by_id(uint32_t gpu_id);
 
 /* Copies between the caller's memory and the kernel's copy of the args:

@@ -68,6 +68,9 @@ struct kfdemu_stats {
 	uint32_t event_sleepers;
 	/* libdrm queries (gpu_query) on emulated render nodes, refused ones too */
 	uint64_t drm_queries;
+	/* ioctls failed by ioctl_eintr and ioctl_eagain (AQL_KFD_EMU_FAIL) */
+	uint64_t ioctls_eintr;
+	uint64_t ioctls_eagain;
 };
 
 typedef int (*kfdemu_stats_fn)(struct kfdemu_stats *out);

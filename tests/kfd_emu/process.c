@@ -170,8 +170,14 @@ static void apertures(const struct emu_gpu *g, struct kfd_process_device_apertur
 static int get_process_apertures_new(void *data)
 {
 	struct kfd_ioctl_get_process_apertures_new_args *args = data;
+	const struct emu_config *c = emu_config();
 	struct kfd_process_device_apertures pa[EMU_MAX_GPUS];
-	uint32_t n = emu_config()->ngpus, i;
+	uint32_t n = 0, i = 0;
+
+	/* one pdd per GPU the device cgroup allows (kfd_flat_memory.c
+	 * kfd_init_apertures skips the others) */
+	for (uint32_t g = 0; g < c->ngpus; g++)
+		n += !c->gpus[g].denied;
 
 	/* 0 nodes: the count of pdds (one per GPU), nothing else */
 	if (args->num_of_nodes == 0) {
@@ -185,8 +191,9 @@ static int get_process_apertures_new(void *data)
 	 */
 	if (args->num_of_nodes > n)
 		return -EINVAL;
-	for (i = 0; i < n && i < args->num_of_nodes; i++)
-		apertures(&emu_config()->gpus[i], &pa[i]);
+	for (uint32_t g = 0; g < c->ngpus && i < args->num_of_nodes; g++)
+		if (!c->gpus[g].denied)
+			apertures(&c->gpus[g], &pa[i++]);
 	args->num_of_nodes = i;
 	return emu_copy_to_user((void *)(uintptr_t)args->kfd_process_device_apertures_ptr, pa,
 				i * sizeof(pa[0]));

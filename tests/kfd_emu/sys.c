@@ -37,6 +37,7 @@ static struct {
 	struct file files[MAX_FILES];
 	uint64_t next_id;
 	pid_t process;			/* the pid whose kfd_process the state is */
+	uint64_t calls;			/* ioctls that reached a handler (ioctl_eintr) */
 	struct kfdemu_stats stats;
 } emu = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
@@ -188,6 +189,47 @@ static int count_fault(const char *s, size_t n, const char *what, int64_t *slot)
 	return 1;
 }
 
+/*
+ * ioctl_eintr:every=N|first=N, ioctl_eagain:...: every Nth ioctl (N at
+ * least 2, so the retry can pass), or the first N, fail with EINTR or
+ * EAGAIN before any work, as a signal does before the kernel's handler
+ * sleeps (kfd_events.c kfd_wait_on_events, the interruptible waits of
+ * MAP and UNMAP) and as init_user_pages' -EAGAIN does for USERPTR
+ * (amdgpu_amdkfd_gpuvm.c): the kernel undid what it began.
+ */
+static int interrupt_fault(const char *s, size_t n, const char *what, uint64_t *every,
+			   uint64_t *first)
+{
+	size_t w = strlen(what);
+	char num[24], *end;
+	uint64_t *slot;
+	size_t k;
+
+	if (n < w || strncmp(s, what, w) || (n > w && s[w] != ':'))
+		return 0;
+	if (n > w + 7 && !strncmp(s + w, ":every=", 7)) {
+		slot = every;
+		k = w + 7;
+	} else if (n > w + 7 && !strncmp(s + w, ":first=", 7)) {
+		slot = first;
+		k = w + 7;
+	} else {
+		config_fail("AQL_KFD_EMU_FAIL: %s needs :every=N or :first=N", s);
+		return 1;
+	}
+	if (n - k >= sizeof(num) || s[k] < '0' || s[k] > '9') {
+		config_fail("AQL_KFD_EMU_FAIL: %s needs a count N", s);
+		return 1;
+	}
+	memcpy(num, s + k, n - k);
+	num[n - k] = '\0';
+	*slot = strtoull(num, &end, 10);
+	/* every=1 would fail the retries too: a caller that retries would spin */
+	if (*end || !*slot || (slot == every && *slot < 2))
+		config_fail("AQL_KFD_EMU_FAIL: %s needs a count N (every: at least 2)", s);
+	return 1;
+}
+
 /* AQL_KFD_EMU_FAIL: comma-separated fault points, each POINT or POINT=ERRNO. */
 static void read_faults(const char *s)
 {
@@ -200,6 +242,10 @@ static void read_faults(const char *s)
 		size_t n = strcspn(s, ",");
 
 		if (!alloc_fault(s, n) &&
+		    !interrupt_fault(s, n, "ioctl_eintr", &config.eintr_every,
+				     &config.eintr_first) &&
+		    !interrupt_fault(s, n, "ioctl_eagain", &config.eagain_every,
+				     &config.eagain_first) &&
 		    !count_fault(s, n, "queue_stop", &config.fail_queue_stop) &&
 		    !count_fault(s, n, "mem_fault", &config.fail_mem_fault) &&
 		    !fault(s, n, "create_queue", &config.fail_create_queue, ENOMEM) &&
@@ -207,13 +253,49 @@ static void read_faults(const char *s)
 		    !fault(s, n, "open_kfd", &config.fail_open_kfd, ENOENT) &&
 		    !fault(s, n, "open_render", &config.fail_open_render, EACCES) &&
 		    !fault(s, n, "acquire_vm", &config.fail_acquire_vm, ENOMEM) &&
-		    !fault(s, n, "runtime_enable", &config.fail_runtime_enable, EINTR) &&
+		    !fault(s, n, "runtime_enable", &config.fail_runtime_enable, EEXIST) &&
 		    !fault(s, n, "drm_query", &config.fail_drm_query, EBADF)) {
 			config_fail("AQL_KFD_EMU_FAIL: no fault point in \"%s\" (README.md lists "
 				    "them)", s);
 			return;
 		}
 		s += n + (s[n] == ',');
+	}
+	/* A point fires on every call, and the agent retries these two for
+	 * ever, as libhsakmt does: ioctl_eintr and ioctl_eagain model them. */
+	for (int i = 0; i < 4; i++) {
+		int e = i == 0 ? config.fail_acquire_vm : i == 1 ? config.fail_runtime_enable :
+			i == 2 ? config.fail_create_queue : config.fail_update_queue;
+
+		if (e == -EINTR || e == -EAGAIN)
+			config_fail("AQL_KFD_EMU_FAIL: %s: an ioctl point cannot be EINTR or "
+				    "EAGAIN (use ioctl_eintr, ioctl_eagain)",
+				    i == 0 ? "acquire_vm" : i == 1 ? "runtime_enable" :
+				    i == 2 ? "create_queue" : "update_queue");
+	}
+}
+
+/*
+ * AQL_KFD_EMU_DENY, AQL_KFD_EMU_NO_RENDER: comma-separated GPU nodes
+ * (KFD node numbers, 1 up) that the device cgroup denies the process, or
+ * whose render node the container's /dev lacks.
+ */
+static void read_nodes(const char *var, const char *s, int deny)
+{
+	while (s && *s) {
+		char *end;
+		unsigned long v = strtoul(s, &end, 10);
+
+		if (end == s || (*end && *end != ',') || v < 1 || v > config.ngpus) {
+			snprintf(config.error, sizeof(config.error),
+				 "%s: \"%s\" is not a list of GPU nodes 1 to %u", var, s, config.ngpus);
+			return;
+		}
+		if (deny)
+			config.gpus[v - 1].denied = 1;
+		else
+			config.gpus[v - 1].no_render = 1;
+		s = end + (*end == ',');
 	}
 }
 
@@ -261,6 +343,10 @@ static void read_config(void)
 	config.command_end = config.minor >= 13 ? 0x27 : config.minor == 12 ? 0x25 : 0x24;
 	read_gpus(getenv("AQL_KFD_EMU_GPUS"));
 	read_faults(getenv("AQL_KFD_EMU_FAIL"));
+	if (!config.error[0])
+		read_nodes("AQL_KFD_EMU_DENY", getenv("AQL_KFD_EMU_DENY"), 1);
+	if (!config.error[0])
+		read_nodes("AQL_KFD_EMU_NO_RENDER", getenv("AQL_KFD_EMU_NO_RENDER"), 0);
 	read_memory(getenv("AQL_KFD_EMU_BAR"), getenv("AQL_KFD_EMU_VRAM"));
 	read_checks(getenv("AQL_KFD_EMU_CHECKS"));
 	if (x && strcmp(x, "0") && strcmp(x, "1"))
@@ -290,7 +376,7 @@ const struct emu_gpu *emu_gpu_by_id(uint32_t gpu_id)
 	const struct emu_config *c = emu_config();
 
 	for (uint32_t i = 0; i < c->ngpus; i++)
-		if (c->gpus[i].gpu_id == gpu_id)
+		if (c->gpus[i].gpu_id == gpu_id && !c->gpus[i].denied)
 			return &c->gpus[i];
 	return NULL;
 }
@@ -394,6 +480,13 @@ static int emu_open(const char *path, int flags)
 	} else if ((gpu = render_node(path))) {
 		kind = FILE_RENDER;
 		fail = c->fail_open_render;
+		/* a container's /dev without the node; a node the device
+		 * cgroup denies (device_cgroup.c devcgroup_check_permission,
+		 * from the open of the character device) */
+		if (gpu->no_render)
+			return -ENOENT;
+		if (gpu->denied)
+			return -EPERM;
 	} else {
 		return -ENOENT;
 	}
@@ -452,6 +545,24 @@ static void warn_unemulated(unsigned int nr)
 }
 
 /* kfd_chardev.c kfd_ioctl, with the lock held. */
+/* The -errno ioctl_eintr or ioctl_eagain gives this call, or 0. Under
+ * emu.lock. */
+static int interrupted(void)
+{
+	const struct emu_config *c = emu_config();
+	uint64_t k = ++emu.calls;
+
+	if ((c->eintr_every && k % c->eintr_every == 0) || k <= c->eintr_first) {
+		emu.stats.ioctls_eintr++;
+		return -EINTR;
+	}
+	if ((c->eagain_every && k % c->eagain_every == 0) || k <= c->eagain_first) {
+		emu.stats.ioctls_eagain++;
+		return -EAGAIN;
+	}
+	return 0;
+}
+
 static int kfd_ioctl(struct file *f, unsigned long request, void *arg)
 {
 	unsigned int cmd = (unsigned int)request, nr = _IOC_NR(cmd), kcmd;
@@ -492,13 +603,16 @@ static int kfd_ioctl(struct file *f, unsigned long request, void *arg)
 		if (r)
 			goto out;
 	}
+	/* ioctl_eintr, ioctl_eagain: the handler's work undone, the args
+	 * copied back as they came (kfd_ioctl copies out on failure too) */
+	r = interrupted();
 	/* WAIT_EVENTS sleeps: without the lock, as the kernel's wait drops
 	 * its mutexes (events.c has its own lock) */
-	if (nr == _IOC_NR(AMDKFD_IOC_WAIT_EVENTS)) {
+	if (!r && nr == _IOC_NR(AMDKFD_IOC_WAIT_EVENTS)) {
 		pthread_mutex_unlock(&emu.lock);
 		r = fn(kdata);
 		pthread_mutex_lock(&emu.lock);
-	} else {
+	} else if (!r) {
 		r = fn(kdata);
 	}
 	if ((_IOC_DIR(kcmd) & _IOC_READ) && emu_copy_to_user(arg, kdata, usize))

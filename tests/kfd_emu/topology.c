@@ -622,6 +622,11 @@ long emu_read_file(const char *path, char *buf, size_t size)
 		return -ENOENT;
 	if (k != FILE_TEXT)
 		return -EISDIR;
+	/* kfd_topology.c node_show, mem_show, kfd_cache_show, iolink_show:
+	 * -EPERM from every file of a GPU node the device cgroup denies
+	 * (kfd_devcgroup_check_permission); its folders still list */
+	if (w.node && emu_config()->gpus[w.node - 1].denied)
+		return -EPERM;
 	if (size == 0)
 		return 0;
 	n = o.len < size - 1 ? o.len : size - 1;

@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The AMD agent in a container (issue 22, item 4) on the KFD emulation:
+ * three GPU nodes, one whose sysfs files read EPERM (AQL_KFD_EMU_DENY:
+ * the device cgroup denies it) and one whose render node is absent
+ * (AQL_KFD_EMU_NO_RENDER). Not run on hardware.
+ *
+ *   test_kfd_topology_denied --agent GFX --node N --denied D --no-render R
+ *	one agent, GFX on KFD node N; nodes D and R listed with their
+ *	reasons; the agent opens, copies through VRAM (the copy kernel's
+ *	dispatches) and, with --hsaco, launches saxpy; only node N's render
+ *	node was opened and its VM acquired.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <aql/aql.h>
+
+#include "helpers.h"
+#include "aql/kfd/kfd.h"
+#include "kfd_emu/kfdemu.h"
+
+static struct kfdemu_stats stats(void)
+{
+	struct kfdemu_stats s;
+
+	CHECK(((kfdemu_stats_fn)th_kfdemu_sym("kfdemu_stats"))(&s) == 0, "kfdemu_stats");
+	return s;
+}
+
+static const struct kfd_node *node(const struct kfd_process *p, uint32_t id)
+{
+	for (uint32_t i = 0; i < p->topo.count; i++)
+		if (p->topo.nodes[i].node_id == id)
+			return &p->topo.nodes[i];
+	th_stop("a GPU node is missing from the topology");
+	return NULL;
+}
+
+static void check_nodes(uint32_t usable, uint32_t denied, uint32_t no_render)
+{
+	const struct kfd_process *p = NULL;
+	const struct kfd_node *d, *r;
+	char path[64];
+
+	CHECK_OK(kfd_process_get(&p));
+	if (!p)
+		return;
+	CHECK(p->topo.count == 3 && p->usable == 1, "%u GPU nodes, %u usable", p->topo.count,
+	      p->usable);
+	CHECK(node(p, usable)->usable == AQL_OK, "node %u: %s", usable, node(p, usable)->reason);
+	d = node(p, denied);
+	CHECK(d->usable == AQL_ERR_SYSTEM && d->gpu_id == 0 && strstr(d->reason, "device cgroup") &&
+	      strstr(d->reason, "Operation not permitted"), "denied node %u: %s: %s", denied,
+	      aql_status_str(d->usable), d->reason);
+	r = node(p, no_render);
+	snprintf(path, sizeof(path), "no render node /dev/dri/renderD%u", r->drm_render_minor);
+	CHECK(r->usable == AQL_ERR_NOT_FOUND && r->gpu_id && strstr(r->reason, path),
+	      "node %u without render node: %s: %s", no_render, aql_status_str(r->usable),
+	      r->reason);
+	fprintf(stderr, "%s\n%s\n", d->reason, r->reason);
+}
+
+/* Host -> VRAM -> VRAM -> host: three dispatches of the copy kernel. */
+static void check_copies(aql_agent *agent)
+{
+	enum { N = 100000 };
+	unsigned char *src = malloc(N), *dst = calloc(1, N);
+	void *v1 = NULL, *v2 = NULL;
+
+	CHECK_OK(aql_agent_mem_alloc(agent, N, &v1));
+	CHECK_OK(aql_agent_mem_alloc(agent, N, &v2));
+	if (!src || !dst || !v1 || !v2)
+		th_stop("no memory for the copies");
+	for (size_t i = 0; i < N; i++)
+		src[i] = (unsigned char)(i * 37 + 5);
+	CHECK_OK(aql_agent_copy(agent, v1, src, N));
+	CHECK_OK(aql_agent_copy(agent, v2, v1, N));
+	CHECK_OK(aql_agent_copy(agent, dst, v2, N));
+	CHECK(!memcmp(src, dst, N), "%d bytes through the usable GPU's VRAM", N);
+	aql_agent_mem_free(agent, v1);
+	aql_agent_mem_free(agent, v2);
+	free(src);
+	free(dst);
+}
+
+static void check_saxpy(aql_agent *agent, const char *hsaco)
+{
+	enum { N = 1000 };
+	aql_queue_config qc = { .size = 64, .full_timeout_ns = TH_TIMEOUT_NS };
+	aql_launch_config c = { .grid = { N } };
+	aql_code_object *co = NULL;
+	const aql_kernel *k = NULL;
+	aql_queue *q = NULL;
+	aql_completion done;
+	aql_buf_f32 x, y;
+	float *hx, *hy;
+	int bad = 0;
+
+	CHECK_OK(aql_queue_create(agent, &qc, &q));
+	CHECK_OK(aql_code_object_load_file(agent, hsaco, NULL, &co));
+	CHECK_OK(aql_code_object_kernel(co, "saxpy", &k));
+	CHECK_OK(aql_buf_f32_create(N, AQL_IN, NULL, &x));
+	CHECK_OK(aql_buf_f32_create(N, AQL_INOUT, NULL, &y));
+	hx = aql_buf_f32_data(x);
+	hy = aql_buf_f32_data(y);
+	if (!q || !k || !hx || !hy)
+		th_stop("saxpy or its buffers");
+	for (int i = 0; i < N; i++) {
+		hx[i] = (float)i;
+		hy[i] = 1.0f;
+	}
+	CHECK_OK(AQL_LAUNCH(q, k, &c, &done, AQL_ARG(2.0f), AQL_ARG(x.raw), AQL_ARG(y.raw),
+			    AQL_ARG((uint32_t)N)));
+	CHECK_OK(th_done(aql_completion_wait(done, TH_TIMEOUT_NS)));
+	CHECK_OK(aql_buf_wait(y.raw, TH_TIMEOUT_NS));
+	hy = aql_buf_f32_data(y);
+	for (int i = 0; hy && i < N; i++)
+		bad += hy[i] != 2.0f * (float)i + 1.0f;
+	CHECK(hy && !bad, "saxpy on the usable GPU: %d wrong", bad);
+	CHECK_OK(aql_buf_destroy(x.raw));
+	CHECK_OK(aql_buf_destroy(y.raw));
+	CHECK_OK(aql_queue_destroy(q));
+	CHECK_OK(aql_code_object_destroy(co));
+}
+
+int main(int argc, char **argv)
+{
+	const char *gfx = NULL, *hsaco = NULL;
+	uint32_t usable = 0, denied = 0, no_render = 0, count = 0;
+	aql_agent_info info;
+	aql_agent *agent = NULL;
+	struct kfdemu_stats s;
+
+	for (int i = 1; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "--agent"))
+			gfx = argv[i + 1];
+		else if (!strcmp(argv[i], "--node"))
+			usable = (uint32_t)atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--denied"))
+			denied = (uint32_t)atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--no-render"))
+			no_render = (uint32_t)atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--hsaco"))
+			hsaco = argv[i + 1];
+	}
+	if (!gfx || !usable || !denied || !no_render)
+		th_stop("usage: test_kfd_topology_denied --agent GFX --node N --denied D "
+			"--no-render R [--hsaco PATH]");
+	CHECK_OK(aql_agent_count(AQL_AGENT_AMD, &count));
+	CHECK(count == 1, "%u AMD agents, expected the one usable node", count);
+	check_nodes(usable, denied, no_render);
+	CHECK(aql_agent_open(AQL_AGENT_AMD, 1, &agent) == AQL_ERR_INVALID_ARG && !agent,
+	      "agent 1 does not exist: %s", aql_error_message());
+	CHECK_OK(aql_agent_open(AQL_AGENT_AMD, 0, &agent));
+	if (!agent)
+		return th_finish();
+	CHECK_OK(aql_agent_get_info(agent, &info));
+	CHECK(!strcmp(info.name, gfx), "agent 0 is %s, expected %s", info.name, gfx);
+	check_copies(agent);
+	if (hsaco)
+		check_saxpy(agent, hsaco);
+	else
+		th_skip("saxpy", "no clang here built it for the model");
+	s = stats();
+	CHECK(s.render_opens == 1 && s.vm_acquired == 1u << (usable - 1),
+	      "%llu render nodes opened, VMs acquired %#x: only node %u's",
+	      (unsigned long long)s.render_opens, s.vm_acquired, usable);
+	CHECK_OK(aql_agent_destroy(agent));
+	return th_finish();
+}
