@@ -55,6 +55,7 @@ struct emu_config {
 	int64_t fail_mem_fault;
 	int small_bar;			/* AQL_KFD_EMU_BAR=small */
 	uint64_t vram;			/* AQL_KFD_EMU_VRAM; 0: the model's */
+	uint64_t gpu_clock_hz;		/* AQL_KFD_EMU_GPU_CLOCK_HZ; 0: the model's */
 };
 
 /* The settings; never NULL. Thread safe. */
@@ -81,6 +82,12 @@ uint32_t emu_model_gfx_version(const struct emu_model *model);
 const char *emu_model_name(const struct emu_model *model);
 /* The VRAM bytes of a GPU of this model: AQL_KFD_EMU_VRAM or the model's. */
 uint64_t emu_model_vram(const struct emu_model *model);
+/*
+ * The GPU's timestamp counter (RLC_GPU_CLOCK_COUNT), which GET_CLOCK_COUNTERS
+ * reads and the CP writes into profiled signals: ticks of the model's
+ * reference clock (AQL_KFD_EMU_GPU_CLOCK_HZ). Thread safe.
+ */
+uint64_t emu_gpu_clock(const struct emu_gpu *gpu);
 /* What libdrm's queries say of a GPU of this model (sys.h gpu_query),
  * with no memory in use. */
 struct aql_kfd_gpu_query;
