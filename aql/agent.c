@@ -3,6 +3,8 @@
 #include <pthread.h>
 #include <stdio.h>
 
+#include <aql/queue.h>
+
 #include "aql/agent_impl.h"
 #include "util/error.h"
 
@@ -67,6 +69,45 @@ aql_status aql_agent_get_info(aql_agent *agent, aql_agent_info *info)
 		return aql_fail(AQL_ERR_INVALID_ARG, "aql_agent_get_info: agent or info is NULL");
 	agent->ops->get_info(agent, info);
 	return AQL_OK;
+}
+
+aql_status aql_agent_ticks_to_ns(aql_agent *agent, uint64_t tick, uint64_t *ns)
+{
+	if (!agent || !ns)
+		return aql_fail(AQL_ERR_INVALID_ARG, "aql_agent_ticks_to_ns: agent or ns is NULL");
+	if (!agent->ops->ticks_to_ns) {
+		*ns = tick;
+		return AQL_OK;
+	}
+	return agent->ops->ticks_to_ns(agent, tick, ns);
+}
+
+/* A stamp of 0 was never written: it stays 0 rather than becoming a time. */
+static aql_status stamp_ns(aql_agent *agent, uint64_t tick, uint64_t *ns)
+{
+	if (!tick) {
+		*ns = 0;
+		return AQL_OK;
+	}
+	return aql_agent_ticks_to_ns(agent, tick, ns);
+}
+
+aql_status aql_signal_dispatch_time(aql_agent *agent, const aql_signal *signal,
+				    uint64_t *start_ns, uint64_t *end_ns)
+{
+	aql_status st;
+
+	if (!agent || !signal || !start_ns || !end_ns)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"aql_signal_dispatch_time: agent, signal, start_ns and end_ns are "
+				"required");
+	/* the end first (ROCr's order): a clock sample the end takes serves
+	 * the start too, so both are on one line */
+	st = stamp_ns(agent, __atomic_load_n(&signal->end_ts, __ATOMIC_ACQUIRE), end_ns);
+	if (st == AQL_OK)
+		st = stamp_ns(agent, __atomic_load_n(&signal->start_ts, __ATOMIC_ACQUIRE),
+			      start_ns);
+	return st;
 }
 
 aql_status aql_agent_register_function(aql_agent *agent, uint16_t id, aql_agent_fn fn,

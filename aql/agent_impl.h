@@ -144,6 +144,14 @@ struct aql_agent_ops {
 	 */
 	aql_status (*kernel_hidden)(aql_agent *agent, const aql_kernel *kernel,
 				    struct aql_kernarg_hidden *out);
+	/*
+	 * One of the agent's profiling stamps (a completion signal's start_ts
+	 * or end_ts, as its processor wrote it) as aql_now_ns() nanoseconds
+	 * (aql_agent_ticks_to_ns()). Errors: the agent's, named. Thread
+	 * safe. NULL: the agent stamps in those nanoseconds already (the
+	 * CPU agent).
+	 */
+	aql_status (*ticks_to_ns)(aql_agent *agent, uint64_t tick, uint64_t *ns);
 };
 
 /*

@@ -46,7 +46,8 @@ enum hsa_rt_region_kind {
 /*
  * Timestamps (HSA_SYSTEM_INFO_TIMESTAMP, signal wait timeouts, profiling)
  * are CLOCK_MONOTONIC nanoseconds, the clock aql's CPU agent stamps
- * completion signals with; every agent's ticks are the system's.
+ * completion signals with; a GPU's stamps are converted to it
+ * (aql_signal_dispatch_time, aql_agent_ticks_to_ns).
  */
 #define HSA_RT_TIMESTAMP_FREQUENCY 1000000000u
 /* Memory regions and pools hand out whole pages (RUNTIME_ALLOC_GRANULE and

@@ -10,8 +10,10 @@
  * value, so a priority goes to aql_queue_set_priority() as it is.
  *
  * Profiling is the ENABLE_PROFILING bit of amd_queue_t's queue_properties,
- * which the CPU agent reads per packet, as ROCr's CP does; queues start
- * without it, since stamping costs two clock reads a packet.
+ * which the CPU agent and an AMD GPU's CP read per packet; queues start
+ * without it, since stamping costs two clock reads a packet. The stamps
+ * are the agent's ticks (a GPU's timestamp counter): aql converts them
+ * (aql_signal_dispatch_time), as ROCr's GpuAgent::TranslateTime does.
  *
  * A soft queue (hsa_soft_queue_create) is the same control block and ring
  * placed in the program's region, with the program's doorbell signal and
@@ -266,9 +268,10 @@ hsa_status_t hsa_amd_profiling_set_profiler_enabled(hsa_queue_t *queue, int enab
 		return hsa_rt_fail(HSA_STATUS_ERROR,
 				   "%p is a soft queue: the program processes its packets",
 				   (void *)queue);
-	if (enable && q->agent->info.kind != AQL_AGENT_CPU)
+	if (enable && q->agent->info.kind == AQL_AGENT_NVIDIA)
 		return hsa_rt_unprovided(HSA_STATUS_ERROR,
-					 "profiling on a GPU agent's queue (the CPU agent stamps)");
+					 "profiling on an NVIDIA agent's queue (the CPU agent and AMD "
+					 "GPUs stamp)");
 	if (enable)
 		__atomic_fetch_or(&amd(queue)->queue_properties,
 				  (uint32_t)AQL_AMD_QUEUE_PROPERTY_ENABLE_PROFILING, __ATOMIC_RELAXED);
@@ -367,9 +370,12 @@ hsa_status_t hsa_amd_profiling_get_dispatch_time(hsa_agent_t agent, hsa_signal_t
 						 hsa_amd_profiling_dispatch_time_t *time)
 {
 	const aql_signal *s = aql_signal_from_handle(signal.handle);
+	struct hsa_rt_agent *a;
+	aql_status st;
 
 	HSA_RT_CHECK_INIT();
-	if (!hsa_rt_agent_from(agent))
+	a = hsa_rt_agent_from(agent);
+	if (!a)
 		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_AGENT, "0x%llx is not an agent",
 				   (unsigned long long)agent.handle);
 	if (!hsa_rt_signal_live(signal))
@@ -377,22 +383,26 @@ hsa_status_t hsa_amd_profiling_get_dispatch_time(hsa_agent_t agent, hsa_signal_t
 				   (unsigned long long)signal.handle);
 	if (!time)
 		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_ARGUMENT, "time is NULL");
-	time->start = __atomic_load_n(&s->start_ts, __ATOMIC_ACQUIRE);
-	time->end = __atomic_load_n(&s->end_ts, __ATOMIC_ACQUIRE);
-	return HSA_STATUS_SUCCESS;
+	st = aql_signal_dispatch_time(a->agent, s, &time->start, &time->end);
+	return st == AQL_OK ? HSA_STATUS_SUCCESS : hsa_rt_from_aql(st, HSA_STATUS_ERROR);
 }
 
-/* Every agent stamps with the system clock (HSA_RT_TIMESTAMP_FREQUENCY). */
+/* The system domain is aql's clock (HSA_RT_TIMESTAMP_FREQUENCY); the
+ * agent converts its own ticks. */
 hsa_status_t hsa_amd_profiling_convert_tick_to_system_domain(hsa_agent_t agent,
 							     uint64_t agent_tick,
 							     uint64_t *system_tick)
 {
+	struct hsa_rt_agent *a;
+	aql_status st;
+
 	HSA_RT_CHECK_INIT();
-	if (!hsa_rt_agent_from(agent))
+	a = hsa_rt_agent_from(agent);
+	if (!a)
 		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_AGENT, "0x%llx is not an agent",
 				   (unsigned long long)agent.handle);
 	if (!system_tick)
 		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_ARGUMENT, "system_tick is NULL");
-	*system_tick = agent_tick;
-	return HSA_STATUS_SUCCESS;
+	st = aql_agent_ticks_to_ns(a->agent, agent_tick, system_tick);
+	return st == AQL_OK ? HSA_STATUS_SUCCESS : hsa_rt_from_aql(st, HSA_STATUS_ERROR);
 }

@@ -385,6 +385,7 @@ static void destroy(aql_agent *agent)
 	/* Before the copies: the heap's VRAM and the service's go first. */
 	kfd_hidden_close(agent_of(agent));
 	kfd_copy_close(agent_of(agent));
+	kfd_clock_close(agent_of(agent));
 	free(agent_of(agent));
 }
 
@@ -419,6 +420,7 @@ static const struct aql_agent_ops kfd_agent_ops = {
 	.mem_register = kfd_mem_register,
 	.mem_unregister = kfd_mem_unregister,
 	.kernel_hidden = kfd_kernel_hidden,
+	.ticks_to_ns = kfd_ticks_to_ns,
 };
 
 static aql_status open_agent(uint32_t index, aql_agent **out)
@@ -450,6 +452,7 @@ static aql_status open_agent(uint32_t index, aql_agent **out)
 		free(a);
 		return st;
 	}
+	kfd_clock_open(a);
 	kfd_copy_open(a);
 	kfd_hidden_open(a);
 	*out = &a->base;

@@ -124,6 +124,11 @@ const struct kfd_node *kfd_agent_node(const struct kfd_process *p, uint32_t inde
  */
 int kfd_gpu_query(const struct kfd_node *n, struct aql_kfd_gpu_query *out);
 
+/* A GET_CLOCK_COUNTERS sample: the GPU's counter and CLOCK_MONOTONIC ns. */
+struct kfd_clock_sample {
+	uint64_t gpu, ns;
+};
+
 /*
  * An opened AMD agent (device.c): what memory.c needs of it. The node's
  * render node and VM are the process's, shared by every agent of the node.
@@ -149,6 +154,13 @@ struct kfd_agent {
 	pthread_mutex_t hidden_lock;
 	void *heap, *heap_slabs;
 	struct kfd_hostcall *hostcall;
+	/* Profiling stamps (clock.c), under clock_lock: the first sample
+	 * (clock_started: taken), the latest, and the ratio for ticks
+	 * before the first (0 until needed). */
+	pthread_mutex_t clock_lock;
+	int clock_started;
+	struct kfd_clock_sample clock_t0, clock_t1;
+	double clock_early_ratio;
 };
 
 /*
@@ -235,6 +247,19 @@ struct kfd_hostcall_stats {
 /* AQL_OK and *out, or AQL_ERR_NOT_FOUND before the service started.
  * Thread safe. */
 aql_status kfd_hostcall_get_stats(aql_agent *agent, struct kfd_hostcall_stats *out);
+
+/*
+ * Profiling stamps (clock.c): the GPU's timestamp counter ticks that the
+ * CP writes into start_ts and end_ts, as CLOCK_MONOTONIC ns, correlated
+ * through AMDKFD_IOC_GET_CLOCK_COUNTERS as ROCr's TranslateTime does.
+ * kfd_clock_open takes the first sample (a failure is tried again at the
+ * first conversion); kfd_ticks_to_ns is the op of struct aql_agent_ops by
+ * that name; errors: AQL_ERR_DEVICE naming the ioctl or the counter.
+ * Thread safe.
+ */
+void kfd_clock_open(struct kfd_agent *a);
+void kfd_clock_close(struct kfd_agent *a);
+aql_status kfd_ticks_to_ns(aql_agent *agent, uint64_t tick, uint64_t *ns);
 
 /*
  * A GTT BO of size bytes on a's GPU for the runtime itself, at one

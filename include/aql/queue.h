@@ -61,8 +61,9 @@ _Static_assert(sizeof(aql_amd_queue) == 256, "amd_queue_t is 256 bytes");
 
 enum aql_amd_queue_property {
 	AQL_AMD_QUEUE_PROPERTY_IS_PTR64 = 1u << 1,
-	/* Set from AQL_QUEUE_PROFILING; the CPU agent reads it per packet,
-	 * so setting or clearing it later turns the stamps on or off. */
+	/* Set from AQL_QUEUE_PROFILING; the CPU agent and an AMD GPU's
+	 * command processor read it per packet, so setting or clearing it
+	 * later turns the stamps on or off. */
 	AQL_AMD_QUEUE_PROPERTY_ENABLE_PROFILING = 1u << 3,
 };
 
@@ -82,7 +83,9 @@ enum aql_queue_priority {
 };
 
 enum aql_queue_flag {
-	AQL_QUEUE_PROFILING = 1u << 0,	/* write start_ts/end_ts in completion signals */
+	/* Write start_ts/end_ts in completion signals, in the agent's own
+	 * ticks: aql_signal_dispatch_time() gives them as nanoseconds. */
+	AQL_QUEUE_PROFILING = 1u << 0,
 	/* Start at this priority rather than NORMAL; at most one of them.
 	 * Flags, not a config field, so that aql_queue_config keeps its
 	 * size for programs built against an older header. */
@@ -138,6 +141,33 @@ struct aql_queue {
  */
 aql_status aql_queue_create(aql_agent *agent, const aql_queue_config *config,
 			    aql_queue **out);
+
+/*
+ * A profiling stamp of agent (start_ts or end_ts of a completion signal
+ * a queue of agent wrote) as CLOCK_MONOTONIC nanoseconds, the clock of
+ * aql's timeouts and of the CPU agent's stamps. The CPU agent stamps in
+ * those already (the identity); an AMD GPU stamps its timestamp counter's
+ * ticks (100 MHz on MI200 and MI300), converted through clock samples
+ * KFD takes together (AMDKFD_IOC_GET_CLOCK_COUNTERS), as ROCr does: the
+ * answer is within a few microseconds. Errors: AQL_ERR_INVALID_ARG (NULL
+ * agent or ns), AQL_ERR_DEVICE (the driver gave no clock sample, named).
+ * Thread safe.
+ */
+aql_status aql_agent_ticks_to_ns(aql_agent *agent, uint64_t tick, uint64_t *ns);
+
+/*
+ * The start and end stamps of a packet that completed signal on a
+ * profiling queue (AQL_QUEUE_PROFILING) of agent, in nanoseconds as
+ * aql_agent_ticks_to_ns() gives them; the end is converted first, so
+ * that a fresh clock sample cannot stretch the interval. A stamp of 0
+ * (none written: no profiling, or no completion yet) stays 0. Read it
+ * after a wait on signal saw the completion; a later packet completing
+ * the same signal overwrites the stamps. Errors: AQL_ERR_INVALID_ARG
+ * (NULL agent, signal, start_ns or end_ns), those of
+ * aql_agent_ticks_to_ns(). Thread safe.
+ */
+aql_status aql_signal_dispatch_time(aql_agent *agent, const aql_signal *signal,
+				    uint64_t *start_ns, uint64_t *end_ns);
 
 /*
  * Stop the queue and free it. Safe with packets in flight: a kernel already

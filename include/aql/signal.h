@@ -41,8 +41,10 @@ typedef struct __attribute__((aligned(64))) aql_signal {
 	uint64_t event_mailbox_ptr;
 	uint32_t event_id;
 	uint32_t reserved1;
-	uint64_t start_ts;		/* profiling: dispatch start, ns */
-	uint64_t end_ts;		/* profiling: dispatch end, ns */
+	/* Profiling: the packet's start and end in its agent's ticks (ns
+	 * on the CPU agent; aql_signal_dispatch_time() converts). */
+	uint64_t start_ts;
+	uint64_t end_ts;
 	uint64_t queue_ptr;
 	uint32_t wake_seq;		/* amd_signal_t reserved3[0] */
 	uint32_t waiters;		/* amd_signal_t reserved3[1] */

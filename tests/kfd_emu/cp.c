@@ -16,6 +16,12 @@
  * read_dispatch_id + 1). A packet the CP refuses stores a CP error code
  * (ROCr's DynamicScratchHandler codes) in queue_inactive_signal, raises
  * its event, and stalls the queue until the value is 0 again.
+ * While the amd_queue_t's ENABLE_PROFILING bit is set (read per packet,
+ * ROCr flips it on a live queue: AqlQueue::SetProfiling), the completion
+ * signal's start_ts and end_ts get the GPU's timestamp counter
+ * (emu_gpu_clock: 100 MHz, not ns) at the packet's start and end, before
+ * the decrement; ROCr converts them (GpuAgent::TranslateTime). Every packet
+ * type is stamped (approx: the firmware's rule is not public).
  *
  * The CP never takes sys.c's lock, so DESTROY_QUEUE can stop and join it
  * with the lock held.
@@ -312,6 +318,22 @@ static int knobs(struct emu_cp *cp, uint64_t slot_va)
 	return 0;
 }
 
+/* Whether the queue profiles: -1 after a VM fault. */
+static int profiling(struct emu_cp *cp)
+{
+	uint64_t va = cp->q.amd_queue + offsetof(aql_amd_queue, queue_properties);
+	uint32_t *p = emu_memory_gpu_begin(cp->q.gpu, va, 4);
+	uint32_t props;
+
+	if (!p) {
+		vm_fault(cp, va, 0);
+		return -1;
+	}
+	props = __atomic_load_n(p, __ATOMIC_RELAXED);
+	emu_memory_gpu_end();
+	return !!(props & AQL_AMD_QUEUE_PROPERTY_ENABLE_PROFILING);
+}
+
 /* Process packet id; 0 when retired, 1 when the CP must stop. */
 static int process(struct emu_cp *cp, uint64_t id)
 {
@@ -319,7 +341,8 @@ static int process(struct emu_cp *cp, uint64_t id)
 	aql_packet pkt, *slot;
 	unsigned round = 0;
 	uint32_t code = 0;
-	int r;
+	uint64_t start = 0;
+	int r, prof;
 
 	for (;;) {
 		slot = emu_memory_gpu_begin(cp->q.gpu, slot_va, 64);
@@ -338,8 +361,10 @@ static int process(struct emu_cp *cp, uint64_t id)
 		if (idle(cp, &round))
 			return 1;
 	}
-	if (knobs(cp, slot_va))
+	if (knobs(cp, slot_va) || (prof = profiling(cp)) < 0)
 		return 1;
+	if (prof)
+		start = emu_gpu_clock(cp->q.gpu);
 	/*
 	 * The packets before this one are complete (one at a time), so the
 	 * barrier bit holds. Fences of any scope are met: the acquire by the
@@ -364,8 +389,14 @@ static int process(struct emu_cp *cp, uint64_t id)
 	if (store64(cp, cp->q.amd_queue + offsetof(aql_amd_queue, read_dispatch_id), id + 1))
 		return 1;
 	/* completion_signal sits at the same offset in every packet type */
-	return pkt.dispatch.completion_signal &&
-	       signal_op(cp, pkt.dispatch.completion_signal, 0, 0) != 0;
+	if (!pkt.dispatch.completion_signal)
+		return 0;
+	if (prof && (store64(cp, pkt.dispatch.completion_signal + offsetof(aql_signal, start_ts),
+			     start) ||
+		     store64(cp, pkt.dispatch.completion_signal + offsetof(aql_signal, end_ts),
+			     emu_gpu_clock(cp->q.gpu))))
+		return 1;
+	return signal_op(cp, pkt.dispatch.completion_signal, 0, 0) != 0;
 }
 
 static void *cp_main(void *arg)

@@ -60,6 +60,7 @@ struct emu_config {
 	/* ioctl_eintr:every=N|first=N, ioctl_eagain:...: every Nth ioctl, or
 	 * the first N, fail before any work; 0 when not set. */
 	uint64_t eintr_every, eintr_first, eagain_every, eagain_first;
+	uint64_t gpu_clock_hz;		/* AQL_KFD_EMU_GPU_CLOCK_HZ; 0: the model's */
 };
 
 /* The settings; never NULL. Thread safe. */
@@ -88,6 +89,12 @@ uint32_t emu_model_gfx_version(const struct emu_model *model);
 const char *emu_model_name(const struct emu_model *model);
 /* The VRAM bytes of a GPU of this model: AQL_KFD_EMU_VRAM or the model's. */
 uint64_t emu_model_vram(const struct emu_model *model);
+/*
+ * The GPU's timestamp counter (RLC_GPU_CLOCK_COUNT), which GET_CLOCK_COUNTERS
+ * reads and the CP writes into profiled signals: ticks of the model's
+ * reference clock (AQL_KFD_EMU_GPU_CLOCK_HZ). Thread safe.
+ */
+uint64_t emu_gpu_clock(const struct emu_gpu *gpu);
 /* What libdrm's queries say of a GPU of this model (sys.h gpu_query),
  * with no memory in use. */
 struct aql_kfd_gpu_query;

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 #include "emu.h"
 
@@ -215,6 +216,44 @@ static int set_scratch_backing_va(void *data)
 	return 0;
 }
 
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * kfd_chardev.c kfd_ioctl_get_clock_counters: never fails. The GPU's
+ * counter (amdgpu_amdkfd_get_gpu_clock_counter) where gpu_id is a pdd's,
+ * else 0 ("Node without GPU resource"); no VM needed. cpu_clock_counter
+ * is ktime_get_raw_ns, system_clock_counter ktime_get_boottime_ns, at
+ * system_clock_freq 1 GHz.
+ */
+static int get_clock_counters(void *data)
+{
+	struct kfd_ioctl_get_clock_counters_args *args = data;
+	const struct emu_gpu *gpu = NULL;
+
+	uint64_t before, after;
+
+	pdd_by_id(args->gpu_id, &gpu);
+	/* Together: a sample this thread was preempted within is taken
+	 * again, so that a busy test machine does not skew the pair. */
+	for (int i = 0; i < 100; i++) {
+		before = clock_ns(CLOCK_BOOTTIME);
+		args->gpu_clock_counter = gpu ? emu_gpu_clock(gpu) : 0;
+		args->cpu_clock_counter = clock_ns(CLOCK_MONOTONIC_RAW);
+		after = clock_ns(CLOCK_BOOTTIME);
+		if (after - before < 20000)
+			break;
+	}
+	args->system_clock_counter = before + (after - before) / 2;
+	args->system_clock_freq = 1000000000u;
+	return 0;
+}
+
 /*
  * kfd_chardev.c kfd_ioctl_set_xnack_mode (1.5): a negative mode queries.
  * gfx90a and gfx942 both support XNACK, so kfd_process_xnack_mode never
@@ -251,6 +290,7 @@ static const struct {
 	IOCTL(RESET_EVENT, emu_reset_event),
 	IOCTL(WAIT_EVENTS, emu_wait_events),
 	IOCTL(SET_SCRATCH_BACKING_VA, set_scratch_backing_va),
+	IOCTL(GET_CLOCK_COUNTERS, get_clock_counters),
 	IOCTL(GET_PROCESS_APERTURES_NEW, get_process_apertures_new),
 	IOCTL(ACQUIRE_VM, acquire_vm),
 	IOCTL(ALLOC_MEMORY_OF_GPU, emu_alloc_memory_of_gpu),

@@ -316,6 +316,21 @@ static void read_memory(const char *bar, const char *vram)
 	}
 }
 
+/* AQL_KFD_EMU_GPU_CLOCK_HZ=<Hz>: the GPUs' timestamp counter rate. */
+static void read_clock(const char *hz)
+{
+	char *end;
+
+	if (!hz)
+		return;
+	config.gpu_clock_hz = strtoull(hz, &end, 10);
+	if (*end || hz[0] < '0' || hz[0] > '9' || config.gpu_clock_hz < 1000 ||
+	    config.gpu_clock_hz > 10000000000ull) {
+		config.gpu_clock_hz = 0;
+		config_fail("AQL_KFD_EMU_GPU_CLOCK_HZ=%s: not a rate from 1000 to 10000000000", hz);
+	}
+}
+
 /* AQL_KFD_EMU_CHECKS=6.1|6.12|2025: the queue-buffer rules of that kernel. */
 static void read_checks(const char *s)
 {
@@ -349,6 +364,7 @@ static void read_config(void)
 		read_nodes("AQL_KFD_EMU_NO_RENDER", getenv("AQL_KFD_EMU_NO_RENDER"), 0);
 	read_memory(getenv("AQL_KFD_EMU_BAR"), getenv("AQL_KFD_EMU_VRAM"));
 	read_checks(getenv("AQL_KFD_EMU_CHECKS"));
+	read_clock(getenv("AQL_KFD_EMU_GPU_CLOCK_HZ"));
 	if (x && strcmp(x, "0") && strcmp(x, "1"))
 		config_fail("AQL_KFD_EMU_XNACK=%s: not 0 or 1", x);
 	config.xnack = x && !strcmp(x, "1");

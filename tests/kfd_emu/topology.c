@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "aql/kfd/sys.h"
 #include "emu.h"
@@ -59,6 +60,7 @@ struct emu_model {
 	uint64_t vram;
 	uint32_t mem_width;
 	uint32_t mem_clk_max;
+	uint64_t gpu_clock_hz;		/* the timestamp counter's reference clock */
 	uint32_t pcie_mbps;
 	uint32_t location_id;		/* bus << 8 | device << 3 | function */
 	uint64_t unique_id;
@@ -100,6 +102,9 @@ static const struct emu_model models[] = {
 		.capability = GFX9_CAPS, .trap_debug = 1, .vgpr = 0x80000,
 		.vram = 64ull << 30, .mem_width = 4096,
 		.mem_clk_max = 1600,		/* approx */
+		/* soc15.c soc15_get_xclk: the vbios's SPLL reference clock on
+		 * Aldebaran, 100 MHz (approx: no vbios read here) */
+		.gpu_clock_hz = 100000000,
 		.pcie_mbps = 32000,		/* approx: PCIe 4.0 x16 */
 		.location_id = 0x2900, .unique_id = 0x1a2b3c4d5e6f7081ull,
 		.ncaches = 2,
@@ -132,6 +137,9 @@ static const struct emu_model models[] = {
 		.capability = GFX9_CAPS, .trap_debug = 1, .vgpr = 0x80000,
 		.vram = 192ull << 30, .mem_width = 8192,
 		.mem_clk_max = 1300,		/* approx */
+		/* soc15.c soc15_get_xclk: 10000 (10 kHz units) for MP1 13.0.6,
+		 * "SMU v13.0.6 SOCs have 100MHz reference clock" (amd-gfx) */
+		.gpu_clock_hz = 100000000,
 		.pcie_mbps = 64000,		/* approx: PCIe 5.0 x16 */
 		.location_id = 0x0c00, .unique_id = 0x7f6e5d4c3b2a1908ull,
 		.ncaches = 3,
@@ -365,6 +373,21 @@ static void mem_properties(struct out *o, const struct emu_model *m)
 	prop(o, "flags", 0);
 	prop(o, "width", m ? m->mem_width : 64);
 	prop(o, "mem_clk_max", m ? m->mem_clk_max : 3200);
+}
+
+uint64_t emu_gpu_clock(const struct emu_gpu *g)
+{
+	uint64_t hz = emu_config()->gpu_clock_hz ? emu_config()->gpu_clock_hz
+						 : g->model->gpu_clock_hz;
+	struct timespec ts;
+
+	/*
+	 * A free-running oscillator, so CLOCK_MONOTONIC_RAW (not slewed by
+	 * NTP); offset per GPU, as each counts from its own power-up.
+	 */
+	clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+	ts.tv_sec += 1000 * g->node;
+	return (uint64_t)ts.tv_sec * hz + (uint64_t)ts.tv_nsec * hz / 1000000000u;
 }
 
 uint64_t emu_model_vram(const struct emu_model *m)
