@@ -239,7 +239,7 @@ aql_status kfd_fault_listen(kfd_fault_fn fn, void *user)
 /* Make a block's memory visible to the GPU of node i. Under ev.lock. */
 static aql_status block_register(aql_signal *b, uint32_t i)
 {
-	return kfd_mem_register(&ev.gpus[i].base, b, SIGNAL_BYTES);
+	return kfd_mem_register_own(&ev.gpus[i].base, b, SIGNAL_BYTES);
 }
 
 /* aql_signal_events.block, with the pool's lock held. */

@@ -260,7 +260,7 @@ static aql_status hostcall_make(struct kfd_agent *a, struct kfd_hostcall **out)
 	st = aql_signal_create(0, &h->doorbell);
 	if (st == AQL_OK)
 		st = aql_host_mem_alloc(h->bytes, aql_page_size(), (void **)&h->buf);
-	if (st == AQL_OK && (st = kfd_mem_register(&a->base, h->buf, h->bytes)) != AQL_OK) {
+	if (st == AQL_OK && (st = kfd_mem_register_own(&a->base, h->buf, h->bytes)) != AQL_OK) {
 		aql_host_mem_free(h->buf, h->bytes);
 		h->buf = NULL;
 	}

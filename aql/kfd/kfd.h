@@ -178,6 +178,11 @@ aql_status kfd_mem_alloc(aql_agent *agent, size_t size, void **out);
 aql_status kfd_mem_alloc_aligned(aql_agent *agent, size_t size, size_t align, void **out);
 void kfd_mem_free(aql_agent *agent, void *ptr);
 aql_status kfd_mem_register(aql_agent *agent, void *ptr, size_t size);
+/* kfd_mem_register() of memory the runtime made for the GPU's use alone
+ * (rings, amd_queue_t, CWSR areas, signal blocks, the hostcall buffer):
+ * its whole pages are also kept from fork()ed children (MADV_DONTFORK).
+ * Memory a program registers (pools, typed buffers) stays forkable. */
+aql_status kfd_mem_register_own(aql_agent *agent, void *ptr, size_t size);
 void kfd_mem_unregister(aql_agent *agent, void *ptr, size_t size);
 aql_status kfd_code_alloc(aql_agent *agent, enum aql_code_object_kind kind, size_t size,
 			  void **out);

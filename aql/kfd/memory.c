@@ -64,6 +64,25 @@ static struct kfd_agent *agent_of(aql_agent *agent)
 	return (struct kfd_agent *)agent;
 }
 
+/*
+ * Not inherited by a fork()ed child (MADV_DONTFORK), as libhsakmt does for
+ * what it allocates (fmm.c, queues.c): the child cannot use /dev/kfd, and
+ * after fork the parent's next store to a copy-on-write page of a USERPTR
+ * BO moves it to a new page, whose MMU notifier stops every queue of the
+ * process until the BO is restored (amdgpu_amdkfd_gpuvm.c
+ * amdgpu_amdkfd_evict_userptr); a child's share of a render-node mapping
+ * would keep the BO's memory alive. Only the whole pages inside the range:
+ * a part of a page lies in malloc's heap, which the child keeps. Advice
+ * only: a refusal changes what a fork copies, nothing else.
+ */
+static void dontfork(uintptr_t start, uintptr_t end)
+{
+	start = aql_page_round(start);
+	end &= ~(aql_page_size() - 1);
+	if (start < end)
+		madvise((void *)start, end - start, MADV_DONTFORK);
+}
+
 static int mmap_failed(void *p)
 {
 	return (uintptr_t)p >= (uintptr_t)-4095;
@@ -274,6 +293,7 @@ static aql_status bo_create(const struct kfd_agent *a, struct bo_list *l, enum b
 					    a->info.device_index, size);
 			goto free;
 		}
+		dontfork(va, va + size);
 	}
 	m.handle = al.handle;
 	r = aql_kfd_ioctl(sys, a->process->fd, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &m);
@@ -549,6 +569,12 @@ aql_status kfd_mem_register(aql_agent *agent, void *ptr, size_t size)
 		unref_range(a, l, first, start);
 	pthread_mutex_unlock(&bo_lock);
 	return st;
+}
+
+aql_status kfd_mem_register_own(aql_agent *agent, void *ptr, size_t size)
+{
+	dontfork((uintptr_t)ptr, (uintptr_t)ptr + size);
+	return kfd_mem_register(agent, ptr, size);
 }
 
 /* Give back one registration of the page-rounded [ptr, ptr + size), as

@@ -542,8 +542,8 @@ static aql_status create(struct kfd_queue *k, const struct cwsr_sizes *s, uint64
 	aql_status st;
 	int r;
 
-	if ((st = kfd_mem_register(&a->base, queue->ring, ring)) != AQL_OK ||
-	    (st = kfd_mem_register(&a->base, queue->amd, aql_page_size())) != AQL_OK ||
+	if ((st = kfd_mem_register_own(&a->base, queue->ring, ring)) != AQL_OK ||
+	    (st = kfd_mem_register_own(&a->base, queue->amd, aql_page_size())) != AQL_OK ||
 	    (st = aql_signal_create(0, &k->inactive)) != AQL_OK ||
 	    (st = kfd_mem_alloc(&a->base, s->eop, &k->eop)) != AQL_OK)
 		return st;
@@ -553,7 +553,7 @@ static aql_status create(struct kfd_queue *k, const struct cwsr_sizes *s, uint64
 	if ((st = aql_host_mem_alloc(s->total, aql_page_size(), &k->cwsr)) != AQL_OK)
 		return st;
 	fill_cwsr(k, s);
-	if ((st = kfd_mem_register(&a->base, k->cwsr, s->total)) != AQL_OK) {
+	if ((st = kfd_mem_register_own(&a->base, k->cwsr, s->total)) != AQL_OK) {
 		aql_host_mem_free(k->cwsr, s->total);
 		k->cwsr = NULL;
 		return st;
