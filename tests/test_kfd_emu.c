@@ -2220,8 +2220,40 @@ struct disp {
 	unsigned char *code;		/* EXECUTABLE USERPTR page */
 	unsigned char *data;		/* not EXECUTABLE */
 	unsigned char *kernarg;
+	uint32_t *ib;			/* the PM4 of the code caches' invalidation */
+	int no_invalidate;		/* start_one: no invalidation before the packet */
 	float *x, *y;
 };
+
+/*
+ * A runtime's invalidation of the code caches after writing code (ROCr
+ * GpuAgent::InvalidateCodeCaches through AqlQueue::ExecutePM4): the PM4
+ * IB vendor packet jumping to ib, which holds a gfx9 ACQUIRE_MEM with
+ * COHER_CNTL coher (SH_ICACHE 1 << 29, SH_KCACHE 1 << 27, TC 1 << 23) over
+ * all memory.
+ */
+static aql_packet invalidation(uint32_t *ib, uint32_t coher)
+{
+	uint32_t pkt[16] = { 0 };
+	aql_packet p;
+
+	memset(ib, 0, 7 * sizeof(*ib));
+	ib[0] = 3u << 30 | 5u << 16 | 0x58u << 8;
+	ib[1] = coher;
+	ib[2] = 0xffffffffu;
+	ib[3] = 0xffu;
+	pkt[0] = aql_packet_header(AQL_PACKET_VENDOR_SPECIFIC, 1, AQL_FENCE_SYSTEM,
+				   AQL_FENCE_SYSTEM) | 1u << 16;
+	pkt[1] = 3u << 30 | 2u << 16 | 0x3fu << 8;
+	pkt[2] = (uint32_t)(uintptr_t)ib;
+	pkt[3] = (uint32_t)((uintptr_t)ib >> 32);
+	pkt[4] = 7 | 1u << 23;
+	pkt[5] = 0xa;
+	memcpy(&p, pkt, sizeof(p));
+	return p;
+}
+
+#define COHER_CODE (1u << 29 | 1u << 27 | 1u << 23)
 
 static void disp_open(struct disp *d)
 {
@@ -2232,6 +2264,8 @@ static void disp_open(struct disp *d)
 	d->code = host_pages(4096);
 	d->data = host_pages(4096);
 	d->kernarg = host_pages(4096);
+	d->ib = host_pages(4096);
+	d->no_invalidate = 0;
 	d->x = host_pages(4096);
 	d->y = host_pages(4096);
 	off = (uintptr_t)d->code;
@@ -2239,6 +2273,7 @@ static void disp_open(struct disp *d)
 	EQ(map_bo(d->q.f.kfd, 1, h, &d->q.f.id, 1, &n), 0);
 	userptr(&d->q.f, d->data, 4096);
 	userptr(&d->q.f, d->kernarg, 4096);
+	userptr(&d->q.f, d->ib, 4096);
 	userptr(&d->q.f, d->x, 4096);
 	userptr(&d->q.f, d->y, 4096);
 	code_object(d->code, "saxpy.kd");
@@ -2307,6 +2342,11 @@ static void start_one(struct disp *d, const aql_packet *p, int fill_args)
 	d->q.next = 0;
 	if (fill_args)
 		saxpy_args(d, &p->dispatch);
+	if (!d->no_invalidate) {
+		aql_packet inv = invalidation(d->ib, COHER_CODE);
+
+		put(&d->q, &inv, 0);
+	}
 	put(&d->q, p, 1);
 }
 
@@ -2438,6 +2478,69 @@ static void check_dispatch_kernels(void)
 	EQ(run_one(&d, &p, 1), 0);
 }
 
+/*
+ * The code caches (kfd_emu/cache.c): code changed since the last
+ * invalidation runs stale, code written where the caches held none
+ * faults, and only a well-formed ACQUIRE_MEM of I$, K$ and L2 is run.
+ */
+static void check_code_cache(void)
+{
+	struct disp d;
+	aql_signal *done;
+	aql_packet p, inv;
+
+	disp_open(&d);
+	done = &d.q.f.sig[21];
+	p = saxpy_packet(&d, d.code, done);
+	EQ(run_one(&d, &p, 1), 0);
+	/* changed in place, not invalidated: the caches still run saxpy */
+	code_object(d.code, "nosuch.kd");
+	d.no_invalidate = 1;
+	EQ(run_one(&d, &p, 1), 0);
+	d.no_invalidate = 0;
+	EQ(run_one(&d, &p, 1), 8);
+	/* an ACQUIRE_MEM that leaves out I$, K$ or L2 is refused: code 32 */
+	{
+		static const uint32_t partial[] = { 1u << 27 | 1u << 23, 1u << 29 | 1u << 23,
+						    1u << 29 | 1u << 27 };
+
+		for (size_t i = 0; i < sizeof(partial) / sizeof(partial[0]); i++) {
+			inv = invalidation(d.ib, partial[i]);
+			inv.dispatch.completion_signal = (uintptr_t)done;
+			d.no_invalidate = 1;
+			EQ(run_one(&d, &inv, 0), 32);
+		}
+		/* a reserved dword set */
+		inv = invalidation(d.ib, COHER_CODE);
+		inv.bytes[24] = 1;
+		inv.dispatch.completion_signal = (uintptr_t)done;
+		EQ(run_one(&d, &inv, 0), 32);
+		/* the IB not 7 dwords */
+		inv = invalidation(d.ib, COHER_CODE);
+		inv.bytes[16] = 8;
+		inv.dispatch.completion_signal = (uintptr_t)done;
+		EQ(run_one(&d, &inv, 0), 32);
+		d.no_invalidate = 0;
+	}
+	/* a well-formed one completes its signal */
+	inv = invalidation(d.ib, COHER_CODE | 1u << 18);
+	inv.dispatch.completion_signal = (uintptr_t)done;
+	d.no_invalidate = 1;
+	EQ(run_one(&d, &inv, 0), 0);
+	/* a new code BO written after the last invalidation: a fault */
+	{
+		unsigned char *fresh = host_pages(4096);
+		uint64_t h, off = (uintptr_t)fresh;
+		uint32_t n = 0;
+
+		EQ(alloc(d.q.f.kfd, d.q.f.id, off, 4096, F(USERPTR) | F(EXECUTABLE), &h, &off), 0);
+		EQ(map_bo(d.q.f.kfd, 1, h, &d.q.f.id, 1, &n), 0);
+		code_object(fresh, "saxpy.kd");
+		p = saxpy_packet(&d, fresh, done);
+		EQ(run_one(&d, &p, 1), -1);
+	}
+}
+
 /* A descriptor in memory that is not EXECUTABLE: the entry's fetch is an
  * execute fault, the GPU's queues stop. */
 static void check_dispatch_nx(void)
@@ -2542,6 +2645,7 @@ static void case_dispatch(void)
 {
 	in_child(check_dispatch_kernels, "check_dispatch_kernels");
 	in_child(check_dispatch_nx, "check_dispatch_nx");
+	in_child(check_code_cache, "check_code_cache");
 	if (hsaco_path)
 		in_child(check_dispatch_hsaco, "check_dispatch_hsaco");
 }

@@ -57,6 +57,8 @@ static const struct blit_image blits[] = {
 };
 #undef AQL_KFD_BLIT
 
+static aql_status code_pending(struct kfd_agent *a, int locked);
+
 static struct kfd_agent *agent_of(aql_agent *agent)
 {
 	return (struct kfd_agent *)agent;
@@ -106,6 +108,10 @@ void kfd_copy_close(struct kfd_agent *a)
 		kfd_mem_unregister(&a->base, a->staging, STAGING_BYTES);
 		free(a->staging);
 	}
+	if (a->pm4_ib) {
+		kfd_mem_unregister(&a->base, a->pm4_ib, aql_page_size());
+		free(a->pm4_ib);
+	}
 	aql_code_object_destroy(a->blit_object);
 	pthread_mutex_destroy(&a->copy_lock);
 }
@@ -129,10 +135,16 @@ aql_status kfd_encode_copy(aql_agent *agent, aql_packet *packet, void *dst, cons
 		{ &dst, sizeof(dst) }, { &src, sizeof(src) }, { &size64, sizeof(size64) },
 	};
 	enum kfd_reach rd, rs;
+	aql_status st;
 
 	if (!a->blit)
 		return aql_fail(AQL_ERR_UNSUPPORTED, "AMD agent %u (%s) cannot copy: %s",
 				a->info.device_index, a->node->gfx, a->no_blit);
+	/* A copy on a queue of the program's: the copy kernel is seen first
+	 * (copy_now has done it before its copies reach here). */
+	st = code_pending(a, 0);
+	if (st != AQL_OK)
+		return st;
 	memset(packet, 0, sizeof(*packet));
 	if (!size) {
 		/* Nothing to move: a barrier keeps the packet's place. */
@@ -167,20 +179,168 @@ aql_status kfd_encode_copy(aql_agent *agent, aql_packet *packet, void *dst, cons
 	return AQL_OK;
 }
 
+/* The agent's own queue, made at its first need. Under copy_lock. */
+static aql_status own_queue(struct kfd_agent *a)
+{
+	aql_queue_config qc = { .size = 64, .type = AQL_QUEUE_SINGLE };
+	aql_status st;
+
+	if (a->copy_queue)
+		return AQL_OK;
+	st = aql_queue_create(&a->base, &qc, &a->copy_queue);
+	if (st != AQL_OK)
+		return aql_fail_prefix(st, "the agent's own queue");
+	/* The agent's own: aql_agent_destroy() need not wait for it. */
+	__atomic_fetch_sub(&a->base.queues, 1, __ATOMIC_RELAXED);
+	return AQL_OK;
+}
+
+/*
+ * PM4 (ROCR-Runtime amd_gpu_pm4.h): a type-3 header has type 3 in bits
+ * 30-31, the dwords less 2 in 16-29 and the opcode in 8-15 (the shader
+ * type bit is gfx7's only). ACQUIRE_MEM's COHER_CNTL on gfx9, and GCR_CNTL
+ * from gfx10, as GpuAgent::InvalidateCodeCaches (amd_gpu_agent.cpp) sets
+ * them: the instruction and scalar caches, and L2 (TC) written back and
+ * invalidated; COHER_SIZE 0xFFFFFFFF with SIZE_HI 0xFF covers all memory.
+ */
+#define PM4_TYPE3(op, dwords) (3u << 30 | ((dwords) - 2u) << 16 | (op) << 8)
+#define PM4_INDIRECT_BUFFER 0x3fu
+#define PM4_ACQUIRE_MEM 0x58u
+#define PM4_IB_VALID (1u << 23)
+#define COHER_TC_WB (1u << 18)
+#define COHER_TC (1u << 23)
+#define COHER_SH_KCACHE (1u << 27)
+#define COHER_SH_ICACHE (1u << 29)
+#define GCR_GLI_INV_ALL 1u
+#define GCR_GLK_INV (1u << 7)
+#define GCR_GLV_INV (1u << 8)
+#define GCR_GL1_INV (1u << 9)
+#define GCR_GL2_INV (1u << 14)
+/* The vendor packet format of a PM4 indirect buffer (amd_aql_queue.cpp
+ * AqlQueue::ExecutePM4, gfx9 and later). */
+#define AMD_FORMAT_PM4_IB 1u
+
+/*
+ * Invalidate the GPU's code caches: an ACQUIRE_MEM in a PM4 indirect
+ * buffer, run by a vendor packet on the agent's own queue (as ROCr's
+ * ExecutePM4 on its utility queue), waited for on the queue's timeline
+ * signal, whose KFD event the CP's completion sets. Under copy_lock.
+ */
+static aql_status invalidate_now(struct kfd_agent *a)
+{
+	uint32_t gfx_major = a->node->gfx_target_version / 10000, dwords;
+	uint32_t pkt[16] = { 0 };
+	struct aql_timeline *t;
+	aql_completion done;
+	const char *why;
+	aql_packet p;
+	uint64_t ib;
+	aql_status st;
+
+	if ((st = own_queue(a)) != AQL_OK)
+		return st;
+	if (!a->pm4_ib) {
+		void *page;
+
+		if (posix_memalign(&page, aql_page_size(), aql_page_size()) != 0)
+			return aql_fail(AQL_ERR_NOMEM, "a page for PM4");
+		st = kfd_mem_register(&a->base, page, aql_page_size());
+		if (st != AQL_OK) {
+			free(page);
+			return st;
+		}
+		a->pm4_ib = page;
+	}
+	memset(a->pm4_ib, 0, 8 * sizeof(uint32_t));
+	if (gfx_major < 10) {
+		dwords = 7;
+		a->pm4_ib[1] = COHER_SH_ICACHE | COHER_SH_KCACHE | COHER_TC | COHER_TC_WB;
+	} else {
+		dwords = 8;
+		a->pm4_ib[7] = GCR_GLI_INV_ALL | GCR_GLK_INV | GCR_GLV_INV | GCR_GL1_INV |
+			       GCR_GL2_INV;
+	}
+	a->pm4_ib[0] = PM4_TYPE3(PM4_ACQUIRE_MEM, dwords);
+	a->pm4_ib[2] = 0xffffffffu;
+	a->pm4_ib[3] = 0xffu;
+	ib = (uint64_t)(uintptr_t)a->pm4_ib;
+	pkt[0] = (uint32_t)aql_timeline_header(AQL_PACKET_VENDOR_SPECIFIC) |
+		 AMD_FORMAT_PM4_IB << 16;
+	pkt[1] = PM4_TYPE3(PM4_INDIRECT_BUFFER, 4);
+	pkt[2] = (uint32_t)ib & ~3u;
+	pkt[3] = (uint32_t)(ib >> 32) & 0xffffu;
+	pkt[4] = dwords | PM4_IB_VALID;
+	pkt[5] = 0xa;			/* dw_cnt_remain */
+	memcpy(&p, pkt, sizeof(p));
+	if ((st = aql_timeline_get(a->copy_queue, &t)) != AQL_OK)
+		return st;
+	aql_lock_take(&t->lock);
+	aql_timeline_sign(t, &p, 1);
+	st = aql_timeline_emit(t, a->copy_queue, &p, 1, &done);
+	aql_lock_release(&t->lock);
+	if (st == AQL_OK)
+		st = aql_completion_wait(done, AQL_TIMEOUT_INFINITE);
+	if (st == AQL_ERR_QUEUE_ERROR && aql_queue_error(a->copy_queue, &why) != AQL_OK)
+		return aql_fail(st, "the agent's own queue stopped: %s", why);
+	if (st == AQL_OK)
+		__atomic_store_n(&a->code_pending, 0, __ATOMIC_RELEASE);
+	return st;
+}
+
+aql_status kfd_code_loaded(aql_agent *agent, void *base, size_t size)
+{
+	struct kfd_agent *a = agent_of(agent);
+	char what[128];
+	aql_status st;
+
+	/* The copy kernel, loaded at open: the first copy invalidates
+	 * (copy_now, kfd_encode_copy), so an agent that never copies makes
+	 * no queue. */
+	if (!a->opened) {
+		__atomic_store_n(&a->code_pending, 1, __ATOMIC_RELEASE);
+		return AQL_OK;
+	}
+	pthread_mutex_lock(&a->copy_lock);
+	st = invalidate_now(a);
+	pthread_mutex_unlock(&a->copy_lock);
+	if (st == AQL_OK)
+		return st;
+	snprintf(what, sizeof(what), "AMD agent %u (%s): invalidating the code caches after "
+		 "loading %zu bytes of code at %p", a->info.device_index, a->node->gfx, size,
+		 base);
+	return aql_fail_prefix(st, what);
+}
+
+/* Code loaded at open not yet invalidated: do it now, under copy_lock
+ * unless locked says the caller holds it. */
+static aql_status code_pending(struct kfd_agent *a, int locked)
+{
+	aql_status st = AQL_OK;
+	char what[128];
+
+	if (!__atomic_load_n(&a->code_pending, __ATOMIC_ACQUIRE))
+		return AQL_OK;
+	if (!locked)
+		pthread_mutex_lock(&a->copy_lock);
+	if (__atomic_load_n(&a->code_pending, __ATOMIC_ACQUIRE))
+		st = invalidate_now(a);
+	if (!locked)
+		pthread_mutex_unlock(&a->copy_lock);
+	if (st == AQL_OK)
+		return st;
+	snprintf(what, sizeof(what), "AMD agent %u (%s): invalidating the code caches for the "
+		 "copy kernel", a->info.device_index, a->node->gfx);
+	return aql_fail_prefix(st, what);
+}
+
 /* One queue copy on the agent's own queue, waited for. Under copy_lock. */
 static aql_status copy_now(struct kfd_agent *a, void *dst, const void *src, size_t size)
 {
-	aql_queue_config qc = { .size = 64, .type = AQL_QUEUE_SINGLE };
 	aql_completion done;
 	aql_status st;
 
-	if (!a->copy_queue) {
-		st = aql_queue_create(&a->base, &qc, &a->copy_queue);
-		if (st != AQL_OK)
-			return aql_fail_prefix(st, "the queue of aql_agent_copy()");
-		/* The agent's own: aql_agent_destroy() need not wait for it. */
-		__atomic_fetch_sub(&a->base.queues, 1, __ATOMIC_RELAXED);
-	}
+	if ((st = own_queue(a)) != AQL_OK || (st = code_pending(a, 1)) != AQL_OK)
+		return st;
 	st = aql_timeline_copy(a->copy_queue, dst, src, size, NULL, 0, &done);
 	return st == AQL_OK ? aql_completion_wait(done, AQL_TIMEOUT_INFINITE) : st;
 }

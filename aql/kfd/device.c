@@ -404,7 +404,8 @@ static aql_status mem_alloc(aql_agent *agent, size_t size, void **out)
 }
 
 /* code_protect stays NULL: the loader protects host code only, and the
- * GPU's code stays readable and writable for the host as on ROCr. */
+ * GPU's code stays readable and writable for the host as on ROCr;
+ * code_loaded invalidates the GPU's code caches. */
 static const struct aql_agent_ops kfd_agent_ops = {
 	.get_info = get_info,
 	.destroy = destroy,
@@ -413,6 +414,7 @@ static const struct aql_agent_ops kfd_agent_ops = {
 	.queue_set_priority = kfd_queue_set_priority,
 	.code_alloc = kfd_code_alloc,
 	.code_free = kfd_code_free,
+	.code_loaded = kfd_code_loaded,
 	.mem_alloc = mem_alloc,
 	.mem_free = kfd_mem_free,
 	.copy = kfd_copy,
@@ -455,6 +457,7 @@ static aql_status open_agent(uint32_t index, aql_agent **out)
 	kfd_clock_open(a);
 	kfd_copy_open(a);
 	kfd_hidden_open(a);
+	a->opened = 1;
 	*out = &a->base;
 	return AQL_OK;
 }

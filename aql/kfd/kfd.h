@@ -149,6 +149,11 @@ struct kfd_agent {
 	pthread_mutex_t copy_lock;
 	aql_queue *copy_queue;
 	void *staging;
+	/* Code caches (copy.c): the page holding the PM4 of an invalidation,
+	 * made at its first need; code_pending: code loaded while the agent
+	 * opened (the copy kernel), not yet invalidated; opened: open is done. */
+	uint32_t *pm4_ib;
+	int code_pending, opened;
 	/* The device heap and its initial slabs, and the hostcall service
 	 * (hostcall.c), made at their first need under hidden_lock. */
 	pthread_mutex_t hidden_lock;
@@ -222,6 +227,16 @@ void kfd_copy_close(struct kfd_agent *a);
 aql_status kfd_encode_copy(aql_agent *agent, aql_packet *packet, void *dst, const void *src,
 			   size_t size, void *args);
 aql_status kfd_copy(aql_agent *agent, void *dst, const void *src, size_t size);
+/*
+ * After code was written at [base, base + size) through the host mapping
+ * (the op code_loaded): invalidate the GPU's instruction, scalar and L2
+ * caches with a PM4 ACQUIRE_MEM on the agent's own queue, and wait for
+ * it (a KFD event wait). Code the copy kernel's load wrote while the
+ * agent opened is left for the first copy. Errors: those of queues and
+ * memory.c, AQL_ERR_QUEUE_ERROR (the CP refused it), each naming the
+ * agent. Thread safe.
+ */
+aql_status kfd_code_loaded(aql_agent *agent, void *base, size_t size);
 /* Zero [dst, dst + size) of a's memory with the copy kernel (its src NULL),
  * waited for: amdkfd does not promise cleared VRAM. Errors: those of
  * copies, AQL_ERR_UNSUPPORTED without the copy kernel. */

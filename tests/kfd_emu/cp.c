@@ -230,6 +230,93 @@ static int cp_error(struct emu_cp *cp, uint32_t code)
 	return 0;
 }
 
+/*
+ * AMD_AQL_FORMAT_PM4_IB, the vendor packet ROCr runs PM4 through on gfx9
+ * (amd_aql_queue.cpp AqlQueue::ExecutePM4, struct amd_aql_pm4_ib): u16
+ * header, u16 format 1, four dwords of PM4 INDIRECT_BUFFER at byte 4,
+ * dw_cnt_remain 0xA at byte 20, eight reserved dwords, the completion
+ * signal at byte 56. Encodings: ROCr amd_gpu_pm4.h; PM4 type-3 header:
+ * type 3 in bits 30-31, dwords - 2 in 16-29, the opcode in 8-15, shader
+ * type bit 1 (gfx7 only).
+ */
+#define AMD_FORMAT_PM4_IB 1
+#define PM4_TYPE3(op, dwords) (3u << 30 | ((dwords) - 2u) << 16 | (op) << 8)
+#define PM4_INDIRECT_BUFFER 0x3fu
+#define PM4_ACQUIRE_MEM 0x58u
+#define PM4_IB_VALID (1u << 23)
+/* ACQUIRE_MEM COHER_CNTL on gfx9 (GpuAgent::InvalidateCodeCaches) */
+#define COHER_TC_WB (1u << 18)
+#define COHER_TC (1u << 23)
+#define COHER_SH_KCACHE (1u << 27)
+#define COHER_SH_ICACHE (1u << 29)
+#define COHER_CODE (COHER_SH_ICACHE | COHER_SH_KCACHE | COHER_TC)
+
+static uint32_t dw(const aql_packet *p, int i)
+{
+	uint32_t v;
+
+	memcpy(&v, p->bytes + 4 * i, 4);
+	return v;
+}
+
+static int pm4_refuse(struct emu_cp *cp, uint32_t *code, const char *why)
+{
+	fprintf(stderr, "kfd-emu: queue %u: PM4 IB packet refused: %s\n", cp->q.queue_id, why);
+	*code = CP_INVALID_PACKET_FORMAT;
+	return -1;
+}
+
+/*
+ * The one PM4 the emulation runs: an IB of a single gfx9 ACQUIRE_MEM (7
+ * dwords) that invalidates I$, K$ and L2 (TC), as ROCr's
+ * GpuAgent::InvalidateCodeCaches sends after loading code; COHER_SIZE in
+ * 256-byte units (0xFFFFFFFF with SIZE_HI 0xFF: all), COHER_BASE >> 8.
+ * Anything else in the packet or the IB is refused with code 32.
+ */
+static int pm4_ib(struct emu_cp *cp, const aql_packet *p, uint32_t *code)
+{
+	uint64_t ib, size, base;
+	uint32_t a[7];
+	const uint32_t *mem;
+
+	if (dw(p, 1) != PM4_TYPE3(PM4_INDIRECT_BUFFER, 4) || (dw(p, 2) & 3) ||
+	    (dw(p, 3) >> 16) || (dw(p, 4) & ~(PM4_IB_VALID | 0xfffffu)) ||
+	    !(dw(p, 4) & PM4_IB_VALID) || dw(p, 5) != 0xa)
+		return pm4_refuse(cp, code, "not an INDIRECT_BUFFER jump with dw_cnt_remain 0xA");
+	for (int i = 6; i < 14; i++)
+		if (dw(p, i))
+			return pm4_refuse(cp, code, "reserved dwords not 0");
+	if ((dw(p, 4) & 0xfffffu) != 7)
+		return pm4_refuse(cp, code, "the IB is not one ACQUIRE_MEM of 7 dwords");
+	ib = dw(p, 2) | (uint64_t)dw(p, 3) << 32;
+	mem = emu_memory_gpu_begin(cp->q.gpu, ib, sizeof(a));
+	if (!mem) {
+		vm_fault(cp, ib, 0);
+		return 1;
+	}
+	memcpy(a, mem, sizeof(a));
+	emu_memory_gpu_end();
+	if (a[0] != PM4_TYPE3(PM4_ACQUIRE_MEM, 7))
+		return pm4_refuse(cp, code, "the IB is not one ACQUIRE_MEM of 7 dwords");
+	if ((a[1] & COHER_CODE) != COHER_CODE)
+		return pm4_refuse(cp, code, "ACQUIRE_MEM does not invalidate I$, K$ and L2 "
+				  "(SH_ICACHE, SH_KCACHE, TC)");
+	if (a[3] >> 8 || a[5] >> 24)
+		return pm4_refuse(cp, code, "ACQUIRE_MEM COHER_SIZE_HI or COHER_BASE_HI out of "
+				  "range");
+	size = (a[2] | (uint64_t)a[3] << 32) << 8;
+	base = (a[4] | (uint64_t)a[5] << 32) << 8;
+	if (!size)
+		return pm4_refuse(cp, code, "ACQUIRE_MEM of COHER_SIZE 0");
+	if (emu_cache_invalidate(cp->q.gpu, base, size)) {
+		fprintf(stderr, "kfd-emu: queue %u: out of host memory for the code caches\n",
+			cp->q.queue_id);
+		__atomic_store_n(&cp->halted, 1, __ATOMIC_RELEASE);
+		return 1;
+	}
+	return 0;
+}
+
 /* Run one packet: 0 done, -1 refused with code *code, 1 stop. */
 static int run(struct emu_cp *cp, const aql_packet *p, uint32_t *code)
 {
@@ -254,6 +341,9 @@ static int run(struct emu_cp *cp, const aql_packet *p, uint32_t *code)
 		return wait_signals(cp, sig, cmp, mask, cond, n,
 				    aql_header_type(p->header) == AQL_PACKET_BARRIER_AND);
 	case AQL_PACKET_VENDOR_SPECIFIC:
+		if (p->barrier_value.header.format == AMD_FORMAT_PM4_IB &&
+		    !p->barrier_value.header.reserved)
+			return pm4_ib(cp, p, code);
 		if (p->barrier_value.header.format != AQL_AMD_PACKET_BARRIER_VALUE) {
 			*code = CP_UNSUPPORTED_VENDOR_PACKET;
 			return -1;

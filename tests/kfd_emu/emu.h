@@ -166,6 +166,12 @@ void *emu_memory_gpu_begin(const struct emu_gpu *gpu, uint64_t addr, uint64_t si
 void *emu_memory_gpu_begin_bo(const struct emu_gpu *gpu, uint64_t addr, uint64_t size,
 			      struct kfdemu_bo *out);
 void emu_memory_gpu_end(void);
+/* For the code caches (cache.c): fn on every EXECUTABLE BO mapped on gpu
+ * that meets [lo, hi), with the bytes the GPU reads there, under the
+ * table's read lock. Any thread, without sys.c's lock. */
+void emu_memory_each_code(const struct emu_gpu *gpu, uint64_t lo, uint64_t hi,
+			  void (*fn)(const struct kfdemu_bo *bo, const void *bytes, void *user),
+			  void *user);
 /*
  * Before a host build runs: VRAM without CPU access is mapped at its
  * addresses from a CP's hold (each hold maps what came since) until the
@@ -225,6 +231,19 @@ void emu_cp_reset(void);
  */
 int emu_kernel_dispatch(const struct emu_cp_queue *q, const aql_dispatch_packet *p, char *why,
 			size_t why_size, uint64_t *fault_va, int *fault_exec);
+
+/*
+ * cache.c: the GPU's code caches (I$, K$, L2), which hold what the
+ * EXECUTABLE BOs held at the last invalidation. emu_cache_invalidate: a
+ * PM4 ACQUIRE_MEM invalidating them over [base, base + size) on gpu, 0
+ * or -ENOMEM. emu_cache_code: a copy (free() it) of what they hold for
+ * the BO that held addr, with its va and size; NULL when they hold none.
+ * emu_cache_reset: a new process. Thread safe.
+ */
+int emu_cache_invalidate(const struct emu_gpu *gpu, uint64_t base, uint64_t size);
+unsigned char *emu_cache_code(const struct emu_gpu *gpu, uint64_t addr, uint64_t *va,
+			      uint64_t *size);
+void emu_cache_reset(void);
 
 /* sys.c, with its lock held: the render node file fd names, for
  * ACQUIRE_VM. 0 and *gpu, *file_id set; -EBADF where fd is not open;

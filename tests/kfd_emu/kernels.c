@@ -720,6 +720,8 @@ int emu_kernel_dispatch(const struct emu_cp_queue *q, const aql_dispatch_packet 
 	struct emu_queue_props props;
 	struct kfdemu_bo bo;
 	const unsigned char *img;
+	unsigned char *code;
+	uint64_t code_va = 0, code_size = 0;
 	const aql_kernel *k;
 	unsigned char *args;
 	aql_dispatch_packet hp;
@@ -763,27 +765,45 @@ int emu_kernel_dispatch(const struct emu_cp_queue *q, const aql_dispatch_packet 
 		return fail(why, why_size, 32, "kernarg_address 0x%llx is not 16-byte aligned",
 			    (unsigned long long)p->kernarg_address);
 
-	/* the descriptor, read through the VM */
+	/* the descriptor's page must be mapped (else a VM fault), and the
+	 * entry in an EXECUTABLE BO (else the fetch is an execute fault of
+	 * an NX page); the bytes come from the code caches (cache.c) */
 	img = emu_memory_gpu_begin_bo(q->gpu, p->kernel_object, 64, &bo);
 	if (!img) {
 		*fault_va = p->kernel_object;
 		*fault_exec = 0;
 		return -1;
 	}
-	img -= p->kernel_object - bo.va;
-	kd.group_fixed = (uint32_t)rd(img + (p->kernel_object - bo.va), 4);
-	kd.kernarg_size = (uint32_t)rd(img + (p->kernel_object - bo.va) + 8, 4);
-	kd.entry_offset = (int64_t)rd(img + (p->kernel_object - bo.va) + 16, 8);
-	/* the entry: 256-byte aligned, fetched from an EXECUTABLE BO (else
-	 * the fetch is an execute fault of an NX page) */
+	kd.entry_offset = (int64_t)rd(img + 16, 8);
+	emu_memory_gpu_end();
+	if (!(bo.flags & KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE)) {
+		*fault_va = p->kernel_object + (uint64_t)kd.entry_offset;
+		*fault_exec = 1;
+		return -1;
+	}
+	code = emu_cache_code(q->gpu, p->kernel_object, &code_va, &code_size);
+	if (!code || p->kernel_object - code_va > code_size - 64) {
+		free(code);
+		fprintf(stderr, "kfd-emu: queue %u: kernel_object 0x%llx: written since the last "
+			"ACQUIRE_MEM that invalidated I$, K$ and L2, and the caches hold no "
+			"code there: a fault\n", q->queue_id, (unsigned long long)p->kernel_object);
+		*fault_va = p->kernel_object;
+		*fault_exec = 0;
+		return -1;
+	}
+	img = code;
+	kd.group_fixed = (uint32_t)rd(img + (p->kernel_object - code_va), 4);
+	kd.kernarg_size = (uint32_t)rd(img + (p->kernel_object - code_va) + 8, 4);
+	kd.entry_offset = (int64_t)rd(img + (p->kernel_object - code_va) + 16, 8);
+	/* the entry: 256-byte aligned, fetched from an EXECUTABLE BO */
 	if ((p->kernel_object + (uint64_t)kd.entry_offset) % 256) {
-		emu_memory_gpu_end();
+		free(code);
 		return fail(why, why_size, 8, "kernel entry 0x%llx is not 256-byte aligned",
 			    (unsigned long long)(p->kernel_object + (uint64_t)kd.entry_offset));
 	}
 	if (!(bo.flags & KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE) ||
 	    p->kernel_object + (uint64_t)kd.entry_offset - bo.va >= bo.size) {
-		emu_memory_gpu_end();
+		free(code);
 		*fault_va = p->kernel_object + (uint64_t)kd.entry_offset;
 		*fault_exec = 1;
 		return -1;
@@ -791,16 +811,16 @@ int emu_kernel_dispatch(const struct emu_cp_queue *q, const aql_dispatch_packet 
 	/* the image starts at the BO or, where the loader shares a BO among
 	 * code objects, at an AMD_ISA_ALIGN_BYTES (256) boundary below the
 	 * descriptor */
-	for (base = (p->kernel_object - bo.va) & ~255ull;; base -= 256) {
-		if (!kd_name(img + base, bo.size - base, p->kernel_object - bo.va - base, name,
+	for (base = (p->kernel_object - code_va) & ~255ull;; base -= 256) {
+		if (!kd_name(img + base, code_size - base, p->kernel_object - code_va - base, name,
 			     sizeof(name)))
 			break;
 		if (base == 0) {
-			emu_memory_gpu_end();
+			free(code);
 			return fail(why, why_size, 8, "no .kd symbol at kernel_object 0x%llx in "
 				    "a code object of the BO at 0x%llx",
 				    (unsigned long long)p->kernel_object,
-				    (unsigned long long)bo.va);
+				    (unsigned long long)code_va);
 		}
 	}
 	/* The metadata, which says where the hidden arguments are: not the
@@ -808,18 +828,18 @@ int emu_kernel_dispatch(const struct emu_cp_queue *q, const aql_dispatch_packet 
 	 * kernel will read (its own rule: an image without it is refused). */
 	version = img[base + 8] + 2u;		/* EI_ABIVERSION 2: V4 */
 	handle = bo.handle;
-	if (find_note(img + base, bo.size - base, &note_off, &note_size)) {
-		emu_memory_gpu_end();
+	if (find_note(img + base, code_size - base, &note_off, &note_size)) {
+		free(code);
 		return fail(why, why_size, 8, "no AMDGPU metadata note in the code object of "
 			    "kernel %s", name);
 	}
 	note = malloc(note_size ? note_size : 1);
 	if (note)
 		memcpy(note, img + base + note_off, note_size);
-	emu_memory_gpu_end();
+	free(code);
 	if (!note)
 		return fail(why, why_size, 8, "out of host memory for the metadata of %s", name);
-	base += bo.va;
+	base += code_va;
 	r = hidden_args(handle, base, note, note_size, name, hidden, &count, why, why_size);
 	free(note);
 	if (r)

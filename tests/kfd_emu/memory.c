@@ -655,6 +655,26 @@ void *emu_memory_gpu_begin_bo(const struct emu_gpu *gpu, uint64_t addr, uint64_t
 	return NULL;
 }
 
+void emu_memory_each_code(const struct emu_gpu *gpu, uint64_t lo, uint64_t hi,
+			  void (*fn)(const struct kfdemu_bo *bo, const void *bytes, void *user),
+			  void *user)
+{
+	struct kfdemu_bo d;
+
+	pthread_rwlock_rdlock(&table_lock);
+	for (int i = 0; i < MAX_BOS; i++) {
+		const struct bo *b = &mem.bos[i];
+
+		if (!b->used || !(b->mapped & 1u << (gpu->node - 1)) ||
+		    !(b->flags & KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE) || b->va >= hi ||
+		    b->va + b->size <= lo || (!b->data && !b->userptr))
+			continue;
+		describe_bo(b, &d);
+		fn(&d, b->data ? b->data : (void *)(uintptr_t)b->userptr, user);
+	}
+	pthread_rwlock_unlock(&table_lock);
+}
+
 void *emu_memory_gpu_begin(const struct emu_gpu *gpu, uint64_t addr, uint64_t size)
 {
 	return emu_memory_gpu_begin_bo(gpu, addr, size, NULL);

@@ -34,6 +34,7 @@ void emu_process_reset(void)
 	emu_queue_reset();
 	emu_events_reset();
 	emu_memory_reset();
+	emu_cache_reset();
 }
 
 uint64_t emu_process_vm_file(const struct emu_gpu *gpu)
