@@ -360,7 +360,7 @@ static aql_status grow_scratch(struct kfd_queue *k, char *msg, size_t msg_size)
 	uint64_t lane, wave, size = 0, have = amd->scratch_wave64_lane_byte_size;
 	uint32_t xcc = n->xccs ? n->xccs : 1, wpc, waves = 0;
 	unsigned long long ko;
-	char why[160] = "";
+	char why[256] = "";
 
 	if (aql_header_type(__atomic_load_n(&slot->header, __ATOMIC_ACQUIRE)) !=
 	    AQL_PACKET_KERNEL_DISPATCH) {
@@ -429,7 +429,7 @@ static void *watch(void *arg)
 {
 	struct kfd_queue *k = arg;
 	aql_amd_queue *amd = k->q->pub.amd;
-	char msg[256];
+	char msg[512];
 	uint64_t reason;
 	int64_t code;
 
@@ -442,7 +442,7 @@ static void *watch(void *arg)
 		if (__atomic_load_n(&k->closing, __ATOMIC_ACQUIRE))
 			return NULL;
 		if (code == 1) {
-			char why[200];
+			char why[400];
 			aql_status st = grow_scratch(k, why, sizeof(why));
 
 			if (st == AQL_OK) {
