@@ -2382,6 +2382,15 @@ static int64_t run_one(struct disp *d, const aql_packet *p, int fill_args)
 	return r;
 }
 
+/* A 64 KiB VRAM BO for scratch, mapped on the GPU. */
+static void *scratch_bo(struct qfix *f)
+{
+	char *va = reserve(64 << 10);
+
+	vram_bo(f, va, 64 << 10);
+	return va;
+}
+
 static void check_dispatch_kernels(void)
 {
 	struct disp d;
@@ -2428,17 +2437,24 @@ static void check_dispatch_kernels(void)
 	p.dispatch.kernarg_address += 8;
 	EQ(run_one(&d, &p, 1), 32);
 	/* too little scratch: code 1; the runtime grows it and stores 0, the
-	 * CP runs the packet again: 4 groups of 1 wave, 48 bytes a lane */
+	 * CP runs the packet again: 48 bytes a lane, 4 waves of 3 KiB */
 	p = saxpy_packet(&d, d.code, done);
 	p.dispatch.private_segment_size = 40;
 	start_one(&d, &p, 1);
 	EQ(wait_one(&d, &p), 1);
 	EQ(val(done), 1);
 	d.q.f.amd->scratch_wave64_lane_byte_size = 48;
+	d.q.f.amd->compute_tmpring_size = 4 | 3u << 12;
 	d.q.f.amd->scratch_backing_memory_byte_size = 48 * 64 * 4 - 1;
+	d.q.f.amd->scratch_backing_memory_location = (uintptr_t)scratch_bo(&d.q.f);
 	set(&d.q.f.sig[20], 0);
 	EQ(wait_one(&d, &p), 1);
+	/* WAVESIZE under 64 lanes of 48 bytes */
+	d.q.f.amd->compute_tmpring_size = 4 | 2u << 12;
 	d.q.f.amd->scratch_backing_memory_byte_size = 48 * 64 * 4;
+	set(&d.q.f.sig[20], 0);
+	EQ(wait_one(&d, &p), 1);
+	d.q.f.amd->compute_tmpring_size = 4 | 3u << 12;
 	set(&d.q.f.sig[20], 0);
 	EQ(wait_one(&d, &p), 0);
 	EQ(destroy(&d.q.f, d.q.queue_id), 0);
@@ -2539,6 +2555,35 @@ static void check_code_cache(void)
 		p = saxpy_packet(&d, fresh, done);
 		EQ(run_one(&d, &p, 1), -1);
 	}
+}
+
+/* Scratch whose base is not a mapped BO's absolute address (0x10000, an
+ * offset in a window): a VM fault there, the GPU's queues stop. */
+static void check_dispatch_scratch_fault(void)
+{
+	struct disp d;
+	struct kfd_ioctl_create_event_args mem;
+	struct kfd_event_data ev;
+	aql_packet p;
+	uint32_t res;
+
+	disp_open(&d);
+	EQ(create_event(d.q.f.kfd, KFD_IOC_EVENT_MEMORY, 0, 0, &mem), 0);
+	p = saxpy_packet(&d, d.code, &d.q.f.sig[21]);
+	p.dispatch.private_segment_size = 48;
+	start_one(&d, &p, 1);
+	EQ(wait_one(&d, &p), 1);
+	d.q.f.amd->scratch_wave64_lane_byte_size = 48;
+	d.q.f.amd->compute_tmpring_size = 4 | 3u << 12;
+	d.q.f.amd->scratch_backing_memory_byte_size = 48 * 64 * 4;
+	d.q.f.amd->scratch_backing_memory_location = 0x10000;
+	set(&d.q.f.sig[20], 0);
+	EQ(wait_one(&d, &p), -1);
+	EQ(wait1(d.q.f.kfd, mem.event_id, 0, NULL, &res, &ev), 0);
+	EQ(res, KFD_IOC_WAIT_RESULT_COMPLETE);
+	EQ(ev.memory_exception_data.va, 0x10000);
+	EQ(ev.memory_exception_data.failure.NotPresent, 1);
+	EQ(destroy(&d.q.f, d.q.queue_id), 0);
 }
 
 /* A descriptor in memory that is not EXECUTABLE: the entry's fetch is an
@@ -2646,6 +2691,7 @@ static void case_dispatch(void)
 	in_child(check_dispatch_kernels, "check_dispatch_kernels");
 	in_child(check_dispatch_nx, "check_dispatch_nx");
 	in_child(check_code_cache, "check_code_cache");
+	in_child(check_dispatch_scratch_fault, "check_dispatch_scratch_fault");
 	if (hsaco_path)
 		in_child(check_dispatch_hsaco, "check_dispatch_hsaco");
 }

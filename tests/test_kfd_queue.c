@@ -20,7 +20,8 @@
  *   err_payload_addr, whose headers (one per XCC) are checked;
  * - scratch: a dispatch with private_segment_size is refused by the CP
  *   (code 1) until the queue has scratch; the watcher grows it (a VRAM BO
- *   in the scratch window, the amd_queue_t's descriptor and sizes) and
+ *   in the scratch window, the amd_queue_t's absolute address, descriptor
+ *   and sizes) and
  *   the CP retries; a bigger need grows it again; the destroy frees it;
  * - with --hsaco (saxpy's build for the model, AQL_KFD_EMU_KERNELS naming
  *   its host build):
@@ -38,7 +39,7 @@
  *   priority and runs on; --expect stop (queue_stop:N): a bounded wait
  *   reports the stopped queue, and the destroy gives its packets -1;
  *   --expect scratch_enomem (a small AQL_KFD_EMU_VRAM): the growth fails,
- *   the queue's error says how much was asked.
+ *   down to one wave per CU, and the queue's error says how much that is.
  *
  * With AQL_HIL=1 (tests/hil/run-amd, the kernel's /dev/kfd) only what
  * hardware can show runs: barriers, producers, saxpy where --hsaco is for
@@ -434,10 +435,15 @@ static void check_scratch_fields(aql_queue *q, uint32_t private_size)
 	      qi.scratch, qi.scratch_bytes, (unsigned long long)need);
 	if (!hil)
 		check_bo(qi.scratch, KFDEMU_VRAM, need, "scratch");
-	CHECK(base % (64 << 10) == 0 && (const uint8_t *)qi.scratch >= (const uint8_t *)qi.scratch_window &&
-	      a->scratch_backing_memory_location ==
-	      (uint64_t)((const uint8_t *)qi.scratch - (const uint8_t *)qi.scratch_window),
-	      "scratch_backing_memory_location 0x%llx", (unsigned long long)a->scratch_backing_memory_location);
+	/* the absolute address (gfx9: ROCr AcquireQueueMainScratch), in the
+	 * window of 4 GiB per XCC given to SET_SCRATCH_BACKING_VA */
+	CHECK(base % (64 << 10) == 0 && a->scratch_backing_memory_location == base &&
+	      qi.scratch_window_bytes == ((size_t)4 << 30) * amd->node->xccs &&
+	      (const uint8_t *)qi.scratch >= (const uint8_t *)qi.scratch_window &&
+	      base + need <= (uint64_t)(uintptr_t)qi.scratch_window + qi.scratch_window_bytes,
+	      "scratch_backing_memory_location 0x%llx (scratch %p, window %p)",
+	      (unsigned long long)a->scratch_backing_memory_location, qi.scratch,
+	      qi.scratch_window);
 	CHECK(a->scratch_backing_memory_byte_size == per_xcc && a->scratch_wave64_lane_byte_size == lane,
 	      "scratch sizes %llu, %u per lane (want %llu, %llu)",
 	      (unsigned long long)a->scratch_backing_memory_byte_size,
@@ -754,8 +760,9 @@ static void expect_scratch_enomem(void)
 	aql_signal *s = th_signal(1);
 	aql_packet p = { 0 };
 	const char *msg = "";
-	char want[64];
+	char want[96];
 	uint64_t end = th_now_ns() + TH_TIMEOUT_NS;
+	uint32_t ses;
 
 	p.dispatch.header = aql_packet_header(AQL_PACKET_KERNEL_DISPATCH, 1, AQL_FENCE_SYSTEM,
 					      AQL_FENCE_SYSTEM);
@@ -769,7 +776,13 @@ static void expect_scratch_enomem(void)
 	CHECK(th_wait_done(s) == -1, "its signal");
 	while (aql_queue_error(q, &msg) == AQL_OK && th_now_ns() < end)
 		th_sleep_ms(1);
-	snprintf(want, sizeof(want), "%llu bytes asked", (unsigned long long)scratch_need(16));
+	/* one wave on each CU, the waves of an XCC a multiple of its shader
+	 * engines: the least it tried */
+	ses = amd->node->array_count / amd->node->simd_arrays_per_engine / amd->node->xccs;
+	snprintf(want, sizeof(want), "%llu bytes for one wave on each of %u CUs",
+		 (unsigned long long)(16 * 64 * amd->node->xccs *
+				      ((amd->node->cus / amd->node->xccs + ses - 1) / ses * ses)),
+		 amd->node->cus);
 	CHECK(aql_queue_error(q, &msg) == AQL_ERR_NOMEM && strstr(msg, want) &&
 	      strstr(msg, "VRAM exhausted"), "queue error: %s", msg);
 	CHECK(info_of(q).scratch == NULL && q->amd->scratch_backing_memory_byte_size == 0,

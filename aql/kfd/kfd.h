@@ -343,6 +343,7 @@ struct kfd_queue_info {
 	void *scratch;			/* its scratch VRAM, NULL none yet */
 	size_t scratch_bytes;		/* all XCCs' */
 	const void *scratch_window;	/* the GPU's SET_SCRATCH_BACKING_VA */
+	size_t scratch_window_bytes;	/* 4 GiB per XCC */
 };
 
 /* Fill *out for q, a queue attached to an AMD agent. Thread safe while q

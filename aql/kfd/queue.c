@@ -7,13 +7,15 @@
  * area (host memory: the runtime writes its headers) and a
  * queue_inactive_signal, through which the CP reports a packet it refuses.
  * Per GPU, once: the doorbell slice of /dev/kfd mapped, and the scratch
- * backing window reserved and given to KFD (SET_SCRATCH_BACKING_VA).
+ * window (4 GiB of addresses per XCC) reserved and given to KFD
+ * (SET_SCRATCH_BACKING_VA), as libhsakmt does for ROCr's scratch pool.
  *
  * Scratch (plan §9), ROCr's way: a queue starts without it; a dispatch
  * that needs more private segment memory than the queue has is refused
  * by the CP with code 1, and the watcher backs a place in the window
- * with VRAM for every wave the GPU can hold, writes the descriptor and
- * sizes into the amd_queue_t and stores 0, on which the CP retries.
+ * with VRAM for every wave the GPU can hold (fewer waves per CU when
+ * that does not fit), writes the descriptor, the absolute address and
+ * the sizes into the amd_queue_t and stores 0, on which the CP retries.
  *
  * A watcher thread per queue sleeps on the queue_inactive_signal (its KFD
  * event) and looks at the exception payload KFD writes (KFD 1.13+). The
@@ -45,9 +47,10 @@
  * per process on gfx9 and later. */
 #define DOORBELL_SLICE 8192u
 /* Scratch backing: 64 KiB aligned, as SET_SCRATCH_BACKING_VA takes the
- * address >> 16 (libhsakmt fmm.c); the reservation holds addresses only. */
+ * address >> 16 (libhsakmt fmm.c); the reservation holds addresses only,
+ * 4 GiB per XCC (ROCr GpuAgent::MaxScratchDevice, gfx9 to gfx11). */
 #define SCRATCH_ALIGN ((size_t)64 << 10)
-#define SCRATCH_RESERVE ((size_t)1 << 30)
+#define SCRATCH_PER_XCC ((uint64_t)1 << 32)
 /* COMPUTE_TMPRING_SIZE (gfx9): WAVES bits 0-11, WAVESIZE bits 12-24 in
  * 1 KiB units. */
 #define TMPRING_WAVES_MAX 0xfffu
@@ -85,6 +88,7 @@ struct kfd_queue {
 	aql_signal *inactive;		/* queue_inactive_signal */
 	uint64_t error_reason;		/* err_payload_addr: KFD ORs exception bits in */
 	uint8_t *scratch_window;	/* the GPU's, SET_SCRATCH_BACKING_VA */
+	size_t scratch_window_bytes;
 	void *scratch;			/* this queue's VRAM in it, NULL none */
 	size_t scratch_bytes;
 	pthread_t watcher;
@@ -95,7 +99,8 @@ struct kfd_queue {
 /* Per GPU node, kept until exit. */
 struct qgpu {
 	uint8_t *doorbells;		/* the slice, mapped at the first queue */
-	uint8_t *scratch_window;	/* SCRATCH_RESERVE bytes, NULL until set */
+	uint8_t *scratch_window;	/* NULL until set */
+	size_t scratch_window_bytes;	/* SCRATCH_PER_XCC per XCC */
 };
 
 static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -197,28 +202,37 @@ static struct qgpu *qgpu_of(const struct kfd_agent *a)
 	return &qgpus[a->node - a->process->topo.nodes];
 }
 
-/* libhsakmt does this once per GPU; HWS passes it to the firmware in
- * MAP_PROCESS (kfd_packet_manager_v9.c pm_map_process_v9). Under gpu_lock. */
+/*
+ * The GPU's scratch window, once, given to KFD as libhsakmt's
+ * fmm_allocate_scratch does for ROCr's pool. KFD keeps it as the
+ * process's sh_hidden_private_base and writes it to the register only
+ * without HWS (kfd_chardev.c kfd_ioctl_set_scratch_backing_va); gfx9's
+ * MAP_PROCESS has no field for it (kfd_pm4_headers_ai.h). The waves find
+ * their scratch at the absolute address in the amd_queue_t (fill_scratch).
+ * Under gpu_lock.
+ */
 static aql_status set_scratch(const struct kfd_agent *a, struct qgpu *g)
 {
 	struct kfd_ioctl_set_scratch_backing_va_args s = { .gpu_id = a->node->gpu_id };
+	size_t bytes = (size_t)(SCRATCH_PER_XCC * (a->node->xccs ? a->node->xccs : 1));
 	aql_status st;
 	void *va;
 	int r;
 
 	if (g->scratch_window)
 		return AQL_OK;
-	st = aql_pages_reserve(SCRATCH_RESERVE, SCRATCH_ALIGN, &va);
+	st = aql_pages_reserve(bytes, SCRATCH_ALIGN, &va);
 	if (st != AQL_OK)
 		return st;
 	s.va_addr = (uint64_t)(uintptr_t)va >> 16;
 	r = aql_kfd_ioctl(a->process->sys, a->process->fd, AMDKFD_IOC_SET_SCRATCH_BACKING_VA, &s);
 	if (r < 0) {
-		aql_pages_unmap(va, SCRATCH_RESERVE);
+		aql_pages_unmap(va, bytes);
 		return aql_fail_errno(AQL_ERR_DEVICE, -r, "%s agent %u: AMDKFD_IOC_SET_SCRATCH_BACKING_VA",
 				      a->node->gfx, a->info.device_index);
 	}
 	g->scratch_window = va;
+	g->scratch_window_bytes = bytes;
 	return AQL_OK;
 }
 
@@ -283,24 +297,22 @@ static const char *cp_code_name(int64_t code)
 
 /*
  * The scratch descriptor and sizes of the amd_queue_t for lane bytes per
- * work-item, as ROCr's AqlQueue::InitScratchSRD fills them for gfx9
- * (SQ_BUF_RSRC_WORD1/3 bit layout checked against ROCr's registers.h;
- * the SQ_SEL_*, BUF_*_FORMAT and SQ_RSRC_BUF values, 4/5/6/7, 4, 4 and 0,
- * are from the same header, not checked on hardware). Sizes are per XCC.
+ * work-item and waves per XCC, as ROCr's AqlQueue::InitScratchSRD fills
+ * them for gfx9 (SQ_BUF_RSRC_WORD1/3 bit layout checked against ROCr's
+ * registers.h; the SQ_SEL_*, BUF_*_FORMAT and SQ_RSRC_BUF values,
+ * 4/5/6/7, 4, 4 and 0, are from the same header, not checked on
+ * hardware). Sizes are per XCC. scratch_backing_memory_location is the
+ * absolute GPU address (AcquireQueueMainScratch: ISA major > 8; gfx8 took
+ * an offset from SH_HIDDEN_PRIVATE_BASE): with HWS nothing else tells
+ * the firmware where the scratch is.
  */
-static void fill_scratch(struct kfd_queue *k, uint64_t lane, uint32_t wave_kib)
+static void fill_scratch(struct kfd_queue *k, uint64_t lane, uint32_t wave_kib, uint32_t waves)
 {
 	aql_amd_queue *amd = k->q->pub.amd;
 	const struct kfd_node *n = k->a->node;
 	uint64_t base = (uint64_t)(uintptr_t)k->scratch;
 	uint64_t per_xcc = k->scratch_bytes / n->xccs;
-	uint64_t waves = per_xcc / ((uint64_t)wave_kib * TMPRING_UNIT);
-	uint64_t slots = (uint64_t)n->cus * n->max_slots_scratch_cu;
 
-	if (waves > slots)
-		waves = slots;
-	if (waves > TMPRING_WAVES_MAX)
-		waves = TMPRING_WAVES_MAX;
 	amd->scratch_resource_descriptor[0] = (uint32_t)base;
 	/* BASE_ADDRESS_HI 0-15, SWIZZLE_ENABLE 31 */
 	amd->scratch_resource_descriptor[1] = (uint32_t)((base >> 32) & 0xffff) | 1u << 31;
@@ -310,18 +322,34 @@ static void fill_scratch(struct kfd_queue *k, uint64_t lane, uint32_t wave_kib)
 	 * TYPE 0 (buffer) */
 	amd->scratch_resource_descriptor[3] = 4u | 5u << 3 | 6u << 6 | 7u << 9 | 4u << 12 |
 					      4u << 15 | 1u << 19 | 3u << 21 | 1u << 23;
-	amd->scratch_backing_memory_location = (uint64_t)((uint8_t *)k->scratch - k->scratch_window);
-	amd->compute_tmpring_size = (uint32_t)waves | wave_kib << 12;
+	amd->scratch_backing_memory_location = base;
+	amd->compute_tmpring_size = waves | wave_kib << 12;
 	amd->scratch_backing_memory_byte_size = per_xcc;
 	amd->scratch_wave64_lane_byte_size = (uint32_t)lane;
 }
 
+/* Waves per XCC for wpc waves per CU: a multiple of the XCC's shader
+ * engines (ROCr FillComputeTmpRingSize asserts it). */
+static uint32_t xcc_waves(const struct kfd_node *n, uint32_t wpc)
+{
+	uint32_t xcc = n->xccs ? n->xccs : 1;
+	uint32_t ses = n->simd_arrays_per_engine ? n->array_count / n->simd_arrays_per_engine / xcc : 1;
+	uint32_t waves = wpc * (n->cus / xcc);
+
+	if (!ses)
+		ses = 1;
+	return (waves + ses - 1) / ses * ses;
+}
+
 /*
- * CP code 1: scratch for the packet the CP stopped at, enough for the
- * most waves the GPU holds at once, align16(private_segment_size) bytes
- * per lane of 64 (ROCr's DynamicScratchHandler; plan §9). The old VRAM
- * goes first, as ROCr releases before it acquires. AQL_OK when the CP may
- * retry; else the queue's error, with why in msg.
+ * CP code 1: scratch for the packet the CP stopped at, align16(private
+ * segment size) bytes per lane of 64 (ROCr's DynamicScratchHandler; plan
+ * §9), for max_slots_scratch_cu waves per CU; where that does not fit
+ * the window (4 GiB per XCC) or VRAM, fewer waves per CU, down to one
+ * (ROCr AcquireQueueMainScratch: "reduce occupancy"); COMPUTE_TMPRING_SIZE
+ * tells the CP how many waves it may run. The old VRAM goes first, as
+ * ROCr releases before it acquires (aql/kfd/README.md: why that is safe).
+ * AQL_OK when the CP may retry; else the queue's error, with why in msg.
  */
 static aql_status grow_scratch(struct kfd_queue *k, char *msg, size_t msg_size)
 {
@@ -329,7 +357,10 @@ static aql_status grow_scratch(struct kfd_queue *k, char *msg, size_t msg_size)
 	const struct kfd_node *n = k->a->node;
 	uint64_t id = __atomic_load_n(&amd->read_dispatch_id, __ATOMIC_ACQUIRE);
 	const aql_packet *slot = aql_queue_slot(&k->q->pub, id);
-	uint64_t lane, size, wave_kib, have = amd->scratch_wave64_lane_byte_size;
+	uint64_t lane, wave, size = 0, have = amd->scratch_wave64_lane_byte_size;
+	uint32_t xcc = n->xccs ? n->xccs : 1, wpc, waves = 0;
+	unsigned long long ko;
+	char why[256] = "";
 
 	if (aql_header_type(__atomic_load_n(&slot->header, __ATOMIC_ACQUIRE)) !=
 	    AQL_PACKET_KERNEL_DISPATCH) {
@@ -337,9 +368,10 @@ static aql_status grow_scratch(struct kfd_queue *k, char *msg, size_t msg_size)
 			 "dispatch", (unsigned long long)id);
 		return AQL_ERR_QUEUE_ERROR;
 	}
+	ko = (unsigned long long)slot->dispatch.kernel_object;
+	/* align16 of the packet's size: a wave is whole KiB (1024 / 64) */
 	lane = ((uint64_t)slot->dispatch.private_segment_size + 15) & ~15ull;
-	size = lane * 64 * n->cus * n->max_slots_scratch_cu;
-	wave_kib = (lane * 64 + TMPRING_UNIT - 1) / TMPRING_UNIT;
+	wave = lane * 64;
 	/* Refused again with this much there: growing would loop. */
 	if (lane <= have) {
 		snprintf(msg, msg_size, "the command processor refused packet %llu for scratch "
@@ -352,29 +384,44 @@ static aql_status grow_scratch(struct kfd_queue *k, char *msg, size_t msg_size)
 			 "code 1)", (unsigned long long)id);
 		return AQL_ERR_UNSUPPORTED;
 	}
-	if (!size || wave_kib > TMPRING_WAVESIZE_MAX || size > SCRATCH_RESERVE) {
-		snprintf(msg, msg_size, "packet %llu needs %llu scratch bytes per lane: more "
-			 "than a %zu-byte window holds for %u CUs of %u waves (CP code 1)",
-			 (unsigned long long)id, (unsigned long long)lane, SCRATCH_RESERVE,
-			 n->cus, n->max_slots_scratch_cu);
+	if (wave / TMPRING_UNIT > TMPRING_WAVESIZE_MAX) {
+		snprintf(msg, msg_size, "packet %llu (kernel_object 0x%llx) needs %llu scratch "
+			 "bytes per lane: %llu KiB per wave, over COMPUTE_TMPRING_SIZE's %u KiB "
+			 "(CP code 1)", (unsigned long long)id, ko, (unsigned long long)lane,
+			 (unsigned long long)(wave / TMPRING_UNIT), TMPRING_WAVESIZE_MAX);
 		return AQL_ERR_NOMEM;
 	}
 	if (k->scratch) {
 		kfd_scratch_free(&k->a->base, k->scratch);
 		k->scratch = NULL;
 		k->scratch_bytes = 0;
+		amd->compute_tmpring_size = 0;
+		amd->scratch_backing_memory_location = 0;
 		amd->scratch_backing_memory_byte_size = 0;
 		amd->scratch_wave64_lane_byte_size = 0;
 	}
-	if (kfd_scratch_alloc(&k->a->base, k->scratch_window, SCRATCH_RESERVE, SCRATCH_ALIGN,
-			      (size_t)size, &k->scratch) != AQL_OK) {
-		snprintf(msg, msg_size, "no scratch for packet %llu: %llu bytes asked (%llu per "
-			 "lane): %s", (unsigned long long)id, (unsigned long long)size,
-			 (unsigned long long)lane, aql_error_message());
+	for (wpc = n->max_slots_scratch_cu; wpc >= 1; wpc--) {
+		waves = xcc_waves(n, wpc);
+		size = (uint64_t)waves * wave * xcc;
+		if (waves > TMPRING_WAVES_MAX || (uint64_t)waves * wave > SCRATCH_PER_XCC) {
+			snprintf(why, sizeof(why), "over the %llu-byte scratch window of %u XCCs",
+				 (unsigned long long)(SCRATCH_PER_XCC * xcc), xcc);
+			continue;
+		}
+		if (kfd_scratch_alloc(&k->a->base, k->scratch_window, k->scratch_window_bytes,
+				      SCRATCH_ALIGN, (size_t)size, &k->scratch) == AQL_OK)
+			break;
+		snprintf(why, sizeof(why), "%s", aql_error_message());
+	}
+	if (!k->scratch) {
+		snprintf(msg, msg_size, "no scratch for packet %llu (kernel_object 0x%llx): %llu "
+			 "bytes per lane need %llu bytes for one wave on each of %u CUs: %s",
+			 (unsigned long long)id, ko, (unsigned long long)lane,
+			 (unsigned long long)size, n->cus, why);
 		return AQL_ERR_NOMEM;
 	}
 	k->scratch_bytes = (size_t)size;
-	fill_scratch(k, lane, (uint32_t)wave_kib);
+	fill_scratch(k, lane, (uint32_t)(wave / TMPRING_UNIT), waves);
 	return AQL_OK;
 }
 
@@ -382,7 +429,7 @@ static void *watch(void *arg)
 {
 	struct kfd_queue *k = arg;
 	aql_amd_queue *amd = k->q->pub.amd;
-	char msg[256];
+	char msg[512];
 	uint64_t reason;
 	int64_t code;
 
@@ -395,7 +442,7 @@ static void *watch(void *arg)
 		if (__atomic_load_n(&k->closing, __ATOMIC_ACQUIRE))
 			return NULL;
 		if (code == 1) {
-			char why[200];
+			char why[400];
 			aql_status st = grow_scratch(k, why, sizeof(why));
 
 			if (st == AQL_OK) {
@@ -595,8 +642,10 @@ aql_status kfd_queue_attach(aql_agent *agent, struct aql_queue_impl *q)
 	pthread_mutex_lock(&gpu_lock);
 	g = qgpu_of(a);
 	st = g ? set_scratch(a, g) : AQL_ERR_NOMEM;
-	if (st == AQL_OK)
+	if (st == AQL_OK) {
 		k->scratch_window = g->scratch_window;
+		k->scratch_window_bytes = g->scratch_window_bytes;
+	}
 	pthread_mutex_unlock(&gpu_lock);
 	if (st == AQL_OK)
 		st = create(k, &s, &doorbell_offset);
@@ -662,7 +711,8 @@ void kfd_queue_get_info(const struct aql_queue_impl *q, struct kfd_queue_info *o
 					.cwsr_per_xcc = k->cwsr_per_xcc,
 					.error_reason = &k->error_reason,
 					.scratch = k->scratch, .scratch_bytes = k->scratch_bytes,
-					.scratch_window = k->scratch_window };
+					.scratch_window = k->scratch_window,
+					.scratch_window_bytes = k->scratch_window_bytes };
 }
 
 /* Wait while the queue's packets finish; 0 when all did, else 1 (none

@@ -358,7 +358,7 @@ static int run(struct emu_cp *cp, const aql_packet *p, uint32_t *code)
 		cond[0] = p->barrier_value.cond;
 		return wait_signals(cp, sig, cmp, mask, cond, 1, 1);
 	case AQL_PACKET_KERNEL_DISPATCH: {
-		char why[200];
+		char why[200] = "";
 		uint64_t va = 0;
 		int exec = 0, r;
 
@@ -366,6 +366,9 @@ static int run(struct emu_cp *cp, const aql_packet *p, uint32_t *code)
 		r = emu_kernel_dispatch(&cp->q, &p->dispatch, why, sizeof(why), &va, &exec);
 
 		if (r < 0) {
+			if (why[0])
+				fprintf(stderr, "kfd-emu: queue %u: VM fault at 0x%llx: %s\n",
+					cp->q.queue_id, (unsigned long long)va, why);
 			vm_fault(cp, va, exec);
 			return 1;
 		}

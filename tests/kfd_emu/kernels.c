@@ -674,25 +674,33 @@ static int check_hidden(const struct emu_cp_queue *q, const aql_dispatch_packet 
 }
 
 /*
- * The queue's scratch for p (plan §9, ROCr DynamicScratchHandler): each
- * wave in flight needs 64 lanes of align16(private_segment_size) bytes,
- * with at most max_slots_scratch_cu waves per CU. Too little in the
- * amd_queue_t's scratch fields is CP code 1, which the runtime answers by
- * growing it and storing 0 (the CP then retries). 0 when enough; 1; or
- * UINT32_MAX for a VM fault reading the amd_queue_t.
+ * The queue's scratch for p (plan §9; ROCr DynamicScratchHandler,
+ * AqlQueue::InitScratchSRD, FillComputeTmpRingSize). Code 1, which the
+ * runtime answers by growing it and storing 0 (the CP then retries), while
+ * the amd_queue_t gives too little: scratch_wave64_lane_byte_size under
+ * align16(private_segment_size), COMPUTE_TMPRING_SIZE.WAVESIZE under 64
+ * lanes of that, WAVES 0, or the per-XCC scratch_backing_memory_byte_size
+ * under WAVES waves of WAVESIZE KiB (the emulation's own check: the CP
+ * runs up to WAVES waves per XCC and does not read the size, so on a GPU
+ * the waves would overrun into the next XCC's part unseen).
+ * Then the waves' memory: scratch_backing_memory_location is the absolute
+ * GPU address of the backing (ROCr AcquireQueueMainScratch for ISA major
+ * > 8, tinygrad's scratch.va_addr; with HWS on gfx9 nothing else gives the
+ * firmware a base: kfd_pm4_headers_ai.h's MAP_PROCESS has no such field,
+ * and kfd_ioctl_set_scratch_backing_va writes the register only without
+ * HWS), and XCC i's part starts at it plus i times the per-XCC size: all
+ * of it in one BO mapped on the GPU, else the first access is a VM fault
+ * at the first byte outside (at the base when the base is outside).
+ * 0 when enough; 1; or UINT32_MAX for a VM fault at *fault_va.
  */
 static uint32_t scratch(const struct emu_cp_queue *q, const aql_dispatch_packet *p,
 			const struct emu_queue_props *props, char *why, size_t why_size,
 			uint64_t *fault_va)
 {
 	const aql_amd_queue *amd = emu_memory_gpu_begin(q->gpu, q->amd_queue, sizeof(*amd));
-	uint64_t lane = (p->private_segment_size + 15ull) & ~15ull, have, lane_have;
-	uint64_t per_group = (((uint64_t)p->workgroup_size_x * p->workgroup_size_y *
-			       p->workgroup_size_z) + 63) / 64;
-	uint64_t groups = (uint64_t)((p->grid_size_x + p->workgroup_size_x - 1) / p->workgroup_size_x) *
-			  ((p->grid_size_y + p->workgroup_size_y - 1) / p->workgroup_size_y) *
-			  ((p->grid_size_z + p->workgroup_size_z - 1) / p->workgroup_size_z);
-	uint64_t waves = groups * per_group, slots = (uint64_t)props->cus * props->max_slots_scratch_cu;
+	uint64_t lane = (p->private_segment_size + 15ull) & ~15ull, have, lane_have, base, end;
+	uint32_t tmpring, waves, wave_kib, xcc = props->num_xcc ? props->num_xcc : 1;
+	struct kfdemu_bo bo;
 
 	if (!amd) {
 		*fault_va = q->amd_queue;
@@ -700,14 +708,33 @@ static uint32_t scratch(const struct emu_cp_queue *q, const aql_dispatch_packet 
 	}
 	have = __atomic_load_n(&amd->scratch_backing_memory_byte_size, __ATOMIC_ACQUIRE);
 	lane_have = __atomic_load_n(&amd->scratch_wave64_lane_byte_size, __ATOMIC_ACQUIRE);
+	tmpring = __atomic_load_n(&amd->compute_tmpring_size, __ATOMIC_ACQUIRE);
+	base = __atomic_load_n(&amd->scratch_backing_memory_location, __ATOMIC_ACQUIRE);
 	emu_memory_gpu_end();
-	if (waves > slots)
-		waves = slots;
-	if (lane_have < lane || have < lane * 64 * waves)
-		return (uint32_t)fail(why, why_size, 1, "scratch of %llu bytes (%llu per lane) for "
-				      "%llu bytes per lane and %llu waves",
+	/* COMPUTE_TMPRING_SIZE (gfx9): WAVES 0-11, WAVESIZE 12-24 in KiB */
+	waves = tmpring & 0xfff;
+	wave_kib = tmpring >> 12 & 0x1fff;
+	if (lane_have < lane || (uint64_t)wave_kib * 1024 < lane * 64 || !waves ||
+	    have < (uint64_t)waves * wave_kib * 1024)
+		return (uint32_t)fail(why, why_size, 1, "scratch of %llu bytes per XCC (%llu per "
+				      "lane), %u waves of %u KiB, for %llu bytes per lane",
 				      (unsigned long long)have, (unsigned long long)lane_have,
-				      (unsigned long long)lane, (unsigned long long)waves);
+				      waves, wave_kib, (unsigned long long)lane);
+	end = base + have * xcc;
+	if (end < base || !emu_memory_gpu_begin_bo(q->gpu, base, 1, &bo)) {
+		*fault_va = base;
+		fail(why, why_size, 0, "scratch_backing_memory_location 0x%llx is in no BO "
+		     "mapped on the GPU", (unsigned long long)base);
+		return UINT32_MAX;
+	}
+	emu_memory_gpu_end();
+	if (end > bo.va + bo.size) {
+		*fault_va = bo.va + bo.size;
+		fail(why, why_size, 0, "scratch at 0x%llx, %llu bytes for %u XCCs, runs past its "
+		     "BO's end at 0x%llx", (unsigned long long)base, (unsigned long long)(have * xcc),
+		     xcc, (unsigned long long)(bo.va + bo.size));
+		return UINT32_MAX;
+	}
 	return 0;
 }
 
@@ -755,6 +782,7 @@ int emu_kernel_dispatch(const struct emu_cp_queue *q, const aql_dispatch_packet 
 	if (p->private_segment_size) {
 		uint32_t r = scratch(q, p, &props, why, why_size, fault_va);
 
+		*fault_exec = 0;
 		if (r)
 			return r == UINT32_MAX ? -1 : (int)r;
 	}
