@@ -411,6 +411,27 @@ static void check_refused_packet(void)
 	aql_signal_destroy(behind);
 }
 
+/*
+ * CP codes are bit masks (ROCr amd_aql_queue.cpp DynamicScratchHandler):
+ * the test stands in for the CP and stores 0x82, invalid dimensions and
+ * out of VGPRs at once; the queue's error names both.
+ */
+static void check_cp_code_bits(void)
+{
+	aql_queue *q = queue(64);
+	const char *msg = "";
+	uint64_t end = th_now_ns() + TH_TIMEOUT_NS;
+
+	aql_signal_store(aql_signal_from_handle(q->amd->queue_inactive_signal), 0x82,
+			 AQL_RELEASE);
+	while (aql_queue_error(q, &msg) == AQL_OK && th_now_ns() < end)
+		th_sleep_ms(1);
+	CHECK(aql_queue_error(q, &msg) == AQL_ERR_QUEUE_ERROR &&
+	      strstr(msg, "invalid grid or work-group dimensions; out of VGPRs (CP code 130)"),
+	      "queue error: %s", msg);
+	CHECK_OK(aql_queue_destroy(q));
+}
+
 /* The scratch a dispatch of lane_size private bytes gets (plan §9). */
 static uint64_t scratch_need(uint32_t private_size)
 {
@@ -839,6 +860,7 @@ int main(int argc, char **argv)
 		check_stress();
 		if (!hil) {
 			check_refused_packet();
+			check_cp_code_bits();
 			check_scratch();
 		}
 		/* --hsaco names saxpy's build for the run's model; on hardware

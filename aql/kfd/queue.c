@@ -279,20 +279,37 @@ static void stop_queue(struct aql_queue_impl *q, aql_status status, const char *
 	fail_pending(q);
 }
 
-/* ROCr's names of the CP's codes in queue_inactive_signal. */
-static const char *cp_code_name(int64_t code)
+/*
+ * The CP's code in queue_inactive_signal is a bit mask, read in ROCr's
+ * order (amd_aql_queue.cpp DynamicScratchHandler): 0x1 and 0x400 ask for
+ * scratch (wave64, wave32) and are answered alone; the others are
+ * errors, named here in ROCr's words, every bit that is set.
+ */
+#define CP_SCRATCH_REQUEST 0x401u
+
+static void cp_code_names(uint32_t code, char *buf, size_t size)
 {
-	switch (code) {
-	case 1: return "the dispatch needs more scratch (private segment) memory";
-	case 2: return "invalid grid or workgroup dimensions";
-	case 4: return "invalid group segment (LDS) size";
-	case 8: return "invalid code object";
-	case 32: return "invalid packet format";
-	case 64: return "invalid argument";
-	case 128: return "invalid ISA";
-	case 256: return "unsupported vendor-specific packet";
-	default: return "an unknown CP error";
-	}
+	static const struct { uint32_t bit; const char *name; } bits[] = {
+		{ 0x2, "invalid grid or work-group dimensions" },
+		{ 0x4, "invalid group segment (LDS) size" },
+		{ 0x8, "invalid or NULL code object" },
+		{ 0x20, "invalid packet format" },
+		{ 0x40, "work-group too large" },
+		{ 0x80, "out of VGPRs" },
+		{ 0x100, "unsupported vendor-specific packet" },
+		{ 0x20000000, "memory violation (an address beyond 48 bits)" },
+		{ 0x40000000, "illegal instruction" },
+		{ 0x80000000u, "debug trap" },
+	};
+	size_t used = 0;
+
+	buf[0] = 0;
+	for (size_t i = 0; i < sizeof(bits) / sizeof(bits[0]) && used < size; i++)
+		if (code & bits[i].bit)
+			used += (size_t)snprintf(buf + used, size - used, "%s%s", used ? "; " : "",
+						 bits[i].name);
+	if (!used)
+		snprintf(buf, size, "a code ROCr does not name");
 }
 
 /*
@@ -441,7 +458,7 @@ static void *watch(void *arg)
 		 * closing, so a value it stored is never taken for a code. */
 		if (__atomic_load_n(&k->closing, __ATOMIC_ACQUIRE))
 			return NULL;
-		if (code == 1) {
+		if ((uint32_t)code & CP_SCRATCH_REQUEST) {
 			char why[400];
 			aql_status st = grow_scratch(k, why, sizeof(why));
 
@@ -457,14 +474,17 @@ static void *watch(void *arg)
 			return NULL;
 		}
 		if (code) {
+			char names[256];
+
 			/* The CP waits on the packet for a 0 it never gets:
 			 * the queue stays stopped until its destroy. */
+			cp_code_names((uint32_t)code, names, sizeof(names));
 			snprintf(msg, sizeof(msg), "AMD queue %llu (%s): the command processor "
 				 "refused packet %llu: %s (CP code %lld)",
 				 (unsigned long long)amd->hsa.id, k->a->node->gfx,
 				 (unsigned long long)__atomic_load_n(&amd->read_dispatch_id,
 								     __ATOMIC_ACQUIRE),
-				 cp_code_name(code), (long long)code);
+				 names, (long long)code);
 			stop_queue(k->q, AQL_ERR_QUEUE_ERROR, msg);
 			return NULL;
 		}

@@ -40,7 +40,8 @@
 #include "aql/signal.h"
 #include "emu.h"
 
-/* CP error codes in queue_inactive_signal (ROCr amd_aql_queue.cpp). */
+/* CP error codes in queue_inactive_signal, bits of a mask (ROCr
+ * amd_aql_queue.cpp DynamicScratchHandler); the emulation sets one at a time. */
 enum {
 	CP_INVALID_PACKET_FORMAT = 32,
 	CP_UNSUPPORTED_VENDOR_PACKET = 256,
