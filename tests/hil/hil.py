@@ -96,9 +96,11 @@ def on_cuda(t, suites):
 
 
 # The KFD emulation's knobs that make a run a test of the emulation
-# itself: its failures, KFD versions and rules, BAR and XNACK settings.
+# itself: its failures, KFD versions and rules, BAR and XNACK settings,
+# VRAM sizes, containers' nodes and clock rates the real GPU does not have.
 KFD_EMU_ONLY = ('AQL_KFD_EMU_FAIL', 'AQL_KFD_EMU_VERSION', 'AQL_KFD_EMU_CHECKS',
-                'AQL_KFD_EMU_BAR', 'AQL_KFD_EMU_XNACK')
+                'AQL_KFD_EMU_BAR', 'AQL_KFD_EMU_XNACK', 'AQL_KFD_EMU_VRAM',
+                'AQL_KFD_EMU_DENY', 'AQL_KFD_EMU_NO_RENDER', 'AQL_KFD_EMU_GPU_CLOCK_HZ')
 
 
 def on_amd(t, suites):
