@@ -58,13 +58,14 @@ struct aql_agent_ops {
 				   int prot);
 	void (*code_free)(aql_agent *agent, void *base, size_t size);
 	/*
-	 * The loader wrote a code object at [base, base + size) (after
-	 * code_protect): make the agent's processors see it, whatever their
-	 * caches held there before (a GPU: invalidate its code caches),
-	 * before the load returns. Errors: the agent's, naming it and why;
-	 * the load then fails and frees its memory. NULL: nothing to do.
+	 * The loader wrote and relocated co in the memory of code_alloc
+	 * (after code_protect): make the agent's processors see it, whatever
+	 * their caches held there before (a GPU: invalidate its code caches),
+	 * before the load returns. co stays valid until code_free of its
+	 * memory. Errors: the agent's, naming it and why; the load then
+	 * fails and frees its memory. NULL: nothing to do.
 	 */
-	aql_status (*code_loaded)(aql_agent *agent, void *base, size_t size);
+	aql_status (*code_loaded)(aql_agent *agent, const aql_code_object *co);
 	/* Agent memory (aql_agent_mem_alloc()): zeroed, 256-byte aligned. */
 	aql_status (*mem_alloc)(aql_agent *agent, size_t size, void **out);
 	void (*mem_free)(aql_agent *agent, void *ptr);

@@ -739,8 +739,7 @@ static aql_status co_load(aql_agent *agent, struct aql_code_object *co,
 		co->kernels[i].kernel_object += (uint64_t)(uintptr_t)base - co->vaddr_lo;
 	if (co->info.kind == AQL_CODE_OBJECT_HOST && (st = protect_host(co)) != AQL_OK)
 		return st;
-	return agent->ops->code_loaded ? agent->ops->code_loaded(agent, base, co->alloc_size) :
-					 AQL_OK;
+	return agent->ops->code_loaded ? agent->ops->code_loaded(agent, co) : AQL_OK;
 }
 
 static aql_status check_agent(aql_agent *agent, const void *what, aql_code_object **out)

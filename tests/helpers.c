@@ -355,3 +355,43 @@ void *th_kfdemu_sym(const char *name)
 		th_stop("no kfdemu symbols in AQL_KFD_SYS");
 	return fn;
 }
+
+void th_check_saxpy(aql_agent *agent, const char *hsaco, const char *where)
+{
+	enum { N = 1000 };
+	aql_queue_config qc = { .size = 64, .full_timeout_ns = TH_TIMEOUT_NS };
+	aql_launch_config c = { .grid = { N } };
+	aql_code_object *co = NULL;
+	const aql_kernel *k = NULL;
+	aql_queue *q = NULL;
+	aql_completion done;
+	aql_buf_f32 x, y;
+	float *hx, *hy;
+	int bad = 0;
+
+	CHECK_OK(aql_queue_create(agent, &qc, &q));
+	CHECK_OK(aql_code_object_load_file(agent, hsaco, NULL, &co));
+	CHECK_OK(aql_code_object_kernel(co, "saxpy", &k));
+	CHECK_OK(aql_buf_f32_create(N, AQL_IN, NULL, &x));
+	CHECK_OK(aql_buf_f32_create(N, AQL_INOUT, NULL, &y));
+	hx = aql_buf_f32_data(x);
+	hy = aql_buf_f32_data(y);
+	if (!q || !k || !hx || !hy)
+		th_stop("saxpy or its buffers");
+	for (int i = 0; i < N; i++) {
+		hx[i] = (float)i;
+		hy[i] = 1.0f;
+	}
+	CHECK_OK(AQL_LAUNCH(q, k, &c, &done, AQL_ARG(2.0f), AQL_ARG(x.raw), AQL_ARG(y.raw),
+			    AQL_ARG((uint32_t)N)));
+	CHECK_OK(th_done(aql_completion_wait(done, TH_TIMEOUT_NS)));
+	CHECK_OK(aql_buf_wait(y.raw, TH_TIMEOUT_NS));
+	hy = aql_buf_f32_data(y);
+	for (int i = 0; hy && i < N; i++)
+		bad += hy[i] != 2.0f * (float)i + 1.0f;
+	CHECK(hy && !bad, "saxpy %s: %d wrong", where, bad);
+	CHECK_OK(aql_buf_destroy(x.raw));
+	CHECK_OK(aql_buf_destroy(y.raw));
+	CHECK_OK(aql_queue_destroy(q));
+	CHECK_OK(aql_code_object_destroy(co));
+}

@@ -158,6 +158,13 @@ const aql_kernel *th_kernel(aql_code_object *co, const char *name);
 /* A zeroed AQL_INOUT buffer of n elements of type, or exit(1). */
 aql_buf *th_buf(const aql_type *type, uint64_t n);
 
+/*
+ * A typed launch of saxpy (tests/kernels, the code object at path) on a
+ * queue of its own on agent, y = 2x + 1 over 1000 floats, checked; where
+ * names the run in a failure. Loads, buffers and queue are freed after.
+ */
+void th_check_saxpy(aql_agent *agent, const char *path, const char *where);
+
 /* The whole file at path (malloc'd; *size set), or exit(1). */
 void *th_read_file(const char *path, size_t *size);
 

@@ -5,10 +5,11 @@
  * is not inherited (MADV_DONTFORK, as libhsakmt does), so the child's
  * copy-on-write cannot move the parent's pages under a USERPTR BO; memory
  * the program allocated from a pool listing the agent is inherited with
- * its bytes. The parent's queue still runs afterwards. Not run on
- * hardware.
+ * its bytes. The parent's queue and staged copies still run afterwards.
+ * Not run on hardware.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -56,7 +57,7 @@ int main(void)
 	aql_mem_pool_config pc = { .kind = AQL_MEM_FINE_GRAINED, .numa_node = AQL_NUMA_ANY,
 				   .agent_count = 1 };
 	aql_queue_config qc = { .size = 64, .full_timeout_ns = TH_TIMEOUT_NS };
-	unsigned char *in = NULL, *out = NULL;
+	unsigned char *in = NULL, *out = NULL, *plain;
 	aql_completion c1, c2;
 	aql_mem_pool *pool = NULL;
 	aql_signal *sig = NULL;
@@ -81,6 +82,12 @@ int main(void)
 	for (int i = 0; i < BYTES; i++)
 		in[i] = (unsigned char)(i * 7 + 3);
 	CHECK(mapped(q->ring) && mapped(q->amd) && mapped(sig), "the parent has its pages");
+	/* Memory the GPU does not reach goes through the agent's staging
+	 * buffer (kfd_host_alloc), made now, before the fork. */
+	if (!(plain = malloc(BYTES)))
+		th_stop("no memory");
+	CHECK_OK(aql_agent_copy(agent, vram, in, BYTES));
+	CHECK_OK(aql_agent_copy(agent, plain, vram, BYTES));
 
 	pid = fork();
 	if (pid == 0)
@@ -98,6 +105,9 @@ int main(void)
 	CHECK_OK(aql_queue_copy(q, out, vram, BYTES, &c1, 1, &c2));
 	CHECK_OK(th_done(aql_completion_wait(c2, TH_TIMEOUT_NS)));
 	CHECK(!memcmp(in, out, BYTES), "%d bytes through VRAM after the fork", BYTES);
+	memset(plain, 0, BYTES);
+	CHECK_OK(aql_agent_copy(agent, plain, vram, BYTES));
+	CHECK(!memcmp(in, plain, BYTES), "a staged copy after the fork");
 	aql_signal_store(sig, 0, AQL_RELEASE);
 	CHECK(aql_signal_load(sig, AQL_ACQUIRE) == 0, "the signal after the fork");
 
@@ -106,6 +116,7 @@ int main(void)
 	aql_agent_mem_free(agent, vram);
 	aql_mem_free(in);
 	aql_mem_free(out);
+	free(plain);
 	CHECK_OK(aql_mem_pool_destroy(pool));
 	CHECK_OK(aql_agent_destroy(agent));
 	return th_finish();

@@ -242,7 +242,8 @@ static void expect_nomem(struct run *r)
 		 (unsigned long long)(lane * 64 * xcc_waves(1) * n->xccs), n->cus);
 	printf("queue error: %s\n", (queue_error(r->q, &msg), msg));
 	CHECK(queue_error(r->q, &msg) == AQL_ERR_NOMEM && strstr(msg, "packet 0") &&
-	      strstr(msg, want) && strstr(msg, "VRAM exhausted"), "queue error: %s", msg);
+	      strstr(msg, "(kernel scratch_sum)") && strstr(msg, want) &&
+	      strstr(msg, "VRAM exhausted"), "queue error: %s", msg);
 	CHECK(info_of(r->q).scratch == NULL && r->q->amd->scratch_backing_memory_byte_size == 0,
 	      "scratch after the failed growth");
 }

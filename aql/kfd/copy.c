@@ -104,14 +104,8 @@ void kfd_copy_close(struct kfd_agent *a)
 		__atomic_fetch_add(&a->base.queues, 1, __ATOMIC_RELAXED);
 		aql_queue_destroy(a->copy_queue);
 	}
-	if (a->staging) {
-		kfd_mem_unregister(&a->base, a->staging, STAGING_BYTES);
-		free(a->staging);
-	}
-	if (a->pm4_ib) {
-		kfd_mem_unregister(&a->base, a->pm4_ib, aql_page_size());
-		free(a->pm4_ib);
-	}
+	kfd_host_free(&a->base, a->staging, STAGING_BYTES);
+	kfd_host_free(&a->base, a->pm4_ib, aql_page_size());
 	aql_code_object_destroy(a->blit_object);
 	pthread_mutex_destroy(&a->copy_lock);
 }
@@ -239,18 +233,9 @@ static aql_status invalidate_now(struct kfd_agent *a)
 
 	if ((st = own_queue(a)) != AQL_OK)
 		return st;
-	if (!a->pm4_ib) {
-		void *page;
-
-		if (posix_memalign(&page, aql_page_size(), aql_page_size()) != 0)
-			return aql_fail(AQL_ERR_NOMEM, "a page for PM4");
-		st = kfd_mem_register(&a->base, page, aql_page_size());
-		if (st != AQL_OK) {
-			free(page);
-			return st;
-		}
-		a->pm4_ib = page;
-	}
+	if (!a->pm4_ib &&
+	    (st = kfd_host_alloc(&a->base, aql_page_size(), (void **)&a->pm4_ib)) != AQL_OK)
+		return st;
 	memset(a->pm4_ib, 0, 8 * sizeof(uint32_t));
 	if (gfx_major < 10) {
 		dwords = 7;
@@ -287,11 +272,14 @@ static aql_status invalidate_now(struct kfd_agent *a)
 	return st;
 }
 
-aql_status kfd_code_loaded(aql_agent *agent, void *base, size_t size)
+aql_status kfd_code_loaded(aql_agent *agent, const aql_code_object *co)
 {
+	const aql_code_object_info *info = aql_code_object_get_info(co);
 	struct kfd_agent *a = agent_of(agent);
 	char what[128];
 	aql_status st;
+
+	kfd_code_note(agent, co);
 
 	/* The copy kernel, loaded at open: the first copy invalidates
 	 * (copy_now, kfd_encode_copy), so an agent that never copies makes
@@ -306,8 +294,8 @@ aql_status kfd_code_loaded(aql_agent *agent, void *base, size_t size)
 	if (st == AQL_OK)
 		return st;
 	snprintf(what, sizeof(what), "AMD agent %u (%s): invalidating the code caches after "
-		 "loading %zu bytes of code at %p", a->info.device_index, a->node->gfx, size,
-		 base);
+		 "loading %zu bytes of code at %p", a->info.device_index, a->node->gfx,
+		 info->size, info->base);
 	return aql_fail_prefix(st, what);
 }
 
@@ -352,19 +340,8 @@ static aql_status copy_staged(struct kfd_agent *a, unsigned char *dst, const uns
 {
 	aql_status st = AQL_OK;
 
-	if (!a->staging) {
-		if (posix_memalign(&a->staging, aql_page_size(), STAGING_BYTES) != 0) {
-			a->staging = NULL;
-			return aql_fail(AQL_ERR_NOMEM, "AMD agent %u: %u bytes of copy staging",
-					a->info.device_index, STAGING_BYTES);
-		}
-		st = kfd_mem_register(&a->base, a->staging, STAGING_BYTES);
-		if (st != AQL_OK) {
-			free(a->staging);
-			a->staging = NULL;
-			return st;
-		}
-	}
+	if (!a->staging && (st = kfd_host_alloc(&a->base, STAGING_BYTES, &a->staging)) != AQL_OK)
+		return st;
 	for (size_t done = 0; done < size && st == AQL_OK; done += STAGING_BYTES) {
 		size_t n = size - done < STAGING_BYTES ? size - done : STAGING_BYTES;
 

@@ -16,7 +16,6 @@
 
 #include "aql/agent_impl.h"
 #include "aql/kfd/kfd.h"
-#include "mem/host_mem.h"
 #include "mem/pages.h"
 #include "util/error.h"
 
@@ -228,10 +227,7 @@ static uint32_t next_pow2(uint32_t x)
 
 static void hostcall_free(struct kfd_hostcall *h)
 {
-	if (h->buf) {
-		kfd_mem_unregister(&h->agent->base, h->buf, h->bytes);
-		aql_host_mem_free(h->buf, h->bytes);
-	}
+	kfd_host_free(&h->agent->base, h->buf, h->bytes);
 	aql_signal_destroy(h->doorbell);
 	pthread_mutex_destroy(&h->lock);
 	free(h);
@@ -259,11 +255,7 @@ static aql_status hostcall_make(struct kfd_agent *a, struct kfd_hostcall **out)
 	h->bytes = payloads_at + (size_t)n * sizeof(struct hc_payload);
 	st = aql_signal_create(0, &h->doorbell);
 	if (st == AQL_OK)
-		st = aql_host_mem_alloc(h->bytes, aql_page_size(), (void **)&h->buf);
-	if (st == AQL_OK && (st = kfd_mem_register_own(&a->base, h->buf, h->bytes)) != AQL_OK) {
-		aql_host_mem_free(h->buf, h->bytes);
-		h->buf = NULL;
-	}
+		st = kfd_host_alloc(&a->base, h->bytes, (void **)&h->buf);
 	if (st != AQL_OK) {
 		hostcall_free(h);
 		return st;

@@ -188,10 +188,22 @@ aql_status kfd_mem_register(aql_agent *agent, void *ptr, size_t size);
  * its whole pages are also kept from fork()ed children (MADV_DONTFORK).
  * Memory a program registers (pools, typed buffers) stays forkable. */
 aql_status kfd_mem_register_own(aql_agent *agent, void *ptr, size_t size);
+/* Host memory of its own pages (aql_host_mem_alloc) registered with
+ * kfd_mem_register_own(), for the runtime's use with the GPU (CWSR areas,
+ * the hostcall buffer, PM4 and copy staging); kfd_host_free() undoes it.
+ * Errors: AQL_ERR_NOMEM, those of registering. */
+aql_status kfd_host_alloc(aql_agent *agent, size_t size, void **out);
+void kfd_host_free(aql_agent *agent, void *ptr, size_t size);
 void kfd_mem_unregister(aql_agent *agent, void *ptr, size_t size);
 aql_status kfd_code_alloc(aql_agent *agent, enum aql_code_object_kind kind, size_t size,
 			  void **out);
 void kfd_code_free(aql_agent *agent, void *base, size_t size);
+/* Note co as what is loaded in its code memory (kfd_code_loaded), so that
+ * kfd_code_kernel_name() finds its kernels until kfd_code_free(). */
+void kfd_code_note(aql_agent *agent, const aql_code_object *co);
+/* "kernel NAME" for a kernel_object of code loaded on agent's GPU, else
+ * "kernel_object 0x...", into buf. Thread safe. */
+void kfd_code_kernel_name(aql_agent *agent, uint64_t kernel_object, char *buf, size_t size);
 /* Scratch VRAM at the first free, align-aligned place of the window
  * [base, base + window) the caller reserved (no host mapping); errors as
  * kfd_mem_alloc. */
@@ -228,15 +240,15 @@ aql_status kfd_encode_copy(aql_agent *agent, aql_packet *packet, void *dst, cons
 			   size_t size, void *args);
 aql_status kfd_copy(aql_agent *agent, void *dst, const void *src, size_t size);
 /*
- * After code was written at [base, base + size) through the host mapping
- * (the op code_loaded): invalidate the GPU's instruction, scalar and L2
+ * After co's code was written through the host mapping (the op
+ * code_loaded): note it (kfd_code_note), invalidate the GPU's instruction, scalar and L2
  * caches with a PM4 ACQUIRE_MEM on the agent's own queue, and wait for
  * it (a KFD event wait). Code the copy kernel's load wrote while the
  * agent opened is left for the first copy. Errors: those of queues and
  * memory.c, AQL_ERR_QUEUE_ERROR (the CP refused it), each naming the
  * agent. Thread safe.
  */
-aql_status kfd_code_loaded(aql_agent *agent, void *base, size_t size);
+aql_status kfd_code_loaded(aql_agent *agent, const aql_code_object *co);
 /* Zero [dst, dst + size) of a's memory with the copy kernel (its src NULL),
  * waited for: amdkfd does not promise cleared VRAM. Errors: those of
  * copies, AQL_ERR_UNSUPPORTED without the copy kernel. */

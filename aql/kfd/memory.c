@@ -23,6 +23,7 @@
 #include "aql/agent_impl.h"
 #include "aql/kfd/kfd.h"
 #include "aql/kfd/kfd_abi.h"
+#include "mem/host_mem.h"
 #include "mem/pages.h"
 #include "util/error.h"
 
@@ -37,6 +38,7 @@ struct kfd_bo {
 	enum bo_kind kind;
 	uint32_t host;			/* 1: the host reaches it too */
 	uint32_t refs;			/* USERPTR: registrations covering it */
+	const aql_code_object *code;	/* BO_CODE: what was loaded there, or NULL */
 };
 
 /* A GPU's BOs, in address order, none overlapping. */
@@ -494,6 +496,48 @@ aql_status kfd_code_alloc(aql_agent *agent, enum aql_code_object_kind kind, size
 	return st;
 }
 
+/* The code BO holding addr, or NULL. Under bo_lock. */
+static struct kfd_bo *code_bo_at(struct bo_list *l, uintptr_t addr)
+{
+	uint32_t i = bo_after(l, addr);
+
+	if (i < l->count && l->bos[i].start <= addr && l->bos[i].kind == BO_CODE)
+		return &l->bos[i];
+	return NULL;
+}
+
+void kfd_code_note(aql_agent *agent, const aql_code_object *co)
+{
+	const aql_code_object_info *info = aql_code_object_get_info(co);
+	struct bo_list *l;
+	struct kfd_bo *b;
+
+	pthread_mutex_lock(&bo_lock);
+	if ((l = list_of(agent_of(agent))) && (b = code_bo_at(l, (uintptr_t)info->base)))
+		b->code = co;
+	pthread_mutex_unlock(&bo_lock);
+}
+
+void kfd_code_kernel_name(aql_agent *agent, uint64_t kernel_object, char *buf, size_t size)
+{
+	const aql_code_object_info *info;
+	struct bo_list *l;
+	struct kfd_bo *b;
+
+	snprintf(buf, size, "kernel_object 0x%llx", (unsigned long long)kernel_object);
+	/* Under the lock: kfd_code_free takes the BO, and with it the
+	 * object, away only under it. */
+	pthread_mutex_lock(&bo_lock);
+	if ((l = list_of(agent_of(agent))) && (b = code_bo_at(l, (uintptr_t)kernel_object)) &&
+	    b->code) {
+		info = aql_code_object_get_info(b->code);
+		for (uint32_t i = 0; i < info->kernel_count; i++)
+			if (info->kernels[i].kernel_object == kernel_object)
+				snprintf(buf, size, "kernel %s", info->kernels[i].name);
+	}
+	pthread_mutex_unlock(&bo_lock);
+}
+
 void kfd_code_free(aql_agent *agent, void *base, size_t size)
 {
 	(void)size;
@@ -575,6 +619,25 @@ aql_status kfd_mem_register_own(aql_agent *agent, void *ptr, size_t size)
 {
 	dontfork((uintptr_t)ptr, (uintptr_t)ptr + size);
 	return kfd_mem_register(agent, ptr, size);
+}
+
+aql_status kfd_host_alloc(aql_agent *agent, size_t size, void **out)
+{
+	aql_status st = aql_host_mem_alloc(size, aql_page_size(), out);
+
+	if (st == AQL_OK && (st = kfd_mem_register_own(agent, *out, size)) != AQL_OK) {
+		aql_host_mem_free(*out, size);
+		*out = NULL;
+	}
+	return st;
+}
+
+void kfd_host_free(aql_agent *agent, void *ptr, size_t size)
+{
+	if (!ptr)
+		return;
+	kfd_mem_unregister(agent, ptr, size);
+	aql_host_mem_free(ptr, size);
 }
 
 /* Give back one registration of the page-rounded [ptr, ptr + size), as

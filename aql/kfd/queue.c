@@ -33,7 +33,6 @@
 #include "aql/kfd/kfd.h"
 #include "aql/kfd/kfd_abi.h"
 #include "aql/queue_impl.h"
-#include "mem/host_mem.h"
 #include "mem/pages.h"
 #include "util/clock.h"
 #include "util/error.h"
@@ -146,7 +145,7 @@ static uint32_t vgpr_bytes(uint32_t gfxv)
 
 static void cwsr_sizes(const struct kfd_node *n, struct cwsr_sizes *out)
 {
-	uint32_t gfxv = n->gfx_target_version, xcc = n->xccs ? n->xccs : 1;
+	uint32_t gfxv = n->gfx_target_version, xcc = n->xccs;
 	uint64_t cu = n->simd_count / n->simd_per_cu / xcc;
 	uint64_t waves = cu * 32, wg, ctl;
 
@@ -177,7 +176,7 @@ static void cwsr_sizes(const struct kfd_node *n, struct cwsr_sizes *out)
 static void fill_cwsr(struct kfd_queue *k, const struct cwsr_sizes *s)
 {
 	const struct kfd_node *n = k->a->node;
-	uint32_t xcc = n->xccs ? n->xccs : 1;
+	uint32_t xcc = n->xccs;
 
 	for (uint32_t i = 0; i < xcc; i++) {
 		struct cwsr_header *h =
@@ -214,7 +213,7 @@ static struct qgpu *qgpu_of(const struct kfd_agent *a)
 static aql_status set_scratch(const struct kfd_agent *a, struct qgpu *g)
 {
 	struct kfd_ioctl_set_scratch_backing_va_args s = { .gpu_id = a->node->gpu_id };
-	size_t bytes = (size_t)(SCRATCH_PER_XCC * (a->node->xccs ? a->node->xccs : 1));
+	size_t bytes = (size_t)(SCRATCH_PER_XCC * a->node->xccs);
 	aql_status st;
 	void *va;
 	int r;
@@ -349,7 +348,7 @@ static void fill_scratch(struct kfd_queue *k, uint64_t lane, uint32_t wave_kib, 
  * engines (ROCr FillComputeTmpRingSize asserts it). */
 static uint32_t xcc_waves(const struct kfd_node *n, uint32_t wpc)
 {
-	uint32_t xcc = n->xccs ? n->xccs : 1;
+	uint32_t xcc = n->xccs;
 	uint32_t ses = n->simd_arrays_per_engine ? n->array_count / n->simd_arrays_per_engine / xcc : 1;
 	uint32_t waves = wpc * (n->cus / xcc);
 
@@ -375,9 +374,8 @@ static aql_status grow_scratch(struct kfd_queue *k, char *msg, size_t msg_size)
 	uint64_t id = __atomic_load_n(&amd->read_dispatch_id, __ATOMIC_ACQUIRE);
 	const aql_packet *slot = aql_queue_slot(&k->q->pub, id);
 	uint64_t lane, wave, size = 0, have = amd->scratch_wave64_lane_byte_size;
-	uint32_t xcc = n->xccs ? n->xccs : 1, wpc, waves = 0;
-	unsigned long long ko;
-	char why[256] = "";
+	uint32_t xcc = n->xccs, wpc, waves = 0;
+	char why[256] = "", kernel[96];
 
 	if (aql_header_type(__atomic_load_n(&slot->header, __ATOMIC_ACQUIRE)) !=
 	    AQL_PACKET_KERNEL_DISPATCH) {
@@ -385,7 +383,7 @@ static aql_status grow_scratch(struct kfd_queue *k, char *msg, size_t msg_size)
 			 "dispatch", (unsigned long long)id);
 		return AQL_ERR_QUEUE_ERROR;
 	}
-	ko = (unsigned long long)slot->dispatch.kernel_object;
+	kfd_code_kernel_name(&k->a->base, slot->dispatch.kernel_object, kernel, sizeof(kernel));
 	/* align16 of the packet's size: a wave is whole KiB (1024 / 64) */
 	lane = ((uint64_t)slot->dispatch.private_segment_size + 15) & ~15ull;
 	wave = lane * 64;
@@ -402,9 +400,9 @@ static aql_status grow_scratch(struct kfd_queue *k, char *msg, size_t msg_size)
 		return AQL_ERR_UNSUPPORTED;
 	}
 	if (wave / TMPRING_UNIT > TMPRING_WAVESIZE_MAX) {
-		snprintf(msg, msg_size, "packet %llu (kernel_object 0x%llx) needs %llu scratch "
+		snprintf(msg, msg_size, "packet %llu (%s) needs %llu scratch "
 			 "bytes per lane: %llu KiB per wave, over COMPUTE_TMPRING_SIZE's %u KiB "
-			 "(CP code 1)", (unsigned long long)id, ko, (unsigned long long)lane,
+			 "(CP code 1)", (unsigned long long)id, kernel, (unsigned long long)lane,
 			 (unsigned long long)(wave / TMPRING_UNIT), TMPRING_WAVESIZE_MAX);
 		return AQL_ERR_NOMEM;
 	}
@@ -417,12 +415,26 @@ static aql_status grow_scratch(struct kfd_queue *k, char *msg, size_t msg_size)
 		amd->scratch_backing_memory_byte_size = 0;
 		amd->scratch_wave64_lane_byte_size = 0;
 	}
+	if (!n->max_slots_scratch_cu) {
+		snprintf(msg, msg_size, "packet %llu (%s) needs scratch, and KFD node %u "
+			 "gives no scratch slots per CU (max_slots_scratch_cu 0)",
+			 (unsigned long long)id, kernel, n->node_id);
+		return AQL_ERR_UNSUPPORTED;
+	}
 	for (wpc = n->max_slots_scratch_cu; wpc >= 1; wpc--) {
 		waves = xcc_waves(n, wpc);
 		size = (uint64_t)waves * wave * xcc;
-		if (waves > TMPRING_WAVES_MAX || (uint64_t)waves * wave > SCRATCH_PER_XCC) {
-			snprintf(why, sizeof(why), "over the %llu-byte scratch window of %u XCCs",
-				 (unsigned long long)(SCRATCH_PER_XCC * xcc), xcc);
+		/* NUM_RECORDS and the amd_queue_t's size are 32 bits per XCC
+		 * (fill_scratch): 4 GiB itself would read as 0. */
+		if ((uint64_t)waves * wave > SCRATCH_PER_XCC - 1) {
+			snprintf(why, sizeof(why), "over the %llu-byte scratch window of %u XCCs "
+				 "(4 GiB less one per XCC)",
+				 (unsigned long long)((SCRATCH_PER_XCC - 1) * xcc), xcc);
+			continue;
+		}
+		if (waves > TMPRING_WAVES_MAX) {
+			snprintf(why, sizeof(why), "%u waves per XCC, over COMPUTE_TMPRING_SIZE's "
+				 "%u", waves, TMPRING_WAVES_MAX);
 			continue;
 		}
 		if (kfd_scratch_alloc(&k->a->base, k->scratch_window, k->scratch_window_bytes,
@@ -431,9 +443,9 @@ static aql_status grow_scratch(struct kfd_queue *k, char *msg, size_t msg_size)
 		snprintf(why, sizeof(why), "%s", aql_error_message());
 	}
 	if (!k->scratch) {
-		snprintf(msg, msg_size, "no scratch for packet %llu (kernel_object 0x%llx): %llu "
+		snprintf(msg, msg_size, "no scratch for packet %llu (%s): %llu "
 			 "bytes per lane need %llu bytes for one wave on each of %u CUs: %s",
-			 (unsigned long long)id, ko, (unsigned long long)lane,
+			 (unsigned long long)id, kernel, (unsigned long long)lane,
 			 (unsigned long long)size, n->cus, why);
 		return AQL_ERR_NOMEM;
 	}
@@ -554,10 +566,7 @@ static void free_parts(struct kfd_queue *k)
 {
 	aql_queue *queue = &k->q->pub;
 
-	if (k->cwsr) {
-		kfd_mem_unregister(&k->a->base, k->cwsr, k->cwsr_bytes);
-		aql_host_mem_free(k->cwsr, k->cwsr_bytes);
-	}
+	kfd_host_free(&k->a->base, k->cwsr, k->cwsr_bytes);
 	if (k->eop)
 		kfd_mem_free(&k->a->base, k->eop);
 	if (k->scratch)
@@ -617,14 +626,9 @@ static aql_status create(struct kfd_queue *k, const struct cwsr_sizes *s, uint64
 	k->eop_bytes = s->eop;
 	k->cwsr_bytes = s->total;
 	k->cwsr_per_xcc = s->cwsr;
-	if ((st = aql_host_mem_alloc(s->total, aql_page_size(), &k->cwsr)) != AQL_OK)
+	if ((st = kfd_host_alloc(&a->base, s->total, &k->cwsr)) != AQL_OK)
 		return st;
 	fill_cwsr(k, s);
-	if ((st = kfd_mem_register_own(&a->base, k->cwsr, s->total)) != AQL_OK) {
-		aql_host_mem_free(k->cwsr, s->total);
-		k->cwsr = NULL;
-		return st;
-	}
 	fill_amd_queue(k);
 	c.eop_buffer_address = (uint64_t)(uintptr_t)k->eop;
 	c.ctx_save_restore_address = (uint64_t)(uintptr_t)k->cwsr;

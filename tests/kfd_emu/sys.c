@@ -139,6 +139,12 @@ static int fault(const char *s, size_t n, const char *what, int *slot, int dflt)
 	for (size_t i = 0; i < sizeof(errnos) / sizeof(errnos[0]); i++)
 		if (strlen(errnos[i].name) == n - w - 1 && !strncmp(s + w + 1, errnos[i].name, n - w - 1)) {
 			*slot = -errnos[i].err;
+			/* A point fires on every call, and the agent retries
+			 * these two for ever, as libhsakmt does: ioctl_eintr
+			 * and ioctl_eagain model them. */
+			if (*slot == -EINTR || *slot == -EAGAIN)
+				config_fail("AQL_KFD_EMU_FAIL: %s: a fault point cannot be EINTR "
+					    "or EAGAIN (use ioctl_eintr, ioctl_eagain)", what);
 			return 1;
 		}
 	config_fail("AQL_KFD_EMU_FAIL: no errno named in \"%s\"", s);
@@ -260,18 +266,6 @@ static void read_faults(const char *s)
 			return;
 		}
 		s += n + (s[n] == ',');
-	}
-	/* A point fires on every call, and the agent retries these two for
-	 * ever, as libhsakmt does: ioctl_eintr and ioctl_eagain model them. */
-	for (int i = 0; i < 4; i++) {
-		int e = i == 0 ? config.fail_acquire_vm : i == 1 ? config.fail_runtime_enable :
-			i == 2 ? config.fail_create_queue : config.fail_update_queue;
-
-		if (e == -EINTR || e == -EAGAIN)
-			config_fail("AQL_KFD_EMU_FAIL: %s: an ioctl point cannot be EINTR or "
-				    "EAGAIN (use ioctl_eintr, ioctl_eagain)",
-				    i == 0 ? "acquire_vm" : i == 1 ? "runtime_enable" :
-				    i == 2 ? "create_queue" : "update_queue");
 	}
 }
 
