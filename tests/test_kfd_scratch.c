@@ -197,6 +197,9 @@ static void check_run(struct run *r, int full)
 	printf("%s: scratch at 0x%llx, %zu bytes: %llu waves per XCC of %u KiB\n", n->gfx,
 	       (unsigned long long)base, qi.scratch_bytes, (unsigned long long)waves,
 	       a->compute_tmpring_size >> 12);
+	CHECK(per_xcc && per_xcc <= UINT32_MAX && a->scratch_resource_descriptor[2] == per_xcc,
+	      "NUM_RECORDS %u for %llu bytes per XCC", a->scratch_resource_descriptor[2],
+	      (unsigned long long)per_xcc);
 	CHECK(qi.scratch && a->scratch_backing_memory_location == base,
 	      "scratch_backing_memory_location 0x%llx, the scratch at %p",
 	      (unsigned long long)a->scratch_backing_memory_location, qi.scratch);
