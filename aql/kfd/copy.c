@@ -196,6 +196,8 @@ static aql_status own_queue(struct kfd_agent *a)
  * from gfx10, as GpuAgent::InvalidateCodeCaches (amd_gpu_agent.cpp) sets
  * them: the instruction and scalar caches, and L2 (TC) written back and
  * invalidated; COHER_SIZE 0xFFFFFFFF with SIZE_HI 0xFF covers all memory.
+ * The emulated CP (tests/kfd_emu/cp.c) spells them again from ROCr on
+ * purpose: a bit wrong in one place is caught by the other.
  */
 #define PM4_TYPE3(op, dwords) (3u << 30 | ((dwords) - 2u) << 16 | (op) << 8)
 #define PM4_INDIRECT_BUFFER 0x3fu
