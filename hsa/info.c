@@ -232,11 +232,10 @@ static int core_agent_info(const struct hsa_rt_agent *a, int attribute, void *va
 		*(uint32_t *)value = 0;	/* aql has no fbarriers */
 		break;
 	case HSA_AGENT_INFO_QUEUES_MAX:
-		/* Queues are bounded by memory alone. */
-		*(uint32_t *)value = info->queue_features ? UINT32_MAX : 0;
+		*(uint32_t *)value = info->queue_features ? HSA_RT_QUEUES_MAX : 0;
 		break;
 	case HSA_AGENT_INFO_QUEUE_MIN_SIZE:
-		*(uint32_t *)value = info->queue_features ? 1 : 0;
+		*(uint32_t *)value = info->queue_features ? hsa_rt_queue_min_size(a) : 0;
 		break;
 	case HSA_AGENT_INFO_QUEUE_MAX_SIZE:
 		*(uint32_t *)value = info->queue_features ? info->max_queue_size : 0;
