@@ -201,6 +201,27 @@ static void error_paths(void)
 		 HSA_STATUS_ERROR_INVALID_ARGUMENT);
 }
 
+static hsa_status_t no_cache(hsa_cache_t cache, void *data)
+{
+	(void)cache;
+	++*(unsigned *)data;
+	return HSA_STATUS_SUCCESS;
+}
+
+/* What aql does not provide fails with the code docs/hsa.md gives, saying so. */
+static void not_provided(void)
+{
+	hsa_amd_coherency_type_t type;
+	unsigned caches = 0;
+
+	CHECK_UNPROVIDED(hsa_agent_iterate_caches(ht_cpu_agent(), no_cache, &caches),
+			 HSA_STATUS_ERROR);
+	CHECK(caches == 0, "no cache was reported by a call that failed");
+	CHECK_UNPROVIDED(hsa_amd_coherency_get_type(ht_cpu_agent(), &type), HSA_STATUS_ERROR);
+	CHECK_UNPROVIDED(hsa_amd_coherency_set_type(ht_cpu_agent(), HSA_AMD_COHERENCY_TYPE_COHERENT),
+			 HSA_STATUS_ERROR);
+}
+
 int main(int argc, char **argv)
 {
 	hsa_isa_t isa;
@@ -215,6 +236,7 @@ int main(int argc, char **argv)
 	CHECK(agents >= 1, "%u agents", agents);
 	cpu_agent_isa();
 	error_paths();
+	not_provided();
 	CHECK_OK(hsa_shut_down());
 	CHECK_ST(hsa_agent_iterate_isas((hsa_agent_t){ 1 }, collect_isa, NULL),
 		 HSA_STATUS_ERROR_NOT_INITIALIZED);

@@ -182,6 +182,44 @@ static void error_paths(void)
 	CHECK_OK(hsa_memory_deregister(&local, sizeof(local)));
 }
 
+static void dealloc_cb(void *ptr, void *data)
+{
+	(void)ptr, (void)data;
+}
+
+/* What aql does not provide fails with the code docs/hsa.md gives, saying so. */
+static void not_provided(void)
+{
+	hsa_agent_t cpu = ht_cpu_agent();
+	hsa_amd_memory_pool_t pool = { 0 };
+	hsa_amd_pointer_info_t info = { .size = sizeof(info) };
+	hsa_amd_ipc_memory_t ipc;
+	hsa_amd_svm_attribute_pair_t attr = { HSA_AMD_SVM_ATTRIB_GLOBAL_FLAG, 0 };
+	char buf[64];
+	void *p = NULL;
+
+	hsa_amd_agent_iterate_memory_pools(cpu, first_pool, &pool);
+	CHECK_UNPROVIDED(hsa_amd_memory_lock(buf, sizeof(buf), &cpu, 1, &p), HSA_STATUS_ERROR);
+	CHECK_UNPROVIDED(hsa_amd_memory_lock_to_pool(buf, sizeof(buf), &cpu, 1, pool, 0, &p),
+			 HSA_STATUS_ERROR);
+	CHECK_UNPROVIDED(hsa_amd_memory_unlock(buf), HSA_STATUS_ERROR);
+	CHECK_UNPROVIDED(hsa_amd_pointer_info(buf, &info, NULL, NULL, NULL), HSA_STATUS_ERROR);
+	CHECK_UNPROVIDED(hsa_amd_pointer_info_set_userdata(buf, NULL), HSA_STATUS_ERROR);
+	CHECK_UNPROVIDED(hsa_amd_register_deallocation_callback(buf, dealloc_cb, NULL),
+			 HSA_STATUS_ERROR);
+	CHECK_UNPROVIDED(hsa_amd_deregister_deallocation_callback(buf, dealloc_cb),
+			 HSA_STATUS_ERROR);
+	CHECK_UNPROVIDED(hsa_amd_memory_migrate(buf, pool, 0), HSA_STATUS_ERROR);
+	CHECK_UNPROVIDED(hsa_amd_ipc_memory_create(buf, sizeof(buf), &ipc), HSA_STATUS_ERROR);
+	CHECK_UNPROVIDED(hsa_amd_ipc_memory_attach(&ipc, sizeof(buf), 1, &cpu, &p),
+			 HSA_STATUS_ERROR);
+	CHECK_UNPROVIDED(hsa_amd_ipc_memory_detach(buf), HSA_STATUS_ERROR);
+	CHECK_UNPROVIDED(hsa_amd_svm_attributes_get(buf, sizeof(buf), &attr, 1), HSA_STATUS_ERROR);
+	CHECK_UNPROVIDED(hsa_amd_svm_attributes_set(buf, sizeof(buf), &attr, 1), HSA_STATUS_ERROR);
+	CHECK_UNPROVIDED(hsa_amd_svm_prefetch_async(buf, sizeof(buf), cpu, 0, NULL,
+						    (hsa_signal_t){ 0 }), HSA_STATUS_ERROR);
+}
+
 int main(int argc, char **argv)
 {
 	void *p;
@@ -199,6 +237,7 @@ int main(int argc, char **argv)
 		error_paths();
 	}
 	pools();
+	not_provided();
 	CHECK_OK(hsa_shut_down());
 	return ht_finish();
 }

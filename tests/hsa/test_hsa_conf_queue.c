@@ -287,6 +287,30 @@ static void error_paths(void)
 	CHECK_ST(hsa_queue_destroy((hsa_queue_t *)&qmax), HSA_STATUS_ERROR_INVALID_QUEUE);
 }
 
+/* A soft queue's processor is the program: it moves the read index itself. */
+static void soft_queue_indices(void)
+{
+	hsa_region_t fine = ht_region(cpu, HSA_REGION_GLOBAL_FLAG_FINE_GRAINED);
+	hsa_signal_t doorbell = signal_new(0);
+	uint32_t mask[4] = { 0 };
+	hsa_queue_t *q = NULL;
+
+	CHECK_OK(hsa_soft_queue_create(fine, 64, HSA_QUEUE_TYPE_SINGLE,
+				       HSA_QUEUE_FEATURE_AGENT_DISPATCH, doorbell, &q));
+	if (!q)
+		return;
+	hsa_queue_store_write_index_relaxed(q, 3);
+	hsa_queue_store_read_index_relaxed(q, 2);
+	CHECK(hsa_queue_load_read_index_acquire(q) == 2, "read index stored relaxed");
+	hsa_queue_store_read_index_release(q, 3);
+	CHECK(hsa_queue_load_read_index_scacquire(q) == 3, "read index stored with release");
+	CHECK_OK(hsa_queue_inactivate(q));
+	CHECK_UNPROVIDED(hsa_amd_queue_cu_get_mask(q, 32, mask), HSA_STATUS_ERROR);
+	CHECK_UNPROVIDED(hsa_amd_queue_cu_set_mask(q, 32, mask), HSA_STATUS_ERROR);
+	CHECK_OK(hsa_queue_destroy(q));
+	CHECK_OK(hsa_signal_destroy(doorbell));
+}
+
 int main(int argc, char **argv)
 {
 	hsa_queue_t *q;
@@ -304,6 +328,7 @@ int main(int argc, char **argv)
 	size_from_queues_max();
 	null_kernel_object();
 	inactivate();
+	soft_queue_indices();
 	error_paths();
 	CHECK_OK(hsa_shut_down());
 	return ht_finish();

@@ -161,6 +161,16 @@ static void error_paths(void)
 	CHECK_OK(hsa_signal_destroy(s));
 	CHECK_ST(hsa_signal_destroy(s), HSA_STATUS_ERROR_INVALID_SIGNAL);
 	CHECK_ST(hsa_signal_destroy((hsa_signal_t){ 0 }), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+	/* Signals shared between processes are not provided (docs/hsa.md). */
+	{
+		hsa_amd_ipc_signal_t ipc;
+		hsa_signal_t t, got;
+
+		CHECK_OK(hsa_signal_create(0, 0, NULL, &t));
+		CHECK_UNPROVIDED(hsa_amd_ipc_signal_create(t, &ipc), HSA_STATUS_ERROR);
+		CHECK_UNPROVIDED(hsa_amd_ipc_signal_attach(&ipc, &got), HSA_STATUS_ERROR);
+		CHECK_OK(hsa_signal_destroy(t));
+	}
 }
 
 int main(int argc, char **argv)

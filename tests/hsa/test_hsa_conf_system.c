@@ -164,6 +164,28 @@ static void extension_tables(void)
 		 HSA_STATUS_ERROR_INVALID_ARGUMENT);
 }
 
+static hsa_status_t on_event(const hsa_amd_event_t *event, void *data)
+{
+	(void)event, (void)data;
+	return HSA_STATUS_SUCCESS;
+}
+
+/* The CPU agent's ticks are the system's nanoseconds. */
+static void clocks_and_events(void)
+{
+	uint64_t now = 0, sys = 0;
+
+	CHECK_OK(hsa_system_get_info(HSA_SYSTEM_INFO_TIMESTAMP, &now));
+	CHECK_OK(hsa_amd_profiling_convert_tick_to_system_domain(ht_cpu_agent(), now, &sys));
+	CHECK(sys == now, "tick %llu became %llu", (unsigned long long)now,
+	      (unsigned long long)sys);
+	CHECK_ST(hsa_amd_profiling_convert_tick_to_system_domain(ht_cpu_agent(), now, NULL),
+		 HSA_STATUS_ERROR_INVALID_ARGUMENT);
+	CHECK_ST(hsa_amd_profiling_convert_tick_to_system_domain((hsa_agent_t){ 0 }, now, &sys),
+		 HSA_STATUS_ERROR_INVALID_AGENT);
+	CHECK_UNPROVIDED(hsa_amd_register_system_event_handler(on_event, NULL), HSA_STATUS_ERROR);
+}
+
 int main(int argc, char **argv)
 {
 	const char *s = NULL;
@@ -178,6 +200,7 @@ int main(int argc, char **argv)
 	CHECK_ST(hsa_status_string((hsa_status_t)0x7777, &s), HSA_STATUS_ERROR_INVALID_ARGUMENT);
 	system_info();
 	extension_tables();
+	clocks_and_events();
 	/* Nested: the runtime stays up until the last shut_down. */
 	CHECK_OK(hsa_init());
 	CHECK_OK(hsa_shut_down());
