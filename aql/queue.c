@@ -212,8 +212,10 @@ aql_status aql_queue_destroy(aql_queue *queue)
 
 	if (!queue)
 		return AQL_OK;
-	q->agent->ops->queue_detach(q->agent, q);
-	cancel_pending(q);
+	if (!__atomic_exchange_n(&q->detached, 1, __ATOMIC_ACQ_REL)) {
+		q->agent->ops->queue_detach(q->agent, q);
+		cancel_pending(q);
+	}
 	/* Only now: until its packets were cancelled they were in flight. */
 	pthread_mutex_lock(&live_lock);
 	for (pp = &live_queues; *pp != q; pp = &(*pp)->next_live)
@@ -225,6 +227,28 @@ aql_status aql_queue_destroy(aql_queue *queue)
 	aql_timeline_free(q->timeline);
 	__atomic_fetch_sub(&q->agent->queues, 1, __ATOMIC_RELAXED);
 	free_queue(q);
+	return AQL_OK;
+}
+
+aql_status aql_queue_inactivate(aql_queue *queue)
+{
+	struct aql_queue_impl *q = aql_queue_impl(queue);
+
+	if (!queue)
+		return aql_fail(AQL_ERR_INVALID_ARG, "aql_queue_inactivate: queue is NULL");
+	if (__atomic_exchange_n(&q->detached, 1, __ATOMIC_ACQ_REL))
+		return AQL_OK;
+	/* The error state first, so producers stop, but no callback: the
+	 * program asked for this. */
+	if (!__atomic_exchange_n(&q->error_once, 1, __ATOMIC_ACQ_REL)) {
+		snprintf(q->error_message, sizeof(q->error_message), "queue %llu was inactivated",
+			 (unsigned long long)queue->amd->hsa.id);
+		__atomic_store_n(&q->pub.error, (uint32_t)AQL_ERR_QUEUE_ERROR, __ATOMIC_RELEASE);
+		aql_futex_bump_and_wake(&q->space_seq);
+	}
+	q->agent->ops->queue_detach(q->agent, q);
+	aql_queue_halt(q);
+	cancel_pending(q);
 	return AQL_OK;
 }
 

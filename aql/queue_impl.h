@@ -28,6 +28,8 @@ struct aql_queue_impl {
 	/* The agent runs none of the queue's packets any more (it stopped on
 	 * a failed packet): aql_queue_find_pending() skips it. Atomic. */
 	uint32_t halted;
+	/* queue_detach has run (aql_queue_inactivate or destroy). Atomic. */
+	uint32_t detached;
 	char error_message[256];
 };
 

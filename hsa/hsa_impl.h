@@ -36,6 +36,18 @@
 #define HSA_RT_MAX_AGENTS 32u
 #define HSA_RT_MAX_REGIONS 4u
 
+/*
+ * Queues per agent (HSA_AGENT_INFO_QUEUES_MAX), enforced by
+ * hsa_queue_create: ROCr's default for a GPU agent (GpuAgent's
+ * max_queues_), and a power of two no smaller than the minimum size, so
+ * a program that takes it for a queue size gets a valid one. Each CPU
+ * agent queue is a processor thread, each AMD one a KFD queue.
+ */
+#define HSA_RT_QUEUES_MAX 128u
+/* Smallest queue (HSA_AGENT_INFO_QUEUE_MIN_SIZE), ROCr's minAqlSize_;
+ * smaller requests get this size, as ROCr's GpuAgent::QueueCreate does. */
+#define HSA_RT_QUEUE_MIN_SIZE 64u
+
 /* Where a region's memory comes from. */
 enum hsa_rt_region_kind {
 	HSA_RT_REGION_SYSTEM_FINE,	/* host memory, fine grained; kernargs */
@@ -76,6 +88,7 @@ struct hsa_rt_agent {
 	aql_agent_info info;
 	hsa_device_type_t device_type;
 	uint8_t owned;			/* opened by hsa_init, destroyed at the last shut_down */
+	uint32_t queues;		/* live HSA queues, up to HSA_RT_QUEUES_MAX; atomic */
 	uint32_t region_count;
 	struct hsa_rt_region regions[HSA_RT_MAX_REGIONS];
 	struct hsa_rt_isa isa;
@@ -117,6 +130,13 @@ static inline hsa_status_t hsa_rt_check_init(void)
 }
 
 /* Return early from an entry point when the runtime is not initialised. */
+/* The agent's smallest queue: HSA_RT_QUEUE_MIN_SIZE, or its largest if less. */
+static inline uint32_t hsa_rt_queue_min_size(const struct hsa_rt_agent *a)
+{
+	return a->info.max_queue_size < HSA_RT_QUEUE_MIN_SIZE ? a->info.max_queue_size
+							       : HSA_RT_QUEUE_MIN_SIZE;
+}
+
 #define HSA_RT_CHECK_INIT()                                                    \
 	do {                                                                   \
 		hsa_status_t init_st_ = hsa_rt_check_init();                   \

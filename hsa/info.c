@@ -10,6 +10,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <hsa/hsa_ext_finalize.h>
+#include <hsa/hsa_ext_image.h>
 
 #include "hsa_impl.h"
 
@@ -232,11 +234,10 @@ static int core_agent_info(const struct hsa_rt_agent *a, int attribute, void *va
 		*(uint32_t *)value = 0;	/* aql has no fbarriers */
 		break;
 	case HSA_AGENT_INFO_QUEUES_MAX:
-		/* Queues are bounded by memory alone. */
-		*(uint32_t *)value = info->queue_features ? UINT32_MAX : 0;
+		*(uint32_t *)value = info->queue_features ? HSA_RT_QUEUES_MAX : 0;
 		break;
 	case HSA_AGENT_INFO_QUEUE_MIN_SIZE:
-		*(uint32_t *)value = info->queue_features ? 1 : 0;
+		*(uint32_t *)value = info->queue_features ? hsa_rt_queue_min_size(a) : 0;
 		break;
 	case HSA_AGENT_INFO_QUEUE_MAX_SIZE:
 		*(uint32_t *)value = info->queue_features ? info->max_queue_size : 0;
@@ -781,27 +782,84 @@ hsa_status_t hsa_agent_major_extension_supported(uint16_t extension, hsa_agent_t
 						    result);
 }
 
-static hsa_status_t no_table(uint16_t extension, void *table)
+/*
+ * Function tables: the images and finalizer extensions' functions are
+ * aql's own (each returns the specification's error for a feature no aql
+ * agent has), so their tables are handed out as ROCr hands them out,
+ * supported or not (hsa.cpp hsa_system_get_major_extension_table): a
+ * program that builds its calls from the table meets the same errors as
+ * one that calls the functions. The AMD extensions (profiler, loader,
+ * aqlprofile) have no functions here, hence no table.
+ */
+static const hsa_ext_images_1_pfn_t images_table = {
+	.hsa_ext_image_get_capability = hsa_ext_image_get_capability,
+	.hsa_ext_image_data_get_info = hsa_ext_image_data_get_info,
+	.hsa_ext_image_create = hsa_ext_image_create,
+	.hsa_ext_image_import = hsa_ext_image_import,
+	.hsa_ext_image_export = hsa_ext_image_export,
+	.hsa_ext_image_copy = hsa_ext_image_copy,
+	.hsa_ext_image_clear = hsa_ext_image_clear,
+	.hsa_ext_image_destroy = hsa_ext_image_destroy,
+	.hsa_ext_sampler_create = hsa_ext_sampler_create,
+	.hsa_ext_sampler_destroy = hsa_ext_sampler_destroy,
+	.hsa_ext_image_get_capability_with_layout = hsa_ext_image_get_capability_with_layout,
+	.hsa_ext_image_data_get_info_with_layout = hsa_ext_image_data_get_info_with_layout,
+	.hsa_ext_image_create_with_layout = hsa_ext_image_create_with_layout,
+};
+
+static const hsa_ext_finalizer_1_00_pfn_t finalizer_table = {
+	.hsa_ext_program_create = hsa_ext_program_create,
+	.hsa_ext_program_destroy = hsa_ext_program_destroy,
+	.hsa_ext_program_add_module = hsa_ext_program_add_module,
+	.hsa_ext_program_iterate_modules = hsa_ext_program_iterate_modules,
+	.hsa_ext_program_get_info = hsa_ext_program_get_info,
+	.hsa_ext_program_finalize = hsa_ext_program_finalize,
+};
+
+/* Copy up to length bytes of extension's table (major version 1). */
+static hsa_status_t get_table(uint16_t extension, uint16_t version_major, size_t length,
+			      void *table)
 {
+	const void *src;
+	size_t size;
+
 	HSA_RT_CHECK_INIT();
 	if (!extension_valid(extension))
 		return bad_extension(extension);
-	if (!table)
-		return null_arg("table");
-	return hsa_rt_unprovided(HSA_STATUS_ERROR_INVALID_ARGUMENT,
-				 "extension function tables (aql supports no extension)");
+	if (!table || !length)
+		return null_arg(!table ? "table" : "table_length (0)");
+	if (extension == HSA_EXTENSION_IMAGES) {
+		src = &images_table;
+		size = sizeof(images_table);
+	} else if (extension == HSA_EXTENSION_FINALIZER) {
+		src = &finalizer_table;
+		size = sizeof(finalizer_table);
+	} else {
+		const char *name = NULL;
+
+		hsa_extension_get_name(extension, &name);
+		return hsa_rt_unprovided(HSA_STATUS_ERROR_INVALID_ARGUMENT, name);
+	}
+	if (version_major != 1)
+		return hsa_rt_fail(HSA_STATUS_ERROR, "extension 0x%x has version 1, not %u",
+				   (unsigned)extension, (unsigned)version_major);
+	memcpy(table, src, length < size ? length : size);
+	return HSA_STATUS_SUCCESS;
 }
 
 hsa_status_t hsa_system_get_extension_table(uint16_t extension, uint16_t version_major,
 					    uint16_t version_minor, void *table)
 {
-	(void)version_major, (void)version_minor;
-	return no_table(extension, table);
+	/* The 1.00 table of each (images without the *_with_layout functions). */
+	size_t length = extension == HSA_EXTENSION_IMAGES ? sizeof(hsa_ext_images_1_00_pfn_t)
+							  : sizeof(hsa_ext_finalizer_1_00_pfn_t);
+
+	(void)version_minor;
+	return get_table(extension, version_major, length, table);
 }
 
 hsa_status_t hsa_system_get_major_extension_table(uint16_t extension, uint16_t version_major,
 						  size_t table_length, void *table)
 {
-	(void)version_major, (void)table_length;
-	return no_table(extension, table);
+	return get_table(extension, version_major, table_length, table);
 }

@@ -58,15 +58,51 @@ static struct rt_queue *find_queue(const hsa_queue_t *queue)
 	return hsa_rt_set_find(&queues, is_queue_of, queue);
 }
 
-/* aql's report of a stopped queue, as HSA's error callback. */
+/*
+ * The HSA status of a queue stopped on its packet at the read index
+ * (which a stopped processor does not pass): a kernel dispatch with no
+ * kernel object is HSA_STATUS_ERROR_INVALID_CODE_OBJECT, as HSA programs
+ * expect, any other malformed packet INVALID_PACKET_FORMAT.
+ */
+static hsa_status_t stop_status(aql_queue *queue, aql_status status)
+{
+	const aql_packet *p = aql_queue_slot(queue, __atomic_load_n(&queue->amd->read_dispatch_id,
+								    __ATOMIC_ACQUIRE));
+	uint16_t header = __atomic_load_n(&p->header, __ATOMIC_ACQUIRE);
+
+	if (status != AQL_ERR_QUEUE_ERROR)
+		return HSA_STATUS_ERROR;
+	if (aql_header_type(header) == AQL_PACKET_KERNEL_DISPATCH && !p->dispatch.kernel_object)
+		return HSA_STATUS_ERROR_INVALID_CODE_OBJECT;
+	return HSA_STATUS_ERROR_INVALID_PACKET_FORMAT;
+}
+
+/* aql's report of a stopped queue, as HSA's error callback (on aql's thread). */
 static void on_error(aql_queue *queue, aql_status status, const char *message, void *user)
 {
 	struct rt_queue *q = user;
-	hsa_status_t st = status == AQL_ERR_QUEUE_ERROR ? HSA_STATUS_ERROR_INVALID_PACKET_FORMAT
-							: HSA_STATUS_ERROR;
+	hsa_status_t st = stop_status(queue, status);
 
 	hsa_rt_fail(st, "%s", message);
 	q->callback(st, (hsa_queue_t *)(void *)queue->amd, q->data);
+}
+
+/* Count a new queue of a against HSA_RT_QUEUES_MAX: 1, or 0 when it has them all. */
+static int take_slot(struct hsa_rt_agent *a)
+{
+	uint32_t n = __atomic_load_n(&a->queues, __ATOMIC_RELAXED);
+
+	do {
+		if (n >= HSA_RT_QUEUES_MAX)
+			return 0;
+	} while (!__atomic_compare_exchange_n(&a->queues, &n, n + 1, 1, __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
+	return 1;
+}
+
+static void give_slot(struct hsa_rt_agent *a)
+{
+	__atomic_fetch_sub(&a->queues, 1, __ATOMIC_RELAXED);
 }
 
 hsa_status_t hsa_queue_create(hsa_agent_t agent, uint32_t size, hsa_queue_type32_t type,
@@ -91,6 +127,8 @@ hsa_status_t hsa_queue_create(hsa_agent_t agent, uint32_t size, hsa_queue_type32
 		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_ARGUMENT,
 				   "queue size %u: must be a power of two up to %u for %s",
 				   size, a->info.max_queue_size, a->info.name);
+	if (size < hsa_rt_queue_min_size(a))
+		size = hsa_rt_queue_min_size(a);
 	if (type != HSA_QUEUE_TYPE_MULTI && type != HSA_QUEUE_TYPE_SINGLE)
 		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_ARGUMENT,
 				   "queue type %u: aql has MULTI and SINGLE queues", type);
@@ -106,9 +144,15 @@ hsa_status_t hsa_queue_create(hsa_agent_t agent, uint32_t size, hsa_queue_type32
 		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_ARGUMENT,
 				   "group_segment_size %u is over %s's %u bytes",
 				   group_segment_size, a->info.name, a->info.max_group_segment_size);
+	if (!take_slot(a))
+		return hsa_rt_fail(HSA_STATUS_ERROR_OUT_OF_RESOURCES,
+				   "%s has its %u queues (HSA_AGENT_INFO_QUEUES_MAX): destroy one first",
+				   a->info.name, HSA_RT_QUEUES_MAX);
 	q = calloc(1, sizeof(*q));
-	if (!q)
+	if (!q) {
+		give_slot(a);
 		return hsa_rt_fail(HSA_STATUS_ERROR_OUT_OF_RESOURCES, "no memory for the queue");
+	}
 	q->agent = a;
 	q->callback = callback;
 	q->data = data;
@@ -121,12 +165,14 @@ hsa_status_t hsa_queue_create(hsa_agent_t agent, uint32_t size, hsa_queue_type32
 	st = aql_queue_create(a->agent, &config, &q->queue);
 	if (st != AQL_OK) {
 		free(q);
+		give_slot(a);
 		return hsa_rt_from_aql(st, HSA_STATUS_ERROR_INVALID_QUEUE_CREATION);
 	}
 	q->amd = q->queue->amd;
 	if (hsa_rt_set_add(&queues, q)) {
 		aql_queue_destroy(q->queue);
 		free(q);
+		give_slot(a);
 		return hsa_rt_fail(HSA_STATUS_ERROR_OUT_OF_RESOURCES, "no memory for the queue");
 	}
 	*queue = (hsa_queue_t *)(void *)q->amd;
@@ -138,23 +184,24 @@ static void free_queue(struct rt_queue *q)
 {
 	if (!q->queue)
 		hsa_rt_free(q->amd);
+	else
+		give_slot(q->agent);
 	free(q);
 }
 
 hsa_status_t hsa_queue_destroy(hsa_queue_t *queue)
 {
 	struct rt_queue *q;
-	aql_status st;
 
 	HSA_RT_CHECK_INIT();
 	q = queue ? find_queue(queue) : NULL;
-	if (!q)
+	/* Removing it claims it: of two threads destroying one queue, one
+	 * frees it and the other is told it is not live. */
+	if (!q || !hsa_rt_set_remove(&queues, q))
 		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_QUEUE, "%p is not a live queue",
 				   (void *)queue);
-	st = q->queue ? aql_queue_destroy(q->queue) : AQL_OK;
-	if (st != AQL_OK)
-		return hsa_rt_from_aql(st, HSA_STATUS_ERROR_INVALID_QUEUE);
-	hsa_rt_set_remove(&queues, q);
+	if (q->queue)
+		aql_queue_destroy(q->queue);	/* it cannot fail */
 	free_queue(q);
 	return HSA_STATUS_SUCCESS;
 }
@@ -170,14 +217,23 @@ void hsa_rt_release_queues(void)
 	}
 }
 
+/*
+ * The processor stops for good; the queue's memory stays until
+ * hsa_queue_destroy (aql_queue_inactivate). A soft queue's processor is
+ * the program's own: nothing to stop.
+ */
 hsa_status_t hsa_queue_inactivate(hsa_queue_t *queue)
 {
+	struct rt_queue *q;
+	aql_status st;
+
 	HSA_RT_CHECK_INIT();
-	if (!queue || !find_queue(queue))
+	q = queue ? find_queue(queue) : NULL;
+	if (!q)
 		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_QUEUE, "%p is not a live queue",
 				   (void *)queue);
-	return hsa_rt_unprovided(HSA_STATUS_ERROR_INVALID_QUEUE,
-				 "hsa_queue_inactivate (aql's queues run until destroyed)");
+	st = q->queue ? aql_queue_inactivate(q->queue) : AQL_OK;
+	return st == AQL_OK ? HSA_STATUS_SUCCESS : hsa_rt_from_aql(st, HSA_STATUS_ERROR);
 }
 
 /*

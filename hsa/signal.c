@@ -90,6 +90,9 @@ hsa_status_t hsa_signal_destroy(hsa_signal_t signal)
 	aql_status st;
 
 	HSA_RT_CHECK_INIT();
+	/* HSA 1.2 hsa_signal_destroy: a 0 handle is INVALID_ARGUMENT. */
+	if (!signal.handle)
+		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_ARGUMENT, "signal handle is 0");
 	if (!hsa_rt_set_remove(&signals, sig(signal)))
 		return bad_signal(signal);
 	st = aql_signal_destroy(sig(signal));

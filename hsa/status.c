@@ -137,6 +137,8 @@ hsa_status_t hsa_status_string(hsa_status_t status, const char **status_string)
 {
 	const char *base = base_text(status);
 
+	/* As the specification and ROCr's IS_OPEN(): not before hsa_init(). */
+	HSA_RT_CHECK_INIT();
 	if (!status_string)
 		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_ARGUMENT, "status_string is NULL");
 	if (!base)

@@ -421,8 +421,51 @@ static void test_priority_arguments(void)
 	aql_queue_destroy(q);
 }
 
+/* A barrier-AND packet waiting for dep, completing done. */
+static aql_packet gated(aql_signal *dep, aql_signal *done)
+{
+	aql_packet p;
+
+	memset(&p, 0, sizeof(p));
+	p.barrier.header = aql_packet_header(AQL_PACKET_BARRIER_AND, 1, AQL_FENCE_SYSTEM,
+						 AQL_FENCE_SYSTEM);
+	p.barrier.dep_signal[0] = aql_signal_handle(dep);
+	p.barrier.completion_signal = aql_signal_handle(done);
+	return p;
+}
+
+/*
+ * aql_queue_inactivate: the waiting packet is dropped (-1), the queue is
+ * in its error state without a callback, nothing more runs, the memory
+ * stays until destroy; a second call does nothing.
+ */
+static void test_inactivate(void)
+{
+	aql_queue *q = th_queue(8, AQL_QUEUE_MULTI, 0);
+	aql_signal *gate = th_signal(1), *held = th_signal(1);
+	unsigned calls = __atomic_load_n(&th_error_calls, __ATOMIC_ACQUIRE);
+	aql_packet p = gated(gate, held);
+	const char *message = NULL;
+
+	CHECK_OK(th_submit(q, &p));
+	CHECK_OK(aql_queue_inactivate(q));
+	CHECK(th_wait_done(held) == -1, "the waiting packet was not dropped");
+	CHECK(aql_queue_error(q, &message) == AQL_ERR_QUEUE_ERROR && strstr(message, "inactivated"),
+	      "error state: \"%s\"", message ? message : "");
+	CHECK(__atomic_load_n(&th_error_calls, __ATOMIC_ACQUIRE) == calls,
+	      "the error callback ran on inactivation");
+	CHECK(aql_queue_submit(q, &p) == AQL_ERR_QUEUE_ERROR, "a submission was accepted");
+	CHECK_OK(aql_queue_inactivate(q));
+	CHECK(aql_queue_inactivate(NULL) == AQL_ERR_INVALID_ARG, "NULL queue");
+	CHECK(q->amd->hsa.size == 8, "the queue's memory is still there");
+	CHECK_OK(aql_queue_destroy(q));
+	aql_signal_destroy(gate);
+	aql_signal_destroy(held);
+}
+
 int main(void)
 {
+	test_inactivate();
 	test_first_packet_after_park();
 	test_doorbell_ahead();
 	test_layout();

@@ -178,6 +178,19 @@ aql_status aql_signal_dispatch_time(aql_agent *agent, const aql_signal *signal,
 aql_status aql_queue_destroy(aql_queue *queue);
 
 /*
+ * Stop the queue's packet processor for good, as destroy does, but keep
+ * the queue (ring, indices, doorbell) until aql_queue_destroy(): a kernel
+ * already running finishes, packets not yet started are dropped with
+ * their completion signals set to -1, and later packets are never run.
+ * The queue enters its error state (AQL_ERR_QUEUE_ERROR, "inactivated")
+ * without calling the error callback, so submissions fail. HSA's
+ * hsa_queue_inactivate(). A second call does nothing.
+ * Errors: AQL_ERR_INVALID_ARG (queue NULL). Not concurrently with
+ * aql_queue_destroy() of the queue.
+ */
+aql_status aql_queue_inactivate(aql_queue *queue);
+
+/*
  * The queue's error state: AQL_OK, or the status it stopped with; *message
  * (if not NULL) gets the reason. Thread safe.
  */

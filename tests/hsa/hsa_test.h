@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
 
@@ -34,6 +35,15 @@ extern unsigned ht_passed, ht_failed;
 	} while (0)
 
 #define CHECK_OK(call) CHECK_ST(call, HSA_STATUS_SUCCESS)
+
+/* A call aql does not provide: want, and hsa_status_string() says so (docs/hsa.md). */
+#define CHECK_UNPROVIDED(call, want)                                           \
+	do {                                                                   \
+		hsa_status_t su_ = (call);                                     \
+		CHECK(su_ == (hsa_status_t)(want) &&                           \
+		      strstr(ht_status_text(su_), "not provided"), "%s: 0x%x: %s", #call, \
+		      (unsigned)su_, ht_status_text(su_));                     \
+	} while (0)
 
 /* hsa_status_string()'s text, or "?" when it has none. */
 const char *ht_status_text(hsa_status_t st);

@@ -308,12 +308,11 @@ static void extensions(hsa_agent_t agent)
 	CHECK_ST(hsa_agent_extension_supported(HSA_EXTENSION_IMAGES, (hsa_agent_t){ 0 }, 1, 0,
 					       &result),
 		 HSA_STATUS_ERROR_INVALID_AGENT);
-	/* No table is filled for an extension that is not supported. */
+	/* No AMD loader table; the finalizer's is aql's functions (test hsa_conf_system). */
 	CHECK_ST(hsa_system_get_extension_table(HSA_EXTENSION_AMD_LOADER, 1, 0, table),
 		 HSA_STATUS_ERROR_INVALID_ARGUMENT);
-	CHECK_ST(hsa_system_get_major_extension_table(HSA_EXTENSION_FINALIZER, 1, sizeof(table),
-						      table),
-		 HSA_STATUS_ERROR_INVALID_ARGUMENT);
+	CHECK_OK(hsa_system_get_major_extension_table(HSA_EXTENSION_FINALIZER, 1, sizeof(table),
+						      table));
 }
 
 int main(int argc, char **argv)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * hsa_init / hsa_shut_down reference counting, NOT_INITIALIZED outside
- * them, hsa_status_string's texts, and the last shut_down releasing what
+ * them (hsa_status_string too), hsa_status_string's texts, and the last shut_down releasing what
  * the program left. argv[1]: the library under test.
  */
 #include <string.h>
@@ -62,13 +62,20 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	ht_require_aql(argv[1]);
-	status_strings();
 
-	/* Before hsa_init: NOT_INITIALIZED, and the text says why. */
+	/* Before hsa_init: NOT_INITIALIZED, hsa_status_string too (HSA 1.2, ROCr). */
 	CHECK_ST(hsa_shut_down(), HSA_STATUS_ERROR_NOT_INITIALIZED);
-	CHECK_OK(hsa_status_string(HSA_STATUS_ERROR_NOT_INITIALIZED, &s));
-	CHECK(s && strstr(s, "HSA_STATUS_ERROR_NOT_INITIALIZED: ") == s && strstr(s, "hsa_shut_down"),
+	CHECK_ST(hsa_status_string(HSA_STATUS_ERROR_NOT_INITIALIZED, &s),
+		 HSA_STATUS_ERROR_NOT_INITIALIZED);
+	CHECK(s == NULL, "no text before hsa_init");
+	/* Once initialised, the text says why the last call failed. */
+	CHECK_OK(hsa_init());
+	CHECK_ST(hsa_queue_destroy(NULL), HSA_STATUS_ERROR_INVALID_QUEUE);
+	CHECK_OK(hsa_status_string(HSA_STATUS_ERROR_INVALID_QUEUE, &s));
+	CHECK(s && strstr(s, "HSA_STATUS_ERROR_INVALID_QUEUE: ") == s && strstr(s, "not a live queue"),
 	      "%s", s ? s : "NULL");
+	status_strings();
+	CHECK_OK(hsa_shut_down());
 
 	/* Counted: two inits need two shut_downs. */
 	CHECK_OK(hsa_init());

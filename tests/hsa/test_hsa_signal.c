@@ -159,7 +159,9 @@ static void errors(hsa_signal_t s)
 	CHECK_ST(hsa_signal_create(0, 1, NULL, &t), HSA_STATUS_ERROR_INVALID_ARGUMENT);
 	CHECK_ST(hsa_signal_create(0, 1, &bogus, &t), HSA_STATUS_ERROR_INVALID_AGENT);
 	CHECK_ST(hsa_signal_create(0, 0, NULL, NULL), HSA_STATUS_ERROR_INVALID_ARGUMENT);
-	CHECK_ST(hsa_signal_destroy((hsa_signal_t){ 0 }), HSA_STATUS_ERROR_INVALID_SIGNAL);
+	/* HSA 1.2: a 0 handle is INVALID_ARGUMENT, any other dead one INVALID_SIGNAL. */
+	CHECK_ST(hsa_signal_destroy((hsa_signal_t){ 0 }), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+	CHECK_ST(hsa_signal_destroy((hsa_signal_t){ 64 }), HSA_STATUS_ERROR_INVALID_SIGNAL);
 	CHECK_OK(hsa_status_string(HSA_STATUS_ERROR_INVALID_SIGNAL, &text));
 	CHECK(text && strstr(text, "not a live signal"), "the text says why: %s",
 	      text ? text : "NULL");
