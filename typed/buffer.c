@@ -445,18 +445,50 @@ aql_status aql_buf_bind(aql_buf *b, aql_agent *agent, void **agent_ptr)
 	return AQL_OK;
 }
 
+/*
+ * Under the lock: may one host-to-agent copy span [first, end), the gap
+ * between two pieces the agent lacks? Only if the host's copy of the gap
+ * is current: copied back now where no work in flight writes it.
+ */
+static int joinable(struct aql_buf_root *r, const char *name, uint64_t first, uint64_t end)
+{
+	if (!aql_range_intersect(&r->host_stale, first, end, NULL, 0))
+		return 1;
+	for (uint32_t i = 0; i < r->ninflight; i++)
+		if (r->inflight[i].write && overlaps(&r->inflight[i], first, end) &&
+		    !aql_completion_done(r->inflight[i].done))
+			return 0;
+	return sync_host(r, name, first, end) == AQL_OK;
+}
+
 aql_status aql_buf_plan_in(aql_buf *b, struct aql_copy_plan *plan)
 {
 	struct aql_buf_root *r = b->root;
-	struct aql_range pieces[AQL_BUF_MAX_PIECES];
+	struct aql_range pieces[AQL_BUF_MAX_PIECES + 1];
 	struct aql_copy_plan before = *plan;
-	uint32_t n = aql_range_intersect(&r->agent_stale, b->first, b->first + b->count, pieces,
-					 AQL_BUF_MAX_PIECES);
+	uint64_t first = b->first, end = b->first + b->count;
+	uint32_t n = 0, k;
 	aql_status st = AQL_OK;
 
-	if (n > AQL_BUF_MAX_PIECES) {
-		pieces[0].end = pieces[AQL_BUF_MAX_PIECES - 1].end;
-		n = 1;
+	for (uint32_t i = 0; i < r->agent_stale.n; i++) {
+		uint64_t a = r->agent_stale.r[i].first > first ? r->agent_stale.r[i].first : first;
+		uint64_t e = r->agent_stale.r[i].end < end ? r->agent_stale.r[i].end : end;
+
+		if (a >= e)
+			continue;
+		pieces[n++] = (struct aql_range){ a, e };
+		if (n <= AQL_BUF_MAX_PIECES)
+			continue;
+		/* One piece too many: span a gap whose host data is current. */
+		for (k = 0; k + 1 < n && !joinable(r, b->name, pieces[k].end, pieces[k + 1].first); k++)
+			;
+		if (k + 1 == n)
+			return aql_fail(AQL_ERR_BUSY,
+					"buffer '%s': the host changed more than %u pieces between results that work in flight still writes; wait for that work first",
+					b->name, AQL_BUF_MAX_PIECES);
+		pieces[k].end = pieces[k + 1].end;
+		memmove(&pieces[k + 1], &pieces[k + 2], (n - k - 2) * sizeof(*pieces));
+		n--;
 	}
 	for (uint32_t i = 0; i < n && st == AQL_OK; i++) {
 		size_t off = bytes_of(r, pieces[i].first);

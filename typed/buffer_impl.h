@@ -79,8 +79,10 @@ aql_status aql_buf_bind(aql_buf *b, aql_agent *agent, void **agent_ptr);
 /*
  * Under the lock, after aql_buf_bind(): add to plan (aql/timeline.h) at
  * most AQL_BUF_MAX_PIECES copies, for the parts of b's range the agent's
- * copy lacks; more pieces than that become one span from the first to the
- * last. Errors: those of aql_copy_plan_add(); nothing is added then.
+ * copy lacks; more pieces than that are joined across gaps whose host
+ * data is current (copied back first where no work in flight writes
+ * them). Errors: AQL_ERR_BUSY (no gap can be joined), those of
+ * aql_copy_plan_add() and aql_agent_copy(); nothing is added then.
  */
 aql_status aql_buf_plan_in(aql_buf *b, struct aql_copy_plan *plan);
 
