@@ -93,8 +93,8 @@ const aql_type *aql_type_find(const char *name);
 
 enum aql_direction {
 	AQL_IN = 1,		/* the kernel reads it: copied to the agent */
-	AQL_OUT,		/* the kernel writes all of it: copied back */
-	AQL_INOUT,		/* both */
+	AQL_OUT,		/* the kernel writes all of it: the result */
+	AQL_INOUT,		/* both (results come back when asked) */
 };
 
 typedef struct aql_buf aql_buf;
