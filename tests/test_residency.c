@@ -6,11 +6,12 @@
  * separate_memory, or the test agent: the emulated CUDA or KFD agent),
  * and each buffer moves to the agent once and back at most once, with
  * the results bitwise those of plain C. Host access while a launch writes
- * is refused, a host write makes the agent's copy stale, aql_buf_to_host()
+ * is refused, a host write (or a file read) makes the agent's copy stale, aql_buf_to_host()
  * brings a result back at a chosen point, and a launch on another agent
  * takes the data with it.
  */
 #include <string.h>
+#include <unistd.h>
 
 #include "helpers.h"
 
@@ -262,6 +263,42 @@ static void test_to_host(aql_agent *agent)
 	aql_queue_destroy(q);
 }
 
+/* A file read into a buffer replaces what only the agent held: a later
+ * host read must not copy the agent's older result over it. */
+static void test_file_replaces(aql_agent *agent)
+{
+	char path[] = "/var/tmp/aql-test-residency-XXXXXX";
+	int fd = mkstemp(path);
+	aql_queue *q = NULL;
+	aql_buf *a = new_buf("file a"), *b = new_buf("file b");
+	float data[N];
+	aql_completion done;
+	const float *h;
+
+	CHECK(fd >= 0, "temporary file %s", path);
+	for (int i = 0; i < N; i++)
+		data[i] = (float)i * 0.5f - 3.0f;
+	CHECK(write(fd, data, sizeof(data)) == (ssize_t)sizeof(data), "write %s", path);
+	close(fd);
+	CHECK_OK(aql_queue_create(agent, NULL, &q));
+	init(aql_buf_data(a, float));
+	done = heat(q, a, b, 1, NULL);
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK_OK(aql_buf_read_file(b, path, 0, NULL, NULL, NULL));
+	h = aql_buf_data_const(b, float);
+	CHECK(h && memcmp(h, data, sizeof(data)) == 0,
+	      "the agent's older result came back over the file's data");
+	expect_moves(b, 1, 0, "a host read after a file read");
+	/* The file's data is what the next launch reads. */
+	done = heat(q, b, a, 1, NULL);
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
+	expect_moves(b, 2, 0, "a launch after a file read");
+	unlink(path);
+	aql_buf_destroy(a);
+	aql_buf_destroy(b);
+	aql_queue_destroy(q);
+}
+
 /*
  * A launch on another agent takes the data with it through the host:
  * refused while work on the first agent is in flight, then what only the
@@ -342,6 +379,7 @@ int main(int argc, char **argv)
 	test_stencil(agent);
 	test_busy(agent);
 	test_to_host(agent);
+	test_file_replaces(agent);
 	if (th_test_gpu()) {
 		/* The GPU's results go on to the default (unified) CPU agent. */
 		const aql_kernel *hk = NULL;
