@@ -6,9 +6,9 @@
  * separate_memory, or the test agent: the emulated CUDA or KFD agent),
  * and each buffer moves to the agent once and back at most once, with
  * the results bitwise those of plain C. Host access while a launch writes
- * is refused, a host write (or a file read) makes the agent's copy stale, aql_buf_to_host()
- * brings a result back at a chosen point, and a launch on another agent
- * takes the data with it.
+ * is refused, a host write (or a file read) makes the agent's copy stale,
+ * aql_buf_to_host() brings a result back at a chosen point, and a launch
+ * on another agent takes the data with it.
  */
 #include <string.h>
 #include <unistd.h>
