@@ -240,6 +240,7 @@ static void test_drop_mode(void)
 	chan_verify_init(&v, 4, 1);
 	consume(ch, run_seq(&r, ch, 4, 5000, drops), chan_verify_msg, &v);
 	dropped = 0;
+	d = aql_buf_data(drops, uint32_t);
 	for (int p = 0; p < 4; p++)
 		dropped += d[p];
 	s = stats(ch);
@@ -566,6 +567,7 @@ static void test_rpc(void)
 		      out[2 * i + 1]);
 	/* An opcode nobody serves. */
 	CHECK_DONE(aql_completion_wait(run_rpc(&r, ch, 2, 3, 99, res), TH_TIMEOUT_NS));
+	out = aql_buf_data(res, int32_t);
 	CHECK(out[0] == 3 && out[1] == AQL_CHANNEL_CALL_UNKNOWN && out[2] == 3,
 	      "unknown opcode: %d bad, last %d", out[0], out[1]);
 	CHECK_OK(aql_channel_serve_stop(ch));
@@ -577,6 +579,7 @@ static void test_rpc(void)
 	/* No reply slots: the call fails on the device, sends nothing. */
 	ch = chan(r.agent, 64, 64, 0, 0);
 	CHECK_DONE(aql_completion_wait(run_rpc(&r, ch, 1, 2, CHAN_OP_MUL, res), TH_TIMEOUT_NS));
+	out = aql_buf_data(res, int32_t);
 	CHECK(out[0] == 2 && out[1] == AQL_CHANNEL_CALL_NO_REPLIES, "no replies: %d, %d",
 	      out[0], out[1]);
 	CHECK(stats(ch).sent == 0, "a request was sent");

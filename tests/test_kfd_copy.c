@@ -215,8 +215,8 @@ static void check_threads(void)
 	}
 }
 
-/* saxpy on typed buffers: x and y go to VRAM, y comes back, by copy
- * packets around the dispatch. */
+/* saxpy on typed buffers: x and y go to VRAM by copy packets before the
+ * dispatch; y stays there until aql_buf_to_host() queues its copy back. */
 static void check_typed_launch(const char *hsaco)
 {
 	enum { N = 1000 };
@@ -246,6 +246,7 @@ static void check_typed_launch(const char *hsaco)
 	}
 	CHECK_OK(AQL_LAUNCH(q, k, &c, &done, AQL_ARG(2.0f), AQL_ARG(x.raw), AQL_ARG(y.raw),
 			    AQL_ARG((uint32_t)N)));
+	CHECK_OK(aql_buf_to_host(y.raw, q, &done));
 	CHECK_OK(th_done(aql_completion_wait(done, TH_TIMEOUT_NS)));
 	CHECK_OK(aql_buf_wait(y.raw, TH_TIMEOUT_NS));
 	hy = aql_buf_f32_data(y);

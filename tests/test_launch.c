@@ -131,7 +131,17 @@ static void test_argument_checks(void)
 	aql_queue_destroy(q);
 }
 
-/* axpy on an agent: x copied in once, y in and back, results exact. */
+/* Copies back of buf so far: host access and aql_buf_wait make them. */
+static uint64_t moves_to_host(aql_buf *b)
+{
+	aql_buf_info info = { 0 };
+
+	CHECK_OK(aql_buf_get_info(b, &info));
+	return info.moves_to_host;
+}
+
+/* axpy on an agent: x copied in once, y in, and back when the host asks;
+ * results exact. */
 static void run_axpy(aql_agent *agent, int separate)
 {
 	aql_queue *q = NULL;
@@ -151,12 +161,15 @@ static void run_axpy(aql_agent *agent, int separate)
 	CHECK_OK(AQL_LAUNCH(q, k_axpy, &c, &done, AQL_ARG(2.0f), AQL_ARG(x), AQL_ARG(y),
 			    AQL_ARG((uint32_t)N)));
 	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK(moves_to_host(y) == 0, "y came back before the host asked for it");
 	hy = aql_buf_data(y, float);
+	CHECK(moves_to_host(y) == (separate ? 1u : 0u), "host access brought y back %llu times",
+	      (unsigned long long)moves_to_host(y));
 	for (int i = 0; i < N; i++)
 		bad += hy[i] != 2.0f * (float)i + 1.0f;
 	CHECK(bad == 0, "%d wrong results after one launch (separate %d)", bad, separate);
 	CHECK_OK(aql_launch_get_stats(q, &s));
-	CHECK(s.copies_in == (separate ? 2u : 0u) && s.copies_out == (separate ? 1u : 0u) &&
+	CHECK(s.copies_in == (separate ? 2u : 0u) && s.copies_out == 0 &&
 		      s.bytes_in == (separate ? 2u * N * 4 : 0u),
 	      "first launch: %llu copies in (%llu bytes), %llu out; separate %d",
 	      (unsigned long long)s.copies_in, (unsigned long long)s.bytes_in,
@@ -177,12 +190,17 @@ static void run_axpy(aql_agent *agent, int separate)
 			    AQL_ARG((uint32_t)N)));
 	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	CHECK_OK(aql_launch_get_stats(q, &s));
-	CHECK(s.copies_in == (separate ? 3u : 0u) && s.copies_out == (separate ? 3u : 0u),
-	      "third launch: %llu copies in, %llu out", (unsigned long long)s.copies_in,
-	      (unsigned long long)s.copies_out);
+	CHECK(s.copies_in == (separate ? 3u : 0u) && s.copies_out == 0 &&
+		      moves_to_host(y) == (separate ? 2u : 0u),
+	      "third launch: %llu copies in, %llu out; y back %llu times",
+	      (unsigned long long)s.copies_in, (unsigned long long)s.copies_out,
+	      (unsigned long long)moves_to_host(y));
 	cy = aql_buf_data_const(y, float);
 	CHECK(cy && cy[999] == 4.0f * 999 + 1.0f, "y[999] = %g after three launches",
 	      cy ? cy[999] : -1);
+	CHECK(moves_to_host(y) == (separate ? 3u : 0u) && moves_to_host(x) == 0,
+	      "y back %llu times, x (never written) %llu", (unsigned long long)moves_to_host(y),
+	      (unsigned long long)moves_to_host(x));
 	aql_buf_destroy(x);
 	aql_buf_destroy(y);
 	aql_queue_destroy(q);
@@ -208,11 +226,13 @@ static void test_out_direction(aql_agent *agent)
 	CHECK_OK(AQL_LAUNCH(q, k_twice, &c, &done, AQL_ARG(in), AQL_ARG(out), AQL_ARG((uint32_t)N)));
 	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	CHECK_OK(aql_launch_get_stats(q, &s));
-	CHECK(s.copies_in == 1 && s.bytes_in == N * 4 && s.copies_out == 1 && s.bytes_out == N * 4,
+	CHECK(s.copies_in == 1 && s.bytes_in == N * 4 && s.copies_out == 0 && s.bytes_out == 0,
 	      "out buffer: %llu copies in (%llu bytes), %llu out (%llu bytes)",
 	      (unsigned long long)s.copies_in, (unsigned long long)s.bytes_in,
 	      (unsigned long long)s.copies_out, (unsigned long long)s.bytes_out);
 	hout = aql_buf_data(out, int32_t);
+	CHECK(moves_to_host(out) == 1, "out came back %llu times on host access",
+	      (unsigned long long)moves_to_host(out));
 	for (int i = 0; i < N; i++)
 		bad += hout[i] != 2 * i;
 	CHECK(bad == 0, "%d wrong results of twice", bad);

@@ -118,6 +118,26 @@ static void prune(struct aql_buf_root *r)
 	r->ninflight = k;
 }
 
+/* Under the lock (or with the root no longer shared): give up the storage
+ * on the root's agent; the host's copy is all there is then. */
+static void release_agent(struct aql_buf_root *r)
+{
+	aql_agent *agent = r->agent;
+
+	if (!agent)
+		return;
+	if (r->agent_mem && !r->unified)
+		aql_agent_mem_free(agent, r->agent_mem);
+	if (agent->copy_args && !r->unified)
+		aql_agent_mem_unregister(agent, r->host, bytes_of(r, r->count));
+	__atomic_fetch_sub(&agent->buffers, 1, __ATOMIC_RELEASE);
+	r->agent_mem = NULL;
+	r->agent_stale.n = 0;
+	r->host_stale.n = 0;
+	__atomic_store_n(&r->unified, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->agent, NULL, __ATOMIC_RELAXED);
+}
+
 aql_status aql_buf_destroy(aql_buf *b)
 {
 	struct aql_buf_root *r;
@@ -139,14 +159,11 @@ aql_status aql_buf_destroy(aql_buf *b)
 		return AQL_OK;
 	}
 	aql_buf_unlock();
-	if (r->agent_mem && !r->unified)
-		aql_agent_mem_free(r->agent, r->agent_mem);
-	if (r->agent && r->agent->copy_args)
-		aql_agent_mem_unregister(r->agent, r->host, bytes_of(r, r->count));
-	if (r->agent)
-		__atomic_fetch_sub(&r->agent->buffers, 1, __ATOMIC_RELEASE);
+	/* What only the agent held goes with it: nobody asked for it. */
+	release_agent(r);
 	aql_mem_free(r->host);
 	aql_range_free(&r->agent_stale);
+	aql_range_free(&r->host_stale);
 	free(r->inflight);
 	free(r);
 	free(b);
@@ -221,6 +238,10 @@ aql_status aql_buf_get_info(const aql_buf *b, aql_buf_info *out)
 		memcpy(out->shape, r->shape, sizeof(out->shape));
 	aql_buf_lock();
 	out->agent = r->agent;
+	out->moves_to_agent = r->moves_to_agent;
+	out->moves_to_host = r->moves_to_host;
+	out->bytes_to_agent = r->bytes_to_agent;
+	out->bytes_to_host = r->bytes_to_host;
 	aql_buf_unlock();
 	return AQL_OK;
 }
@@ -285,6 +306,40 @@ static aql_status fail_busy(const aql_buf *b, const struct aql_buf_access *a, co
 			b->name, a->first, a->end, a->write ? "written" : "read", a->what, advice);
 }
 
+/*
+ * Under the lock, with no write in flight on [first, end): copy back to
+ * the host, one piece at a time, the parts of it only the agent holds.
+ * Pieces are copied exactly: a gap between two may hold the host's newer
+ * data.
+ */
+static aql_status sync_host(struct aql_buf_root *r, const char *name, uint64_t first,
+			    uint64_t end)
+{
+	aql_status st;
+
+	if (!r->host_stale.n)
+		return AQL_OK;
+	/* Room for the split the removal below may make: it cannot fail then. */
+	st = aql_range_reserve(&r->host_stale, r->host_stale.n + 1);
+	for (uint32_t i = 0; st == AQL_OK && i < r->host_stale.n; i++) {
+		uint64_t a = r->host_stale.r[i].first > first ? r->host_stale.r[i].first : first;
+		uint64_t e = r->host_stale.r[i].end < end ? r->host_stale.r[i].end : end;
+		size_t off = bytes_of(r, a);
+
+		if (a >= e)
+			continue;
+		st = aql_agent_copy(r->agent, (char *)r->host + off, (const char *)r->agent_mem + off,
+				    bytes_of(r, e - a));
+		if (st == AQL_OK) {
+			r->moves_to_host++;
+			r->bytes_to_host += bytes_of(r, e - a);
+		}
+	}
+	if (st != AQL_OK)
+		return aql_fail_prefix(st, name);
+	return aql_range_remove(&r->host_stale, first, end);
+}
+
 static void *host_access(aql_buf *b, const aql_type *type, int write)
 {
 	struct aql_buf_root *r;
@@ -305,7 +360,9 @@ static void *host_access(aql_buf *b, const aql_type *type, int write)
 	a = conflict(r, b, write, NULL, NULL, 0);
 	if (a)
 		st = fail_busy(b, a, " in flight; wait for its completion (aql_buf_wait)");
-	else if (write && r->agent_mem && !r->unified)
+	else
+		st = sync_host(r, b->name, b->first, b->first + b->count);
+	if (st == AQL_OK && write && r->agent_mem && !r->unified)
 		st = aql_range_add(&r->agent_stale, b->first, b->first + b->count);
 	aql_buf_unlock();
 	if (st != AQL_OK)
@@ -340,10 +397,19 @@ aql_status aql_buf_bind(aql_buf *b, aql_agent *agent, void **agent_ptr)
 	aql_agent_info info;
 	aql_status st;
 
-	if (r->agent && r->agent != agent)
-		return aql_fail(AQL_ERR_UNSUPPORTED,
-				"buffer '%s' has storage on another agent; one agent per buffer",
-				b->name);
+	if (r->agent && r->agent != agent) {
+		/* Moving to another agent goes through the host. */
+		prune(r);
+		if (r->ninflight)
+			return aql_fail(AQL_ERR_BUSY,
+					"buffer '%s' is on another agent, where %s uses elements [%" PRIu64 ", %" PRIu64 ") in flight; wait for its completion before using the buffer here",
+					b->name, r->inflight[0].what, r->inflight[0].first,
+					r->inflight[0].end);
+		st = sync_host(r, b->name, 0, r->count);
+		if (st != AQL_OK)
+			return st;
+		release_agent(r);
+	}
 	if (!r->agent) {
 		st = aql_agent_get_info(agent, &info);
 		if (st != AQL_OK)
@@ -371,25 +437,58 @@ aql_status aql_buf_bind(aql_buf *b, aql_agent *agent, void **agent_ptr)
 				return aql_fail_prefix(st, b->name);
 			}
 		}
-		r->agent = agent;
+		/* Read unlocked by aql_launch() too. */
+		__atomic_store_n(&r->agent, agent, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&agent->buffers, 1, __ATOMIC_RELAXED);
 	}
 	*agent_ptr = (char *)r->agent_mem + bytes_of(r, b->first);
 	return AQL_OK;
 }
 
+/*
+ * Under the lock: may one host-to-agent copy span [first, end), the gap
+ * between two pieces the agent lacks? Only if the host's copy of the gap
+ * is current: copied back now where no work in flight writes it.
+ */
+static int joinable(struct aql_buf_root *r, const char *name, uint64_t first, uint64_t end)
+{
+	if (!aql_range_intersect(&r->host_stale, first, end, NULL, 0))
+		return 1;
+	for (uint32_t i = 0; i < r->ninflight; i++)
+		if (r->inflight[i].write && overlaps(&r->inflight[i], first, end) &&
+		    !aql_completion_done(r->inflight[i].done))
+			return 0;
+	return sync_host(r, name, first, end) == AQL_OK;
+}
+
 aql_status aql_buf_plan_in(aql_buf *b, struct aql_copy_plan *plan)
 {
 	struct aql_buf_root *r = b->root;
-	struct aql_range pieces[AQL_BUF_MAX_PIECES];
+	struct aql_range pieces[AQL_BUF_MAX_PIECES + 1];
 	struct aql_copy_plan before = *plan;
-	uint32_t n = aql_range_intersect(&r->agent_stale, b->first, b->first + b->count, pieces,
-					 AQL_BUF_MAX_PIECES);
+	uint64_t first = b->first, end = b->first + b->count;
+	uint32_t n = 0, k;
 	aql_status st = AQL_OK;
 
-	if (n > AQL_BUF_MAX_PIECES) {
-		pieces[0].end = pieces[AQL_BUF_MAX_PIECES - 1].end;
-		n = 1;
+	for (uint32_t i = 0; i < r->agent_stale.n; i++) {
+		uint64_t a = r->agent_stale.r[i].first > first ? r->agent_stale.r[i].first : first;
+		uint64_t e = r->agent_stale.r[i].end < end ? r->agent_stale.r[i].end : end;
+
+		if (a >= e)
+			continue;
+		pieces[n++] = (struct aql_range){ a, e };
+		if (n <= AQL_BUF_MAX_PIECES)
+			continue;
+		/* One piece too many: span a gap whose host data is current. */
+		for (k = 0; k + 1 < n && !joinable(r, b->name, pieces[k].end, pieces[k + 1].first); k++)
+			;
+		if (k + 1 == n)
+			return aql_fail(AQL_ERR_BUSY,
+					"buffer '%s': the host changed more than %u pieces between results that work in flight still writes; wait for that work first",
+					b->name, AQL_BUF_MAX_PIECES);
+		pieces[k].end = pieces[k + 1].end;
+		memmove(&pieces[k + 1], &pieces[k + 2], (n - k - 2) * sizeof(*pieces));
+		n--;
 	}
 	for (uint32_t i = 0; i < n && st == AQL_OK; i++) {
 		size_t off = bytes_of(r, pieces[i].first);
@@ -410,7 +509,9 @@ aql_status aql_buf_reserve(aql_buf *b, uint32_t n)
 	uint32_t cap = r->cap ? r->cap : 4;
 
 	/* The launch path: room already there. */
-	if (r->cap >= r->ninflight + n && (r->unified || r->agent_stale.cap >= r->agent_stale.n + n))
+	if (r->cap >= r->ninflight + n &&
+	    (r->unified || (r->agent_stale.cap >= r->agent_stale.n + n &&
+			    r->host_stale.cap >= r->host_stale.n + n)))
 		return AQL_OK;
 	while (cap < r->ninflight + n)
 		cap *= 2;
@@ -421,12 +522,22 @@ aql_status aql_buf_reserve(aql_buf *b, uint32_t n)
 		r->inflight = grown;
 		r->cap = cap;
 	}
-	return r->unified ? AQL_OK : aql_range_reserve(&r->agent_stale, r->agent_stale.n + n);
+	if (r->unified)
+		return AQL_OK;
+	if (aql_range_reserve(&r->agent_stale, r->agent_stale.n + n) != AQL_OK ||
+	    aql_range_reserve(&r->host_stale, r->host_stale.n + n) != AQL_OK)
+		return aql_fail(AQL_ERR_NOMEM, "buffer '%s': out of memory", b->name);
+	return AQL_OK;
 }
 
 aql_status aql_buf_mark_current(aql_buf *b)
 {
 	return aql_range_remove(&b->root->agent_stale, b->first, b->first + b->count);
+}
+
+aql_status aql_buf_mark_written(aql_buf *b)
+{
+	return aql_range_add(&b->root->host_stale, b->first, b->first + b->count);
 }
 
 aql_status aql_buf_track(aql_buf *b, int write, aql_completion done, const char *what)
@@ -502,6 +613,8 @@ aql_status aql_buf_to_agent(aql_buf *b, aql_queue *queue, aql_completion *done)
 	if (st == AQL_OK && plan.n) {
 		t->stats.copies_in += plan.n;
 		t->stats.bytes_in += plan.bytes;
+		b->root->moves_to_agent += plan.n;
+		b->root->bytes_to_agent += plan.bytes;
 		aql_buf_mark_current(b);
 		aql_buf_track(b, 1, c, "a copy to the agent");
 	} else if (st == AQL_OK) {
@@ -514,6 +627,84 @@ aql_status aql_buf_to_agent(aql_buf *b, aql_queue *queue, aql_completion *done)
 		aql_timeline_kernarg_cancel(t);
 	aql_buf_unlock();
 	aql_lock_release(&t->lock);
+	if (st != AQL_OK)
+		return st;
+	if (done)
+		*done = c;
+	return done ? AQL_OK : aql_completion_wait(c, AQL_TIMEOUT_INFINITE);
+}
+
+aql_status aql_buf_to_host(aql_buf *b, aql_queue *queue, aql_completion *done)
+{
+	struct aql_queue_impl *q;
+	struct aql_buf_root *r;
+	struct aql_copy_plan plan = { 0 };
+	aql_packet *packets = NULL;
+	struct aql_timeline *t;
+	aql_completion c = { 0 };
+	void *args = NULL;
+	uint32_t n = 0;
+	aql_status st;
+
+	if (!b || !queue)
+		return aql_fail(AQL_ERR_INVALID_ARG, "aql_buf_to_host: buffer and queue are required");
+	q = aql_queue_impl(queue);
+	r = b->root;
+	st = aql_timeline_get(queue, &t);
+	if (st != AQL_OK)
+		return st;
+	aql_lock_take(&t->lock);
+	aql_buf_lock();
+	if (r->agent && r->agent != q->agent)
+		st = aql_fail(AQL_ERR_INVALID_ARG,
+			      "aql_buf_to_host: buffer '%s' is on another agent than the queue's",
+			      b->name);
+	if (st == AQL_OK && !r->unified)
+		n = aql_range_intersect(&r->host_stale, b->first, b->first + b->count, NULL, 0);
+	/* Filling the host's copy writes it: no unordered reader may overlap. */
+	if (st == AQL_OK && n)
+		st = aql_buf_check(b, queue, 1, NULL, 0);
+	if (st == AQL_OK && n)
+		st = aql_buf_reserve(b, 1);
+	if (st == AQL_OK && n && !(packets = malloc(n * sizeof(*packets))))
+		st = aql_fail(AQL_ERR_NOMEM, "aql_buf_to_host: out of memory");
+	if (st == AQL_OK && n && q->agent->copy_args)
+		st = aql_timeline_kernarg(t, queue, (size_t)n * q->agent->copy_args, &args);
+	plan = (struct aql_copy_plan){ .agent = q->agent, .out = packets, .args = args };
+	/* Each piece exactly, as sync_host() copies them. */
+	for (uint32_t i = 0; st == AQL_OK && i < r->host_stale.n && n; i++) {
+		uint64_t a = r->host_stale.r[i].first > b->first ? r->host_stale.r[i].first : b->first;
+		uint64_t e = r->host_stale.r[i].end < b->first + b->count ? r->host_stale.r[i].end
+									: b->first + b->count;
+		size_t off = bytes_of(r, a);
+
+		if (a < e)
+			st = aql_copy_plan_add(&plan, (char *)r->host + off,
+					       (const char *)r->agent_mem + off, bytes_of(r, e - a));
+	}
+	if (st == AQL_OK && n) {
+		aql_timeline_sign(t, packets, plan.n);
+		st = aql_timeline_emit(t, queue, packets, plan.n, &c);
+	}
+	if (st == AQL_OK && n) {
+		t->stats.copies_out += plan.n;
+		t->stats.bytes_out += plan.bytes;
+		r->moves_to_host += plan.n;
+		r->bytes_to_host += plan.bytes;
+		/* Reserved above: neither fails. */
+		aql_range_remove(&r->host_stale, b->first, b->first + b->count);
+		aql_buf_track(b, 1, c, "a copy to the host");
+	} else if (st == AQL_OK) {
+		/* Nothing to copy; an earlier copy back may still be on its way. */
+		c = last_write(r, b);
+	}
+	if (args && st == AQL_OK)
+		aql_timeline_kernarg_commit(t, t->packets);
+	else if (args)
+		aql_timeline_kernarg_cancel(t);
+	aql_buf_unlock();
+	aql_lock_release(&t->lock);
+	free(packets);
 	if (st != AQL_OK)
 		return st;
 	if (done)
@@ -541,6 +732,10 @@ aql_status aql_buf_wait(aql_buf *b, uint64_t timeout_ns)
 		for (uint32_t i = 0; seen && i < r->ninflight; i++)
 			if (overlaps(&r->inflight[i], b->first, b->first + b->count))
 				seen[n++] = r->inflight[i];
+		/* Nothing uses the range: bring the host's copy up to date. */
+		if (seen && !n && (st = sync_host(r, b->name, b->first, b->first + b->count)) != AQL_OK &&
+		    first == AQL_OK)
+			first = st;
 		aql_buf_unlock();
 		if (!seen)
 			return aql_fail(AQL_ERR_NOMEM, "aql_buf_wait: out of memory");
@@ -590,7 +785,9 @@ aql_status aql_buf_read_file(aql_buf *b, const char *path, uint64_t offset,
 	a = conflict(r, b, 1, NULL, NULL, 0);
 	if (a)
 		st = fail_busy(b, a, " in flight; wait for its completion (aql_buf_wait)");
-	else if (r->agent_mem && !r->unified)
+	/* The file's data replaces what only the agent held. */
+	else if (r->agent_mem && !r->unified &&
+		 (st = aql_range_remove(&r->host_stale, b->first, b->first + b->count)) == AQL_OK)
 		st = aql_range_add(&r->agent_stale, b->first, b->first + b->count);
 	/* A background read is work in flight from the moment it starts. */
 	if (st == AQL_OK && completion) {

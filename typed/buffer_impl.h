@@ -2,13 +2,11 @@
 /*
  * Internal: buffers as launches see them. A root owns the storage and the
  * state every view of it shares: which element ranges the agent's copy
- * lacks (the host changed them since), and the work in flight on which
- * ranges. One process-wide lock guards that state; launches take it after
- * their queue's launch lock.
- *
- * The host's copy is never behind once work completes, because launches
- * copy AQL_OUT and AQL_INOUT ranges back as part of their own work; so
- * only the agent's staleness is tracked.
+ * lacks (the host changed them since), which ones the host's copy lacks
+ * (a launch wrote them on the agent since), and the work in flight on
+ * which ranges. A range is stale on one side at most. One process-wide
+ * lock guards that state; launches take it after their queue's launch
+ * lock.
  */
 #ifndef AQL_INTERNAL_BUFFER_IMPL_H
 #define AQL_INTERNAL_BUFFER_IMPL_H
@@ -34,6 +32,9 @@ struct aql_buf_root {
 	aql_agent *agent;
 	int unified;
 	struct aql_range_set agent_stale;
+	struct aql_range_set host_stale;
+	uint64_t moves_to_agent, moves_to_host;	/* copies of its ranges made */
+	uint64_t bytes_to_agent, bytes_to_host;
 	struct aql_buf_access *inflight;
 	uint32_t ninflight, cap;
 	uint32_t views;		/* live views, besides the root itself */
@@ -64,8 +65,11 @@ aql_status aql_buf_check(aql_buf *b, aql_queue *queue, int write, const aql_comp
 
 /*
  * Under the lock: give b's root storage on agent (none if unified) and
- * set *agent_ptr to b's first element there. Errors: AQL_ERR_NOMEM,
- * AQL_ERR_UNSUPPORTED (storage on another agent already).
+ * set *agent_ptr to b's first element there. A root with storage on
+ * another agent moves: what only that agent holds is copied back to the
+ * host first, and its storage there is freed. Errors: AQL_ERR_NOMEM,
+ * AQL_ERR_BUSY (work in flight on the other agent uses the root), those
+ * of aql_agent_copy().
  */
 aql_status aql_buf_bind(aql_buf *b, aql_agent *agent, void **agent_ptr);
 
@@ -75,8 +79,10 @@ aql_status aql_buf_bind(aql_buf *b, aql_agent *agent, void **agent_ptr);
 /*
  * Under the lock, after aql_buf_bind(): add to plan (aql/timeline.h) at
  * most AQL_BUF_MAX_PIECES copies, for the parts of b's range the agent's
- * copy lacks; more pieces than that become one span from the first to the
- * last. Errors: those of aql_copy_plan_add(); nothing is added then.
+ * copy lacks; more pieces than that are joined across gaps whose host
+ * data is current (copied back first where no work in flight writes
+ * them). Errors: AQL_ERR_BUSY (no gap can be joined), those of
+ * aql_copy_plan_add() and aql_agent_copy(); nothing is added then.
  */
 aql_status aql_buf_plan_in(aql_buf *b, struct aql_copy_plan *plan);
 
@@ -90,6 +96,10 @@ aql_status aql_buf_reserve(aql_buf *b, uint32_t n);
 /* Under the lock, once the work is submitted: the agent's copy of b's
  * range is current (copied in, or written whole by the kernel). */
 aql_status aql_buf_mark_current(aql_buf *b);
+
+/* Under the lock, once a launch that writes b's range is submitted: only
+ * the agent's copy of it will be current. Room comes from aql_buf_reserve(). */
+aql_status aql_buf_mark_written(aql_buf *b);
 
 /* Under the lock, once the work is submitted: it uses b's range until done. */
 aql_status aql_buf_track(aql_buf *b, int write, aql_completion done, const char *what);

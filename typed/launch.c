@@ -26,9 +26,10 @@ struct use {
 	aql_buf *buf;
 	int writes;		/* the kernel may write it */
 	int copy_in;		/* the agent needs the host's data */
-	int copy_out;		/* the host wants the result */
 	int first_use;		/* no earlier argument names the same buffer */
-	int filled;		/* this launch copies to the agent's copy */
+	int counted;		/* packets were counted for its copies */
+	uint32_t filled;	/* copy packets to the agent's copy */
+	uint64_t fill_bytes;
 	void *agent_ptr;
 };
 
@@ -110,7 +111,6 @@ static aql_status check_buffer(const aql_kernel *k, uint32_t i, const aql_kernel
 				"kernel '%s' argument %u '%s' (%s) may be written by the kernel, but buffer '%s' is AQL_IN (read-only); make it AQL_INOUT or declare the parameter const",
 				k->name, i, arg_name(a), arg_type(a), v->buf->name);
 	u->copy_in = dir != AQL_OUT || !u->writes;
-	u->copy_out = dir != AQL_IN && u->writes;
 	return check_pointer_size(k, i, a, sizeof(void *));
 }
 
@@ -217,7 +217,6 @@ static aql_status check_args(const aql_kernel *k, const aql_arg *args, uint32_t 
 					continue;
 				uses[j].writes |= uses[*nuses].writes;
 				uses[j].copy_in |= uses[*nuses].copy_in;
-				uses[j].copy_out |= uses[*nuses].copy_out;
 				uses[*nuses].first_use = 0;
 			}
 			(*nuses)++;
@@ -324,15 +323,6 @@ static aql_status lds(const aql_kernel *k, const aql_launch_config *c,
 	return AQL_OK;
 }
 
-static aql_status plan_out(const struct use *u, struct aql_copy_plan *plan)
-{
-	const struct aql_buf_root *r = u->buf->root;
-	size_t off = (size_t)u->buf->first * r->type->size;
-
-	return aql_copy_plan_add(plan, (char *)r->host + off, (const char *)r->agent_mem + off,
-				 (size_t)u->buf->count * r->type->size);
-}
-
 /*
  * The kernarg segment. check_args() has matched every explicit argument's
  * size with the metadata's, whose offsets the loader checked against the
@@ -377,7 +367,6 @@ static aql_status submit(aql_queue *queue, struct aql_timeline *t, const aql_ker
 	unsigned char *copy_args = (unsigned char *)kernarg +
 				   ((k->kernarg_size + AQL_KERNARG_ALIGN - 1) & ~(AQL_KERNARG_ALIGN - 1));
 	struct aql_copy_plan in = { .agent = q->agent, .out = packets, .args = copy_args };
-	struct aql_copy_plan out;
 	uint32_t np, ndeps, ins;
 	int moving = 0;		/* a buffer has storage of its own on the agent */
 	aql_completion fin;
@@ -391,16 +380,23 @@ static aql_status submit(aql_queue *queue, struct aql_timeline *t, const aql_ker
 			st = aql_buf_reserve(uses[i].buf, nuses);
 		if (st != AQL_OK)
 			return st;
+		/* Another thread moved it off a unified agent since it was counted. */
+		if (!uses[i].buf->root->unified && !uses[i].counted)
+			return aql_fail(AQL_ERR_BUSY,
+					"kernel '%s': buffer '%s' moved to another agent while this launch was made; launch again",
+					k->name, uses[i].buf->name);
 		moving |= !uses[i].buf->root->unified;
 	}
 	in.n = ndeps = c->after_count ? aql_timeline_deps(t, c->after, c->after_count, packets) : 0;
 	for (uint32_t i = 0; moving && i < nuses; i++) {
 		uint32_t before = in.n;
+		uint64_t bytes = in.bytes;
 
 		if (uses[i].copy_in && uses[i].first_use && !uses[i].buf->root->unified &&
 		    (st = aql_buf_plan_in(uses[i].buf, &in)) != AQL_OK)
 			return st;
-		uses[i].filled = in.n != before;
+		uses[i].filled = in.n - before;
+		uses[i].fill_bytes = in.bytes - bytes;
 	}
 	np = ins = in.n;
 	if (ins != pre) {
@@ -411,12 +407,6 @@ static aql_status submit(aql_queue *queue, struct aql_timeline *t, const aql_ker
 	d->kernel_object = k->kernel_object;
 	d->kernarg_address = (uint64_t)(uintptr_t)kernarg;
 	np++;
-	out = (struct aql_copy_plan){ .agent = q->agent, .out = &packets[np], .args = in.args };
-	for (uint32_t i = 0; moving && i < nuses; i++)
-		if (uses[i].copy_out && uses[i].first_use && !uses[i].buf->root->unified &&
-		    (st = plan_out(&uses[i], &out)) != AQL_OK)
-			return st;
-	np += out.n;
 	if (np > queue->size)
 		return aql_fail(AQL_ERR_INVALID_ARG,
 				"kernel '%s': the launch needs %u packets; the queue holds %u",
@@ -428,17 +418,23 @@ static aql_status submit(aql_queue *queue, struct aql_timeline *t, const aql_ker
 		return st;
 	aql_timeline_kernarg_commit(t, t->packets);
 	/* Capacity was reserved above: none of this fails. A fill counts as
-	 * a write, so that no unordered reader sees the agent's copy early. */
+	 * a write, so that no unordered reader sees the agent's copy early.
+	 * What the kernel writes stays on the agent until the host asks. */
 	for (uint32_t i = 0; i < nuses; i++) {
-		if (moving && (uses[i].copy_in || uses[i].copy_out) && !uses[i].buf->root->unified)
+		struct aql_buf_root *r = uses[i].buf->root;
+
+		if (!r->unified) {
 			aql_buf_mark_current(uses[i].buf);
+			if (uses[i].writes)
+				aql_buf_mark_written(uses[i].buf);
+			r->moves_to_agent += uses[i].filled;
+			r->bytes_to_agent += uses[i].fill_bytes;
+		}
 		aql_buf_track(uses[i].buf, uses[i].writes || uses[i].filled, fin, k->name);
 	}
 	t->stats.launches++;
 	t->stats.copies_in += ins - ndeps;
-	t->stats.copies_out += out.n;
 	t->stats.bytes_in += in.bytes;
-	t->stats.bytes_out += out.bytes;
 	if (done)
 		*done = fin;
 	return AQL_OK;
@@ -484,16 +480,21 @@ aql_status aql_launch(aql_queue *queue, const aql_kernel *kernel,
 	st = aql_timeline_get(queue, &t);
 	if (st != AQL_OK)
 		return st;
-	/* Unified buffers add no copies; binding happens later, so a first use
-	 * counts as separate. */
+	/* Buffers unified on this agent add no copies; binding happens later,
+	 * so a first use, or one on another agent, counts as separate. */
 	pre = config->after_count;
 	most = pre + 1;
 	kernarg_size = kernel->kernarg_size;
-	for (uint32_t i = 0; i < nuses; i++)
-		if (!__atomic_load_n(&uses[i].buf->root->unified, __ATOMIC_RELAXED)) {
+	for (uint32_t i = 0; i < nuses; i++) {
+		struct aql_buf_root *r = uses[i].buf->root;
+
+		uses[i].counted = !__atomic_load_n(&r->unified, __ATOMIC_RELAXED) ||
+				  __atomic_load_n(&r->agent, __ATOMIC_RELAXED) != agent;
+		if (uses[i].counted) {
 			pre += AQL_BUF_MAX_PIECES;
-			most += AQL_BUF_MAX_PIECES + 1;
+			most += AQL_BUF_MAX_PIECES;
 		}
+	}
 	/* Room after the kernel's segment for the copies' arguments, where
 	 * the agent's copies take some (submit()). */
 	if (most > config->after_count + 1 && agent->copy_args)

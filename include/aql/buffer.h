@@ -7,6 +7,14 @@
  * uses it, agent storage; launches and the copy calls here keep the two in
  * step, and copy nothing where the agent's memory is the host's.
  *
+ * Data stays where it was last written. A launch that writes a buffer
+ * leaves the result in the agent's copy; it comes back to the host only
+ * when asked: by host access (aql_buf_data() and the accessors below), by
+ * aql_buf_wait(), by aql_buf_to_host() at a chosen point of a queue, or
+ * by a launch on another agent. Host writes, declared by the writable
+ * accessor, are copied to the agent by the next launch that reads them.
+ * docs/memory.md has the table of what moves when.
+ *
  * Element types are values of aql_type. The scalar types are built in and
  * named at compile time with AQL_TYPE(T); user structs are registered once
  * with AQL_TYPE_REGISTER(T, &type). Host access checks the type: asking
@@ -85,8 +93,8 @@ const aql_type *aql_type_find(const char *name);
 
 enum aql_direction {
 	AQL_IN = 1,		/* the kernel reads it: copied to the agent */
-	AQL_OUT,		/* the kernel writes all of it: copied back */
-	AQL_INOUT,		/* both */
+	AQL_OUT,		/* the kernel writes all of it: the result */
+	AQL_INOUT,		/* both (results come back when asked) */
 };
 
 typedef struct aql_buf aql_buf;
@@ -140,6 +148,10 @@ typedef struct aql_buf_info {
 	enum aql_direction dir;
 	int is_view;
 	aql_agent *agent;	/* holding agent storage, or NULL */
+	/* Copies of the root's ranges made so far, each way, by launches,
+	 * host access and the calls here (none on a unified agent). */
+	uint64_t moves_to_agent, moves_to_host;
+	uint64_t bytes_to_agent, bytes_to_host;
 } aql_buf_info;
 
 /* Describe buf. Errors: AQL_ERR_INVALID_ARG (NULL). Thread safe. */
@@ -149,16 +161,21 @@ aql_status aql_buf_get_info(const aql_buf *buf, aql_buf_info *out);
 aql_status aql_buf_set_direction(aql_buf *buf, enum aql_direction dir);
 
 /*
- * Host pointer to buf's elements, checked to be of type: NULL (with the
- * reason in aql_error_message()) if type is not buf's, or if work in
- * flight still writes the range (wait for its completion first), or
- * reads it (writable access only). The writable form marks the range as
- * changed on the host, so the next launch copies it to the agent again;
- * the const form does not. The pointer stays valid until the buffer is
- * destroyed. Thread safe.
+ * Host pointer to buf's elements, checked to be of type, with the host's
+ * copy of the range brought up to date: the parts that launches wrote on
+ * an agent with memory of its own are copied back first (synchronously;
+ * only once: the copy stays current until the next such launch).
  *
- * The host's copy is current once the launches that wrote the range have
- * completed; nothing else needs calling (see aql_buf_wait()).
+ * NULL (with the reason in aql_error_message()) if type is not buf's; if
+ * work in flight still writes the range (AQL_ERR_BUSY, naming the kernel
+ * or copy: nothing waits here, wait for its completion or call
+ * aql_buf_wait() first), or reads it (writable access only); or if the
+ * copy back fails. The writable form declares a host write: it marks the
+ * range as changed on the host, so the next launch that reads it copies
+ * it to the agent again. The const form declares a read only. The
+ * pointer stays valid until the buffer is destroyed, but its contents are
+ * current only until the next launch that writes the range: ask again
+ * after that launch completed. Thread safe.
  */
 void *aql_buf_host(aql_buf *buf, const aql_type *type);
 const void *aql_buf_host_const(aql_buf *buf, const aql_type *type);
@@ -176,10 +193,24 @@ const void *aql_buf_host_const(aql_buf *buf, const aql_type *type);
 aql_status aql_buf_to_agent(aql_buf *buf, aql_queue *queue, aql_completion *done);
 
 /*
- * Wait until no work in flight uses buf's range. The host's copy is then
- * current: launches copy AQL_OUT and AQL_INOUT ranges back as part of
- * their work. Errors: AQL_ERR_TIMEOUT, AQL_ERR_QUEUE_ERROR (some of that
- * work failed or was cancelled). Thread safe.
+ * Queue, on queue (whose agent must hold buf's storage), a copy back to
+ * the host of the parts of buf's range that only the agent's copy holds,
+ * after everything submitted to queue before: the explicit point at which
+ * a result comes back, with no host wait. *done (may be NULL: wait here)
+ * gets the completion; until it, host access to the range is refused
+ * (AQL_ERR_BUSY). Nothing to copy: *done is the completion of the last
+ * write in flight on the range, if any. Counted in aql_launch_get_stats()
+ * as copies_out. Errors: AQL_ERR_INVALID_ARG (NULL, storage on another
+ * agent), AQL_ERR_BUSY (work in flight on another queue uses the range),
+ * AQL_ERR_NOMEM, those of aql_queue_copy(). Thread safe.
+ */
+aql_status aql_buf_to_host(aql_buf *buf, aql_queue *queue, aql_completion *done);
+
+/*
+ * Wait until no work in flight uses buf's range, then bring the host's
+ * copy of it up to date, as host access does. Errors: AQL_ERR_TIMEOUT,
+ * AQL_ERR_QUEUE_ERROR (some of that work failed or was cancelled), those
+ * of aql_agent_copy(). Thread safe.
  */
 aql_status aql_buf_wait(aql_buf *buf, uint64_t timeout_ns);
 

@@ -10,12 +10,18 @@
  *
  * Then, on the queue, in order: a wait for the dependencies on other
  * queues (a dependency that failed counts as met, as a BARRIER_VALUE
- * packet's does; its own completion reports the failure), copies of the AQL_IN/AQL_INOUT buffer ranges the agent does not
- * hold current, the dispatch (kernarg segment from the queue's recycled
- * pool, hidden arguments filled), and copies back of AQL_OUT/AQL_INOUT
- * ranges the kernel may write. Every packet sets the barrier bit, so the
- * launches of one queue run in submission order, as a CUDA stream does.
- * The launch's completion covers all of it.
+ * packet's does; its own completion reports the failure), copies of the
+ * buffer ranges the kernel reads (AQL_IN, AQL_INOUT, and AQL_OUT ones
+ * it does not write) that the agent does not hold current, and the
+ * dispatch (kernarg segment from the queue's recycled pool, hidden
+ * arguments filled). Every packet sets the barrier bit, so the launches
+ * of one queue run in submission order, as a CUDA stream does. The
+ * launch's completion covers all of it.
+ *
+ * What the kernel may write (a pointer argument that is not const, nor
+ * read_only in the metadata) stays in the agent's copy: the host's copy
+ * is brought up to date when the host asks (aql/buffer.h), so chained
+ * launches move nothing between them.
  */
 #ifndef AQL_LAUNCH_H
 #define AQL_LAUNCH_H
@@ -152,15 +158,16 @@ aql_status aql_launch(aql_queue *queue, const aql_kernel *kernel,
 typedef struct aql_launch_stats {
 	uint64_t launches;
 	uint64_t copies_in;		/* copy packets to the agent */
-	uint64_t copies_out;		/* copy packets back to the host */
+	uint64_t copies_out;		/* copy packets back (aql_buf_to_host) */
 	uint64_t bytes_in, bytes_out;
 	uint64_t kernarg_bytes;		/* size of the kernarg pool */
 	uint64_t kernarg_waits;		/* launches that waited for a free segment */
 } aql_launch_stats;
 
 /*
- * Counters of the typed launches and copies made on queue so far.
- * Errors: AQL_ERR_INVALID_ARG. Thread safe.
+ * Counters of the typed launches and copies made on queue so far. Copies
+ * back made by host access are not on a queue: aql_buf_info counts every
+ * copy of a buffer. Errors: AQL_ERR_INVALID_ARG. Thread safe.
  */
 aql_status aql_launch_get_stats(aql_queue *queue, aql_launch_stats *out);
 

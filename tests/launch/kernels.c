@@ -80,3 +80,17 @@ AQL_KERNEL_LDS(dynamic_size, struct twenty_bytes, (aql_global uint32_t *, out))
 		out[0] = aql_dynamic_lds_size();
 	}
 }
+
+/* One step of the 1-D heat equation; the two ends are held fixed. */
+AQL_KERNEL_NO_BARRIER(heat_step, (aql_global const float *, in), (aql_global float *, out),
+		      (float, k), (uint32_t, n))
+{
+	uint32_t i = aql_global_id(0);
+
+	if (i >= n)
+		return;
+	if (i == 0 || i == n - 1)
+		out[i] = in[i];
+	else
+		out[i] = in[i] + k * ((in[i - 1] - 2.0f * in[i]) + in[i + 1]);
+}
