@@ -3,7 +3,7 @@
  * The CPU agent: an HSA packet processor per queue, on its own thread.
  *
  * The processor polls the header of the slot at the read index, stalling
- * while it is INVALID: it polls for idle_spin_ns, then parks on the
+ * while it is INVALID: it polls (up to idle_spin_ns), then parks on the
  * doorbell signal until the doorbell value changes. Packets run one after
  * another in queue order, so a packet starts only after every earlier one
  * completed: the barrier bit always holds. Kernel dispatches of one
