@@ -7,6 +7,7 @@
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/futex.h"
+#include "util/spin.h"
 #include "aql/queue_impl.h"
 #include "util/wait.h"
 #include "mem/host_mem.h"
@@ -186,26 +187,15 @@ static void set_waiting(uint32_t n, const struct aql_wait_cond *conds, int delta
 				   __ATOMIC_SEQ_CST);
 }
 
-aql_status aql_wait_conds(uint32_t n, const struct aql_wait_cond *conds,
-			  uint64_t deadline_ns, uint64_t spin_ns,
-			  uint32_t *index, int64_t *observed)
+/* Each thread's spin-then-sleep waits (spin_ns neither 0 nor unbounded). */
+static __thread struct aql_spin wait_spin;
+
+static aql_status wait_sleeping(uint32_t n, const struct aql_wait_cond *conds,
+				uint64_t deadline_ns, uint32_t *index, int64_t *observed)
 {
 	uint32_t *words[64], seqs[64];
-	uint64_t tickets[64], now = aql_now_ns();
-	uint64_t left = deadline_ns > now ? deadline_ns - now : 0;
-	uint64_t spin_end = spin_ns >= left ? deadline_ns : now + spin_ns;
+	uint64_t tickets[64];
 
-	if (any_met(n, conds, index, observed))
-		return AQL_OK;
-	/* Poll first: a sleep and wake-up costs microseconds. The clock is read
-	 * every 64 polls so the loop stays on the cache line it watches. */
-	for (uint32_t i = 1; now < spin_end; i++) {
-		aql_cpu_relax();
-		if (any_met(n, conds, index, observed))
-			return AQL_OK;
-		if ((i & 63) == 0)
-			now = aql_now_ns();
-	}
 	for (;;) {
 		const struct aql_signal_events *ev = __atomic_load_n(&events, __ATOMIC_ACQUIRE);
 		uint64_t until = deadline_ns;
@@ -243,6 +233,39 @@ aql_status aql_wait_conds(uint32_t n, const struct aql_wait_cond *conds,
 			aql_futex_wait_many(n, words, seqs, until < deadline_ns ? until : deadline_ns);
 		set_waiting(n, conds, -1);
 	}
+}
+
+aql_status aql_wait_conds(uint32_t n, const struct aql_wait_cond *conds,
+			  uint64_t deadline_ns, uint64_t spin_ns,
+			  uint32_t *index, int64_t *observed)
+{
+	uint64_t start, now, left, spin_end, budget = spin_ns;
+	int adapt = spin_ns && spin_ns != UINT64_MAX;
+	aql_status st;
+
+	if (any_met(n, conds, index, observed))
+		return AQL_OK;
+	start = now = aql_now_ns();
+	left = deadline_ns > now ? deadline_ns - now : 0;
+	if (adapt)
+		budget = aql_spin_budget(&wait_spin, spin_ns);
+	spin_end = budget >= left ? deadline_ns : now + budget;
+	/* Poll first: a sleep and wake-up costs microseconds. The clock is read
+	 * every 64 polls so the loop stays on the cache line it watches. */
+	for (uint32_t i = 1; now < spin_end; i++) {
+		aql_cpu_relax();
+		if (any_met(n, conds, index, observed)) {
+			if (adapt)
+				aql_spin_learn(&wait_spin, spin_ns, 0);
+			return AQL_OK;
+		}
+		if ((i & 63) == 0)
+			now = aql_now_ns();
+	}
+	st = wait_sleeping(n, conds, deadline_ns, index, observed);
+	if (adapt && st == AQL_OK)
+		aql_spin_learn(&wait_spin, spin_ns, aql_now_ns() - start);
+	return st;
 }
 
 static const char *const cond_names[] = { "==", "!=", "<", ">=" };

@@ -7,6 +7,7 @@
  *
  *	(default)	dispatch.c: dispatch round trips and throughput, and
  *			hsa.c: the same through aql's libhsa-runtime64.so.1
+ *	--contention N	the default mode idle, then beside N busy threads
  *	--load FILE	load.c: code-object loading, metadata vs comgr
  *	--read FILE	read.c: file loads, io_uring vs read()
  *	--channel	channel.c: device-to-host channels, vs DPDK rte_ring
@@ -18,6 +19,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +28,7 @@
 #include "bench/bench.h"
 
 #define QUEUE_SIZE		4096u
+#define MAX_CONTENTION		64u
 
 static const struct sizes full_sizes = {
 	.warmup = 2000,
@@ -87,6 +90,73 @@ static int run_mode(struct ctx *ctx, const struct mode *m)
 	return 0;
 }
 
+/*
+ * --contention: N threads that only spin, unpinned, as `while :; do :;
+ * done` shells would: each wants a whole CPU, so the runtime's threads
+ * get what the scheduler leaves them.
+ */
+struct busy {
+	pthread_t *threads;
+	uint32_t n;
+	int stop;
+};
+
+static void *busy_main(void *arg)
+{
+	struct busy *b = arg;
+
+	while (!__atomic_load_n(&b->stop, __ATOMIC_RELAXED))
+		;
+	return NULL;
+}
+
+static void busy_stop(struct busy *b)
+{
+	__atomic_store_n(&b->stop, 1, __ATOMIC_RELAXED);
+	for (uint32_t i = 0; i < b->n; i++)
+		pthread_join(b->threads[i], NULL);
+	free(b->threads);
+}
+
+static int busy_start(struct busy *b, uint32_t n)
+{
+	int err;
+
+	*b = (struct busy){ .threads = calloc(n, sizeof(pthread_t)) };
+	if (!b->threads)
+		return fail_errno("calloc", ENOMEM);
+	for (; b->n < n; b->n++) {
+		err = pthread_create(&b->threads[b->n], NULL, busy_main, b);
+		if (err) {
+			busy_stop(b);
+			return fail_errno("pthread_create", err);
+		}
+	}
+	return 0;
+}
+
+/* The mode idle, then again beside opts->contention busy threads. */
+static int run_contention(struct ctx *idle, const struct mode *m)
+{
+	uint32_t n = idle->opts->contention;
+	struct ctx *busy = malloc(sizeof(*busy));
+	struct busy b;
+	int rc = -1;
+
+	if (!busy)
+		return fail_errno("malloc", ENOMEM);
+	*busy = *idle;
+	if (run_mode(idle, m) || busy_start(&b, n))
+		goto out;
+	rc = run_mode(busy, m);
+	busy_stop(&b);
+	if (!rc)
+		print_contention(idle, busy, m, n, idle->opts->json);
+out:
+	free(busy);
+	return rc;
+}
+
 /* Fit the default queue size under the agent's limit. */
 static int ctx_init(struct ctx *ctx, const struct opts *o)
 {
@@ -112,6 +182,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: aql-bench [--json] [--quick] [--threads N] [--help]\n"
+		"       aql-bench [--json] [--quick] [--threads N] --contention N\n"
 		"       aql-bench [--json] [--quick] --load FILE\n"
 		"       aql-bench [--json] [--quick] --read FILE\n"
 		"       aql-bench [--json] [--quick] --channel\n"
@@ -126,6 +197,9 @@ static void usage(FILE *f)
 		"  --quick      about 10x fewer iterations (CI smoke runs)\n"
 		"  --threads N  submitting threads for dispatch_throughput_mp\n"
 		"               (default %u, 1..%u)\n"
+		"  --contention N  run the rows idle, then beside N busy\n"
+		"               threads (1..%u), and print each row's ratio\n"
+		"               to its idle value (contention_ratio_<row>)\n"
 		"  --load FILE  time loading the code object FILE and reading\n"
 		"               its metadata (AQL_BENCH_COMGR: comgr library\n"
 		"               to dlopen, default " COMGR_DEFAULT_LIB ")\n"
@@ -144,17 +218,17 @@ static void usage(FILE *f)
 		"  --help       show this text\n"
 		"\n"
 		"Goals are reported, not enforced; the exit status is non-zero\n"
-		"only if a run failed.\n", DEFAULT_THREADS, MAX_THREADS);
+		"only if a run failed.\n", DEFAULT_THREADS, MAX_THREADS, MAX_CONTENTION);
 }
 
-static int parse_threads(const char *s, uint32_t *out)
+static int parse_count(const char *s, uint32_t max, uint32_t *out)
 {
 	char *end;
 	unsigned long v;
 
 	errno = 0;
 	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || v < 1 || v > MAX_THREADS)
+	if (errno || end == s || *end || v < 1 || v > max)
 		return -1;
 	*out = (uint32_t)v;
 	return 0;
@@ -167,6 +241,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "json", no_argument, NULL, 'j' },
 		{ "quick", no_argument, NULL, 'q' },
 		{ "threads", required_argument, NULL, 't' },
+		{ "contention", required_argument, NULL, 'C' },
 		{ "load", required_argument, NULL, 'l' },
 		{ "read", required_argument, NULL, 'r' },
 		{ "channel", no_argument, NULL, 'c' },
@@ -179,6 +254,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	o->json = false;
 	o->quick = false;
 	o->threads = DEFAULT_THREADS;
+	o->contention = 0;
 	o->mode = "dispatch";
 	o->path = NULL;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -190,9 +266,16 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			o->quick = true;
 			break;
 		case 't':
-			if (parse_threads(optarg, &o->threads)) {
+			if (parse_count(optarg, MAX_THREADS, &o->threads)) {
 				fprintf(stderr, "aql-bench: --threads wants "
 					"1..%u, got '%s'\n", MAX_THREADS, optarg);
+				return -1;
+			}
+			break;
+		case 'C':
+			if (parse_count(optarg, MAX_CONTENTION, &o->contention)) {
+				fprintf(stderr, "aql-bench: --contention wants "
+					"1..%u, got '%s'\n", MAX_CONTENTION, optarg);
 				return -1;
 			}
 			break;
@@ -231,6 +314,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		usage(stderr);
 		return -1;
 	}
+	if (o->contention && strcmp(o->mode, "dispatch")) {
+		fprintf(stderr, "aql-bench: --contention runs the default mode only\n");
+		return -1;
+	}
 	return 0;
 }
 
@@ -251,9 +338,11 @@ int main(int argc, char **argv)
 	rc = m->setup ? m->setup(&ctx) : 0;
 	if (!rc && !o.json && m->banner(&ctx))
 		rc = -1;
-	if (!rc)
+	if (!rc && o.contention)
+		rc = run_contention(&ctx, m) ? -1 : 0;
+	else if (!rc)
 		rc = run_mode(&ctx, m);
-	if (!rc) {
+	if (!rc && !o.contention) {
 		if (o.json)
 			print_json(&ctx, m);
 		else

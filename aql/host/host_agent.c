@@ -3,7 +3,7 @@
  * The CPU agent: an HSA packet processor per queue, on its own thread.
  *
  * The processor polls the header of the slot at the read index, stalling
- * while it is INVALID: it polls for idle_spin_ns, then parks on the
+ * while it is INVALID: it polls (up to idle_spin_ns), then parks on the
  * doorbell signal until the doorbell value changes. Packets run one after
  * another in queue order, so a packet starts only after every earlier one
  * completed: the barrier bit always holds. Kernel dispatches of one
@@ -41,6 +41,7 @@
 #include "util/clock.h"
 #include "util/error.h"
 #include "util/futex.h"
+#include "util/spin.h"
 #include "aql/queue_impl.h"
 #include "util/wait.h"
 #include "aql/host/workers.h"
@@ -82,6 +83,7 @@ struct processor {
 	struct host_agent *agent;
 	struct aql_wg_exec *exec;
 	pthread_t thread;
+	struct aql_spin spin;		/* idle polls; the thread's own */
 	/* The thread's id, 0 until it stored it; and its nice value then. */
 	uint32_t tid;
 	int base_nice;
@@ -359,9 +361,10 @@ static enum outcome process(struct processor *p, aql_packet *slot, uint16_t head
 }
 
 /*
- * The slot for packet id is INVALID: poll it for idle_spin_ns, then sleep
- * on the doorbell. The doorbell value is read before the header is checked
- * again, so a ring after that check changes the value and ends the sleep.
+ * The slot for packet id is INVALID: poll it for up to idle_spin_ns (less
+ * after waits that outlasted it: util/spin.h), then sleep on the doorbell.
+ * The doorbell value is read before the header is checked again, so a
+ * ring after that check changes the value and ends the sleep.
  * If id was already rung, its producer is still writing it (or rang ahead,
  * which HSA allows): nothing more will change the doorbell, so the
  * processor keeps polling, in short sleeps, as a command processor stalls.
@@ -371,7 +374,8 @@ static enum outcome process(struct processor *p, aql_packet *slot, uint16_t head
 static void wait_for_packet(struct processor *p, aql_packet *slot, uint64_t id)
 {
 	aql_signal *db = p->q->pub.doorbell;
-	uint64_t end = aql_deadline(p->agent->config.idle_spin_ns);
+	uint64_t max = p->agent->config.idle_spin_ns, start = aql_now_ns();
+	uint64_t end = start + aql_spin_budget(&p->spin, max), now = start;
 	struct aql_wait_cond conds[2];
 	int64_t rung;
 
@@ -379,10 +383,10 @@ static void wait_for_packet(struct processor *p, aql_packet *slot, uint64_t id)
 	for (uint32_t i = 1;; i++) {
 		if (aql_header_type(__atomic_load_n(&slot->header, __ATOMIC_ACQUIRE)) !=
 		    AQL_PACKET_INVALID || stopping(p))
-			return;
+			goto out;
 		/* The clock is read on the first poll and every 64th after it,
-		 * so even a tiny idle_spin_ns is kept. */
-		if ((i & 63) == 1 && aql_now_ns() >= end)
+		 * so even a tiny budget is kept. */
+		if ((i & 63) == 1 && (now = aql_now_ns()) >= end)
 			break;
 		aql_cpu_relax();
 	}
@@ -392,6 +396,9 @@ static void wait_for_packet(struct processor *p, aql_packet *slot, uint64_t id)
 	    AQL_PACKET_INVALID)
 		wait_or_stop(p, conds, 1, 0,
 			     rung >= (int64_t)id ? aql_deadline(ANNOUNCED_POLL_NS) : UINT64_MAX);
+	now = aql_now_ns();
+out:
+	aql_spin_learn(&p->spin, max, now - start);
 }
 
 static void *processor_main(void *arg)

@@ -102,7 +102,9 @@ aql_status aql_agent_default(aql_agent **out);
 
 typedef struct aql_host_agent_config {
 	uint32_t workers;		/* 0: one per online CPU */
-	uint64_t idle_spin_ns;		/* processor polls this long before parking; 0: 50 us */
+	/* The most a processor polls before parking (0: 50 us); less after
+	 * idle waits that outlasted it (docs/benchmarks.md, --contention). */
+	uint64_t idle_spin_ns;
 	uint32_t max_group_segment_size;	/* 0: 64 KiB */
 	/* Keep agent memory apart from host memory, as a discrete GPU does,
 	 * so that every copy a GPU needs also happens here (aql/copy.h). */

@@ -62,7 +62,9 @@ enum aql_memory_order {
 
 enum aql_wait_hint {
 	AQL_WAIT_ACTIVE,	/* spin until the condition or the deadline */
-	AQL_WAIT_SPIN_BLOCK,	/* spin briefly, then sleep in the kernel */
+	/* spin briefly (up to 20 us; less on a thread whose recent waits
+	 * outlasted that), then sleep in the kernel */
+	AQL_WAIT_SPIN_BLOCK,
 	AQL_WAIT_BLOCKED,	/* sleep at once; burns no CPU while waiting */
 };
 

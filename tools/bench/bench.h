@@ -47,6 +47,7 @@ struct opts {
 	bool json;
 	bool quick;
 	uint32_t threads;
+	uint32_t contention;	/* busy threads of --contention, 0: none */
 	const char *mode;	/* "dispatch", "load", "read", "channel", "cuda", "amd" */
 	const char *path;	/* the FILE of --load and --read, or NULL */
 };
@@ -249,6 +250,9 @@ int read_fail(const char *path, int err);
 /* report.c */
 void print_json(const struct ctx *ctx, const struct mode *m);
 void print_table(const struct ctx *ctx, const struct mode *m);
+/* --contention n: both runs, then each row's busy/idle ratio. */
+void print_contention(const struct ctx *idle, const struct ctx *busy,
+		      const struct mode *m, uint32_t n, bool json);
 
 static inline uint64_t now_ns(void)
 {

@@ -87,31 +87,32 @@ static const char *rate_unit(const struct result *r)
 	return r->rate.unit ? r->rate.unit : "dispatches/s";
 }
 
-static void json_result(const struct result *r)
+/* extra: fields put before the metric's ("" for none). */
+static void json_result(const struct result *r, const char *extra)
 {
 	if (r->kind == RESULT_LATENCY)
-		printf("{\"metric\":\"%s\",\"unit\":\"ns\",\"p50\":%" PRIu64
+		printf("{%s\"metric\":\"%s\",\"unit\":\"ns\",\"p50\":%" PRIu64
 		       ",\"p99\":%" PRIu64 ",\"p999\":%" PRIu64
 		       ",\"min\":%" PRIu64 ",\"mean\":%.1f,\"samples\":%zu}\n",
-		       r->metric, r->lat.p50, r->lat.p99, r->lat.p999,
+		       extra, r->metric, r->lat.p50, r->lat.p99, r->lat.p999,
 		       r->lat.min, r->lat.mean, r->lat.samples);
 	else if (r->kind == RESULT_RATE)
-		printf("{\"metric\":\"%s\",\"unit\":\"%s\","
+		printf("{%s\"metric\":\"%s\",\"unit\":\"%s\","
 		       "\"value\":%.4g,\"p50\":%.4g,\"min\":%.4g,\"max\":%.4g,"
 		       "\"rounds\":%" PRIu32 ",\"threads\":%" PRIu32 "}\n",
-		       r->metric, rate_unit(r), r->rate.median, r->rate.median, r->rate.min,
+		       extra, r->metric, rate_unit(r), r->rate.median, r->rate.median, r->rate.min,
 		       r->rate.max, r->rate.rounds, r->rate.threads);
 	else if (r->kind == RESULT_DURATION)
-		printf("{\"metric\":\"%s\",\"unit\":\"%s\",\"value\":%.4f,"
+		printf("{%s\"metric\":\"%s\",\"unit\":\"%s\",\"value\":%.4f,"
 		       "\"p50\":%.4f,\"p90\":%.4f,\"min\":%.4f,\"max\":%.4f,"
 		       "\"rounds\":%" PRIu32 ",\"reps\":%" PRIu32
 		       ",\"kernels\":%" PRIu32 "}\n",
-		       r->metric, r->dur.unit, r->dur.median, r->dur.median,
+		       extra, r->metric, r->dur.unit, r->dur.median, r->dur.median,
 		       r->dur.p90, r->dur.min, r->dur.max, r->dur.rounds,
 		       r->dur.reps, r->dur.kernels);
 	else if (r->kind == RESULT_SKIPPED)
-		printf("{\"metric\":\"%s\",\"skipped\":true,"
-		       "\"reason\":\"%s\"}\n", r->metric,
+		printf("{%s\"metric\":\"%s\",\"skipped\":true,"
+		       "\"reason\":\"%s\"}\n", extra, r->metric,
 		       json_safe(r->skipped));
 }
 
@@ -136,7 +137,7 @@ void print_json(const struct ctx *ctx, const struct mode *m)
 	size_t i;
 
 	for (i = 0; i < ctx->nresults; i++)
-		json_result(&ctx->results[i]);
+		json_result(&ctx->results[i], "");
 	for (i = 0; i < m->ngoals; i++)
 		json_goal(ctx, &m->goals[i]);
 }
@@ -254,4 +255,68 @@ void print_table(const struct ctx *ctx, const struct mode *m)
 		putchar('\n');
 	}
 	table_goals(ctx, m);
+}
+
+/*
+ * --contention N: each row of the busy run (N spinning threads beside
+ * it) over the same row of the idle run. Throughput rows are judged at
+ * >= CONTENTION_RATE_GOAL of idle, latency rows (p50) at <=
+ * CONTENTION_LATENCY_GOAL x idle; the machine's own baselines are
+ * reported, not judged.
+ */
+#define CONTENTION_RATE_GOAL	0.5
+#define CONTENTION_LATENCY_GOAL	2.0
+
+static void contention_ratio(const struct ctx *idle, const struct result *b,
+			     bool json)
+{
+	const struct result *i = find_result(idle, b->metric);
+	bool judged = strncmp(b->metric, "baseline_", 9) != 0;
+	bool rate = b->kind == RESULT_RATE;
+	double goal = rate ? CONTENTION_RATE_GOAL : CONTENTION_LATENCY_GOAL;
+	double v;
+
+	if (!has_headline(i) || !has_headline(b) || headline(i) == 0)
+		return;
+	v = headline(b) / headline(i);
+	if (json) {
+		printf("{\"metric\":\"contention_ratio_%s\",\"value\":%.4f",
+		       b->metric, v);
+		if (judged)
+			printf(",\"goal\":%g,\"cmp\":\"%s\",\"met\":%s", goal,
+			       rate ? ">=" : "<=",
+			       (rate ? v >= goal : v <= goal) ? "true" : "false");
+		printf("}\n");
+		return;
+	}
+	printf("  %-44s %9.3f", b->metric, v);
+	if (judged)
+		printf(" %2s %8.2f  %s", rate ? ">=" : "<=", goal,
+		       (rate ? v >= goal : v <= goal) ? "ok" : "MISSED");
+	putchar('\n');
+}
+
+void print_contention(const struct ctx *idle, const struct ctx *busy,
+		      const struct mode *m, uint32_t n, bool json)
+{
+	char extra[32];
+	size_t i;
+
+	if (json) {
+		print_json(idle, m);
+		snprintf(extra, sizeof(extra), "\"contention\":%" PRIu32 ",", n);
+		for (i = 0; i < busy->nresults; i++)
+			json_result(&busy->results[i], extra);
+	} else {
+		printf("== idle ==\n\n");
+		print_table(idle, m);
+		printf("\n== beside %" PRIu32 " busy thread(s) ==\n\n", n);
+		print_table(busy, m);
+		printf("\n%-46s %9s %11s\n", "contention ratio (busy / idle)",
+		       "value", "goal");
+	}
+	for (i = 0; i < busy->nresults; i++)
+		if (busy->results[i].kind == RESULT_RATE ||
+		    busy->results[i].kind == RESULT_LATENCY)
+			contention_ratio(idle, &busy->results[i], json);
 }
