@@ -707,6 +707,39 @@ static void test_diagnostics(void)
 }
 
 /* Diagnostics in the output: counted, and the records after them print. */
+/* Records that carry their format (AQL_PRINTF_INLINE), built by hand. */
+static void test_inline_formats(void)
+{
+	aql_printf *svc = svc_make(NULL);
+	unsigned char rec[sizeof(aql_printf_record) + AQL_PRINTF_MAX_FORMAT + 8];
+	char got[512];
+	size_t len = 0, at;
+	struct rb b;
+
+	rb_init(&b, AQL_PRINTF_INLINE);
+	rb_i32(&b, -3);
+	rb_f64(&b, 0.5);
+	at = rb_size(&b);
+	memcpy(rec, &b.r, at);
+	memcpy(rec + at, "%d and %.2f\n", 13);
+	CHECK(aql_printf_format(svc, rec, at + 13, got, sizeof(got), &len) == AQL_OK &&
+	      !strcmp(got, "-3 and 0.50\n"), "inline: \"%s\"", got);
+	/* The table is not asked: an id of UINT32_MAX is the inline one. */
+	add1(svc, AQL_PRINTF_INLINE, "table %d %f\n");
+	CHECK(aql_printf_format(svc, rec, at + 13, got, sizeof(got), &len) == AQL_OK &&
+	      !strcmp(got, "-3 and 0.50\n"), "inline beside a table entry: \"%s\"", got);
+	memcpy(rec + at, "%d %d\n", 7);
+	expect_diag_raw(svc, rec, at + 7,
+			"[aql printf: format 4294967295: argument 2 is a double, %d wants an integer]\n");
+	memset(rec + at, 'a', AQL_PRINTF_MAX_FORMAT);
+	expect_diag_raw(svc, rec, at + AQL_PRINTF_MAX_FORMAT,
+			"[aql printf: an inline format of 256 bytes without its NUL (at most 256 with it)]\n");
+	memcpy(rec + at, "x\n\0zz", 5);
+	expect_diag_raw(svc, rec, at + 5,
+			"[aql printf: an inline format of 2 bytes and 2 more after its NUL]\n");
+	CHECK_OK(aql_printf_destroy(svc));
+}
+
 static void test_diagnostics_in_output(void)
 {
 	int fd = memfd("diag");
@@ -1862,6 +1895,7 @@ int main(int argc, char **argv)
 		{ "conversions", test_conversions },
 		{ "diagnostics", test_diagnostics },
 		{ "diagnostics in output", test_diagnostics_in_output },
+		{ "inline formats", test_inline_formats },
 		{ "metadata", test_metadata },
 		{ "code objects", test_code_objects },
 		{ "tags", test_tags },
