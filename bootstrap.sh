@@ -47,7 +47,9 @@ fi
 # CI builds treat warnings as errors; local builds only show them.
 werror=false
 [ "${CI:-}" = true ] && werror=true
-[ -d build ] || meson setup build -Dwerror="$werror"
+light_opt=false
+[ $light = 0 ] || light_opt=true
+[ -d build ] || meson setup build -Dwerror="$werror" -Dlight=$light_opt
 ninja -C build
 
 if [ $light = 1 ] || [ "${1:-}" = --build-only ]; then
