@@ -49,8 +49,7 @@ def main():
     ap.add_argument('--cc', required=True)
     ap.add_argument('--hsa', action='store_true', help='libhsa-runtime64 is built')
     ap.add_argument('--hsa-system', action='store_true', help='built with -Dhsa_system=true')
-    ap.add_argument('--run', action='store_true',
-                    help='run what was built (not under sanitizers: no runtime first)')
+    ap.add_argument('--sanitize', default='none', help="the build's b_sanitize")
     a = ap.parse_args()
 
     def under(d):
@@ -95,22 +94,23 @@ def main():
         exe = os.path.join(dest, 'prog')
         with open(src, 'w') as f:
             f.write(PROGRAM)
-        r = subprocess.run([a.cc, '-std=c17', src, '-o', exe] + flags,
+        # A sanitized libaql needs its runtime linked first, as the tests do.
+        san = [] if a.sanitize == 'none' else ['-fsanitize=' + a.sanitize]
+        r = subprocess.run([a.cc, '-std=c17', src, '-o', exe] + san + flags,
                            capture_output=True, text=True)
         if r.returncode:
             fail('building a program against the staged tree: ' + r.stderr)
-        if a.run:
-            r = subprocess.run([exe], env=dict(os.environ, LD_LIBRARY_PATH=libdir),
-                               capture_output=True, text=True)
-            if r.returncode or r.stdout != 'aql linked\n':
-                fail('the program: rc %d, %r %r' % (r.returncode, r.stdout, r.stderr))
-            if a.hsa and not a.hsa_system:
-                # Its RUNPATH finds libaql.so.0 one level up, with no
-                # LD_LIBRARY_PATH for it.
-                try:
-                    ctypes.CDLL(os.path.join(private, 'libhsa-runtime64.so.1'))
-                except OSError as e:
-                    fail('loading the staged libhsa-runtime64.so.1: %s' % e)
+        r = subprocess.run([exe], env=dict(os.environ, LD_LIBRARY_PATH=libdir),
+                           capture_output=True, text=True)
+        if r.returncode or r.stdout != 'aql linked\n':
+            fail('the program: rc %d, %r %r' % (r.returncode, r.stdout, r.stderr))
+        # Its RUNPATH finds libaql.so.0 one level up, with no LD_LIBRARY_PATH
+        # for it. Not under sanitizers: their runtime must load first.
+        if a.hsa and not a.hsa_system and a.sanitize == 'none':
+            try:
+                ctypes.CDLL(os.path.join(private, 'libhsa-runtime64.so.1'))
+            except OSError as e:
+                fail('loading the staged libhsa-runtime64.so.1: %s' % e)
     print('install layout ok')
 
 

@@ -478,7 +478,8 @@ aql_status aql_launch(aql_queue *queue, const aql_kernel *kernel,
 				"kernel '%s': %u dependencies; a launch takes at most %u",
 				kernel->name, config->after_count, AQL_TIMELINE_MAX_AFTER);
 	agent = aql_queue_impl(queue)->agent;
-	for (uint32_t i = 0; i < n && i < MAX_ARGS; i++) {
+	/* More than MAX_ARGS: check_args() refuses them. */
+	for (uint32_t i = 0; n <= MAX_ARGS && i < n; i++) {
 		if (args[i].tag != AQL_ARGV_PRINTF)
 			continue;
 		/* The queue's printf channel, made now if this is its first use. */
