@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
 # Set up a fresh Debian machine, build aql, and run the main job: aql-bench
 # on the default (CPU) agent. Arguments go to aql-bench (e.g. --json);
-# --build-only stops after the build.
+# --build-only stops after the build. --light (first) is for CPU-only use:
+# only what the CPU agent's build and tests need, no GPU toolchains (the
+# tests that need clang, spin, comgr or ROCr are then not built: meson
+# finds none of them), and no benchmark.
 set -euo pipefail
 cd "$(dirname "$0")"
+light=0
+if [ "${1:-}" = --light ]; then
+	light=1
+	shift
+fi
 
 # Set-up output goes to stderr so that stdout is aql-bench's alone (--json).
 exec 3>&1 1>&2
@@ -19,8 +27,9 @@ exec 3>&1 1>&2
 # decompress offload bundles; librocrand1 (and python3-yaml for
 # llvm-readelf's notes) is the real HIP library tests/bundles checks;
 # rocminfo (built for ROCr) runs on aql's libhsa-runtime64 (tests/hsa).
-packages=(gcc meson ninja-build pkg-config libhsa-runtime-dev libelf-dev liburing-dev libdrm-dev spin
-	zlib1g-dev libzstd-dev librocrand1 python3-yaml
+packages=(gcc meson ninja-build pkg-config python3 libelf-dev liburing-dev libdrm-dev
+	zlib1g-dev libzstd-dev)
+[ $light = 1 ] || packages+=(libhsa-runtime-dev spin librocrand1 python3-yaml
 	clang-14 lld-14 llvm-14 clang-tools-14 libclang-rt-14-dev
 	clang-16 lld-16 llvm-16 libamd-comgr-dev rocminfo clang-19 lld-19)
 missing=()
@@ -38,10 +47,12 @@ fi
 # CI builds treat warnings as errors; local builds only show them.
 werror=false
 [ "${CI:-}" = true ] && werror=true
-[ -d build ] || meson setup build -Dwerror="$werror"
+light_opt=false
+[ $light = 0 ] || light_opt=true
+[ -d build ] || meson setup build -Dwerror="$werror" -Dlight=$light_opt
 ninja -C build
 
-if [ "${1:-}" = --build-only ]; then
+if [ $light = 1 ] || [ "${1:-}" = --build-only ]; then
 	exit 0
 fi
 exec ./build/tools/aql-bench "$@" 1>&3

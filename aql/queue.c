@@ -30,6 +30,10 @@ static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct aql_queue_impl *live_queues;
 /* Live queues whose agent has queue_request: none, and a request is free. */
 static uint32_t live_requesters;
+/* Queues with a service (aql_queue_set_service()); their flushes end on
+ * service_idle. Written under live_lock, read without it. */
+static uint32_t live_services;
+static pthread_cond_t service_idle = PTHREAD_COND_INITIALIZER;
 
 static aql_status check_config(const aql_agent_info *info, const aql_queue_config *c)
 {
@@ -226,7 +230,14 @@ aql_status aql_queue_destroy(aql_queue *queue)
 	*pp = q->next_live;
 	if (q->agent->ops->queue_request)
 		__atomic_fetch_sub(&live_requesters, 1, __ATOMIC_RELAXED);
+	if (q->service) {
+		__atomic_fetch_sub(&live_services, 1, __ATOMIC_RELAXED);
+		while (q->service->users)
+			pthread_cond_wait(&service_idle, &live_lock);
+	}
 	pthread_mutex_unlock(&live_lock);
+	if (q->service)
+		q->service->destroy(q->service);
 	aql_timeline_free(q->timeline);
 	__atomic_fetch_sub(&q->agent->queues, 1, __ATOMIC_RELAXED);
 	free_queue(q);
@@ -276,6 +287,46 @@ static int pending_at(aql_queue *queue, uint64_t id, aql_packet *out)
 		copy[i] = __atomic_load_n(&word[i], __ATOMIC_ACQUIRE);
 	return __atomic_load_n(&word[0], __ATOMIC_RELAXED) == first &&
 	       __atomic_load_n(&queue->amd->read_dispatch_id, __ATOMIC_RELAXED) <= id;
+}
+
+struct aql_queue_service *aql_queue_set_service(aql_queue *queue, struct aql_queue_service *s)
+{
+	struct aql_queue_impl *q = aql_queue_impl(queue);
+
+	pthread_mutex_lock(&live_lock);
+	if (!q->service) {
+		__atomic_store_n(&q->service, s, __ATOMIC_RELEASE);
+		__atomic_fetch_add(&live_services, 1, __ATOMIC_RELAXED);
+	}
+	s = q->service;
+	pthread_mutex_unlock(&live_lock);
+	return s;
+}
+
+void aql_queue_flush_service(aql_queue *queue)
+{
+	struct aql_queue_service *s = NULL;
+
+	if (!queue || !__atomic_load_n(&live_services, __ATOMIC_RELAXED))
+		return;
+	/* queue may be destroyed: only a live one is touched. */
+	pthread_mutex_lock(&live_lock);
+	for (struct aql_queue_impl *q = live_queues; q; q = q->next_live)
+		if (&q->pub == queue) {
+			s = q->service;
+			if (s)
+				s->users++;
+			break;
+		}
+	pthread_mutex_unlock(&live_lock);
+	if (!s)
+		return;
+	/* Not under the lock: the flush writes output, which may block. */
+	s->flush(s);
+	pthread_mutex_lock(&live_lock);
+	s->users--;
+	pthread_cond_broadcast(&service_idle);
+	pthread_mutex_unlock(&live_lock);
 }
 
 void aql_completion_request(aql_completion c)

@@ -8,6 +8,18 @@
 
 #include "util/futex.h"
 
+/*
+ * A service that a layer above the core keeps for a queue: its printf
+ * channel (channel/printf_queue.c), the only one. flush runs when a completion
+ * of the queue has been waited for; destroy when the queue is destroyed,
+ * after its packets have ended and no flush runs any more.
+ */
+struct aql_queue_service {
+	void (*flush)(struct aql_queue_service *s);
+	void (*destroy)(struct aql_queue_service *s);
+	uint32_t users;		/* flushes running; under the live-queue lock */
+};
+
 struct aql_queue_impl {
 	aql_queue pub;		/* first: aql_queue * converts to this */
 	aql_agent *agent;
@@ -16,6 +28,7 @@ struct aql_queue_impl {
 	aql_queue_error_fn error_callback;
 	void *error_user;
 	struct aql_timeline *timeline;	/* typed launches and copies; lazily */
+	struct aql_queue_service *service;	/* set once; the live-queue lock */
 	struct aql_queue_impl *next_live;	/* the live-queue list; its lock */
 	/* Set before attach (from the flags), then under priority_lock. */
 	enum aql_queue_priority priority;
@@ -109,5 +122,13 @@ aql_status aql_queue_fail(struct aql_queue_impl *q, aql_status status,
  */
 int aql_queue_find_pending(int (*match)(const aql_packet *packet, void *user), void *user,
 			   aql_packet *found, uint64_t *queue_id, uint64_t *packet_id);
+
+/*
+ * Give the queue its service, unless it has one: returns the one it keeps
+ * (s, or the earlier one; the caller frees s then). Thread safe.
+ */
+struct aql_queue_service *aql_queue_set_service(aql_queue *queue, struct aql_queue_service *s);
+/* Run the flush of a live queue's service; a no-op for a destroyed queue. */
+void aql_queue_flush_service(aql_queue *queue);
 
 #endif

@@ -260,5 +260,7 @@ aql_status aql_completion_wait(aql_completion c, uint64_t timeout_ns)
 				"the work failed or was cancelled (signal value %lld)%s",
 				(long long)value,
 				c.queue ? "; aql_queue_error() on its queue gives the reason" : "");
+	/* What the work printed through the queue's printf channel is out. */
+	aql_queue_flush_service(c.queue);
 	return AQL_OK;
 }

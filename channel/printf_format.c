@@ -577,8 +577,8 @@ static const char *want_name(const struct conv *c)
 	}
 }
 
-int aql_printf_fmt_record(const struct aql_printf_fmt *f, const void *data, size_t size,
-			  struct aql_printf_text *out)
+static int fmt_record(const struct aql_printf_fmt *f, const void *data, size_t size,
+		      struct aql_printf_text *out)
 {
 	const uint8_t *b = data;
 	struct rec r = { .f = f, .out = out, .start = out->len };
@@ -646,4 +646,40 @@ int aql_printf_fmt_record(const struct aql_printf_fmt *f, const void *data, size
 	}
 	aql_printf_text_append(out, f->lits + f->tail_off, f->tail_len);
 	return 0;
+}
+
+/* An AQL_PRINTF_INLINE record is printed with the text after its values. */
+int aql_printf_fmt_record(const struct aql_printf_fmt *f, const void *data, size_t size,
+			  struct aql_printf_text *out)
+{
+	struct rec r = { .out = out, .start = out->len, .id = AQL_PRINTF_INLINE };
+	const char *text = (const char *)data + AQL_PRINTF_HEADER_BYTES;
+	struct aql_printf_fmt *own;
+	size_t at, len;
+	uint32_t id, count;
+	int bad;
+
+	if (size < AQL_PRINTF_HEADER_BYTES)
+		return fmt_record(f, data, size, out);
+	memcpy(&id, data, 4);
+	memcpy(&count, (const uint8_t *)data + 4, 4);
+	at = AQL_PRINTF_RECORD_BYTES(count);
+	if (id != AQL_PRINTF_INLINE || count > AQL_PRINTF_MAX_ARGS || size <= at)
+		return fmt_record(f, data, size, out);
+	text += at - AQL_PRINTF_HEADER_BYTES;
+	len = strnlen(text, size - at);
+	if (len + 1 != size - at)
+		return diagnose(&r, len == size - at
+				? "an inline format of %zu bytes without its NUL (at most %u with it)"
+				: "an inline format of %zu bytes and %u more after its NUL",
+				len, len == size - at ? AQL_PRINTF_MAX_FORMAT
+						       : (unsigned)(size - at - len - 1));
+	own = aql_printf_fmt_parse(text, len);
+	if (!own) {
+		out->nomem = 1;
+		return 1;
+	}
+	bad = fmt_record(own, data, at, out);
+	aql_printf_fmt_free(own);
+	return bad;
 }

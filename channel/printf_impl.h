@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include <aql/printf.h>
+#include <aql/queue.h>
 
 /* Widths and precisions above this are refused: bounded output. */
 #define AQL_PRINTF_MAX_WIDTH 4096
@@ -48,5 +49,12 @@ const char *aql_printf_fmt_text(const struct aql_printf_fmt *f, size_t *len);
  */
 int aql_printf_fmt_record(const struct aql_printf_fmt *f, const void *data, size_t size,
 			  struct aql_printf_text *out);
+
+/*
+ * The queue's printf channel (AQL_ARG_PRINTF()), made on agent with its
+ * service and serve thread by the first call (channel/printf_queue.c).
+ * Errors: those of making them. Thread safe.
+ */
+aql_status aql_printf_queue_channel(aql_queue *queue, aql_agent *agent, aql_channel **out);
 
 #endif

@@ -707,6 +707,39 @@ static void test_diagnostics(void)
 }
 
 /* Diagnostics in the output: counted, and the records after them print. */
+/* Records that carry their format (AQL_PRINTF_INLINE), built by hand. */
+static void test_inline_formats(void)
+{
+	aql_printf *svc = svc_make(NULL);
+	unsigned char rec[sizeof(aql_printf_record) + AQL_PRINTF_MAX_FORMAT + 8];
+	char got[512];
+	size_t len = 0, at;
+	struct rb b;
+
+	rb_init(&b, AQL_PRINTF_INLINE);
+	rb_i32(&b, -3);
+	rb_f64(&b, 0.5);
+	at = rb_size(&b);
+	memcpy(rec, &b.r, at);
+	memcpy(rec + at, "%d and %.2f\n", 13);
+	CHECK(aql_printf_format(svc, rec, at + 13, got, sizeof(got), &len) == AQL_OK &&
+	      !strcmp(got, "-3 and 0.50\n"), "inline: \"%s\"", got);
+	/* The table is not asked: an id of UINT32_MAX is the inline one. */
+	add1(svc, AQL_PRINTF_INLINE, "table %d %f\n");
+	CHECK(aql_printf_format(svc, rec, at + 13, got, sizeof(got), &len) == AQL_OK &&
+	      !strcmp(got, "-3 and 0.50\n"), "inline beside a table entry: \"%s\"", got);
+	memcpy(rec + at, "%d %d\n", 7);
+	expect_diag_raw(svc, rec, at + 7,
+			"[aql printf: format 4294967295: argument 2 is a double, %d wants an integer]\n");
+	memset(rec + at, 'a', AQL_PRINTF_MAX_FORMAT);
+	expect_diag_raw(svc, rec, at + AQL_PRINTF_MAX_FORMAT,
+			"[aql printf: an inline format of 256 bytes without its NUL (at most 256 with it)]\n");
+	memcpy(rec + at, "x\n\0zz", 5);
+	expect_diag_raw(svc, rec, at + 5,
+			"[aql printf: an inline format of 2 bytes and 2 more after its NUL]\n");
+	CHECK_OK(aql_printf_destroy(svc));
+}
+
 static void test_diagnostics_in_output(void)
 {
 	int fd = memfd("diag");
@@ -1659,6 +1692,91 @@ static void test_kernel_types(aql_code_object *co, aql_queue *q)
 	close(fd);
 }
 
+/*
+ * The lines of printf_inline: n work-items, count lines each in order,
+ * and the line of work-item 0; 0 when they are all there and nothing else.
+ */
+static unsigned check_inline(const char *what, const char *text, size_t len, uint32_t n,
+			     uint32_t count, double x)
+{
+	uint32_t *next = calloc(n, sizeof(*next)), extra = 0, bad = 0;
+	const char *p = text, *end = text + len;
+
+	if (!next)
+		exit(1);
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		unsigned id, k, used = 0;
+		double v;
+
+		if (!nl)
+			nl = end;
+		if (nl - p == 15 && !memcmp(p, "no values, 100%", 15))
+			extra++;
+		else if (sscanf(p, "item %u line %u x=%lf%n", &id, &k, &v, (int *)&used) != 3 ||
+			 p + used != nl || id >= n || k != next[id]++ || v != x)
+			bad++;
+		p = nl + 1;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		bad += next[i] != count;
+	bad += extra != 1;
+	CHECK(!bad, "%s: %u lines wrong or missing in\n%.*s", what, bad,
+	      (int)(len > 400 ? 400 : len), text);
+	free(next);
+	return bad;
+}
+
+/*
+ * A queue's own printf channel (AQL_ARG_PRINTF()): no channel, service or
+ * thread made here. stdout goes to a memfd; all that a launch printed is
+ * there when its completion wait returns, and at queue destroy.
+ */
+static void test_kernel_default(aql_code_object *co)
+{
+	enum { N = 96, COUNT = 3 };
+	aql_queue *q = th_test_queue(256, AQL_QUEUE_MULTI, 0);
+	const aql_kernel *k = th_kernel(co, "printf_inline");
+	aql_launch_config cfg = { .grid = { N }, .workgroup = { 32 } };
+	aql_completion done = { 0 };
+	uint32_t count = COUNT;
+	float x = 2.5f;
+	int fd = memfd("stdout"), saved;
+	size_t len;
+	char *text;
+
+	fflush(stdout);
+	saved = dup(STDOUT_FILENO);
+	dup2(fd, STDOUT_FILENO);
+	CHECK_OK(AQL_LAUNCH(q, k, &cfg, &done, AQL_ARG_PRINTF(), AQL_ARG(count), AQL_ARG(x)));
+	CHECK_OK(aql_completion_wait(done, TH_TIMEOUT_NS));
+	text = contents(fd, &len);
+	check_inline("after the wait", text, len, N, COUNT, 2.5);
+	free(text);
+
+	/* Again, on the channel the first launch made; a wrong use is refused. */
+	CHECK(AQL_LAUNCH(q, k, &cfg, &done, AQL_ARG_PRINTF(), AQL_ARG_PRINTF(), AQL_ARG(x)) ==
+	      AQL_ERR_INVALID_ARG && strstr(aql_error_message(), "'count'") &&
+	      strstr(aql_error_message(), "got a channel"),
+	      "AQL_ARG_PRINTF() for a uint32_t: %s", aql_error_message());
+	ftruncate(fd, 0);
+	lseek(fd, 0, SEEK_SET);
+	x = -1.0f;
+	CHECK_OK(AQL_LAUNCH(q, k, &cfg, &done, AQL_ARG_PRINTF(), AQL_ARG(count), AQL_ARG(x)));
+	aql_completion_request(done);
+	CHECK_OK(aql_signal_wait(done.signal, AQL_COND_LT, done.below, TH_TIMEOUT_NS,
+				 AQL_WAIT_BLOCKED, NULL));
+	CHECK_OK(aql_queue_destroy(q));
+	text = contents(fd, &len);
+	check_inline("after queue destroy", text, len, N, COUNT, -1.0);
+	free(text);
+	fflush(stdout);
+	dup2(saved, STDOUT_FILENO);
+	close(saved);
+	close(fd);
+	printf("queue's printf channel: %u work-items x %u lines, twice\n", N, COUNT);
+}
+
 /* Many host threads on one channel: per-producer order. */
 static void test_host_order(void)
 {
@@ -1710,6 +1828,7 @@ static void test_kernels(void)
 	test_kernel_order(co, q, 0);
 	test_kernel_order(co, q, 1);
 	test_kernel_types(co, q);
+	test_kernel_default(co);
 	CHECK_OK(aql_queue_destroy(q));
 	aql_code_object_destroy(co);
 }
@@ -1729,6 +1848,7 @@ static void test_gpu_builds(void)
 			continue;
 		CHECK_OK(aql_code_object_kernel(co, "printf_seq", &k));
 		CHECK_OK(aql_code_object_kernel(co, "printf_types", &k));
+		CHECK_OK(aql_code_object_kernel(co, "printf_inline", &k));
 		aql_code_object_destroy(co);
 	}
 	if (ptx_path) {
@@ -1775,6 +1895,7 @@ int main(int argc, char **argv)
 		{ "conversions", test_conversions },
 		{ "diagnostics", test_diagnostics },
 		{ "diagnostics in output", test_diagnostics_in_output },
+		{ "inline formats", test_inline_formats },
 		{ "metadata", test_metadata },
 		{ "code objects", test_code_objects },
 		{ "tags", test_tags },

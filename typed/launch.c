@@ -14,6 +14,7 @@
 #include "loader/kernarg_impl.h"
 #include "typed/buffer_impl.h"
 #include "channel/channel_impl.h"
+#include "channel/printf_impl.h"
 #include "loader/type.h"
 
 #define MAX_ARGS 64u
@@ -54,6 +55,8 @@ static const char *given(const aql_arg *v)
 		return "by-value bytes";
 	case AQL_ARGV_CHANNEL:
 		return "a channel";
+	case AQL_ARGV_PRINTF:
+		return "the queue's printf channel";
 	}
 	return "an unknown argument tag";
 }
@@ -445,6 +448,8 @@ aql_status aql_launch(aql_queue *queue, const aql_kernel *kernel,
 		      aql_completion *done)
 {
 	struct use uses[MAX_ARGS];
+	aql_arg own[MAX_ARGS];
+	aql_channel *printf_ch;
 	aql_packet stack[STACK_PACKETS], *packets = stack;
 	aql_kernarg_hidden hidden;
 	struct aql_timeline *t;
@@ -469,6 +474,21 @@ aql_status aql_launch(aql_queue *queue, const aql_kernel *kernel,
 				"kernel '%s': %u dependencies; a launch takes at most %u",
 				kernel->name, config->after_count, AQL_TIMELINE_MAX_AFTER);
 	agent = aql_queue_impl(queue)->agent;
+	/* More than MAX_ARGS: check_args() refuses them. */
+	for (uint32_t i = 0; n <= MAX_ARGS && i < n; i++) {
+		if (args[i].tag != AQL_ARGV_PRINTF)
+			continue;
+		/* The queue's printf channel, made now if this is its first use. */
+		st = aql_printf_queue_channel(queue, agent, &printf_ch);
+		if (st != AQL_OK)
+			return st;
+		memcpy(own, args, n * sizeof(*args));
+		for (uint32_t j = i; j < n; j++)
+			if (own[j].tag == AQL_ARGV_PRINTF)
+				own[j] = aql_arg_channel(printf_ch);
+		args = own;
+		break;
+	}
 	st = check_args(kernel, args, n, agent, uses, &nuses);
 	if (st != AQL_OK)
 		return st;

@@ -19,7 +19,7 @@ typedef struct aql_agent aql_agent;
 enum aql_agent_kind {
 	AQL_AGENT_CPU = 0,	/* the CPU agent (aql/host/) */
 	AQL_AGENT_NVIDIA,	/* an NVIDIA GPU through the CUDA driver API (nv/) */
-	AQL_AGENT_AMD,		/* an AMD GPU through /dev/kfd (aql/kfd/; no queues yet) */
+	AQL_AGENT_AMD,		/* an AMD GPU through /dev/kfd (aql/kfd/) */
 	AQL_AGENT_KIND_COUNT
 };
 

@@ -23,8 +23,10 @@
  * busy channel costs no syscall per message. For an event loop,
  * aql_channel_fd() is that eventfd: call aql_channel_arm() before each
  * poll (or io_uring POLL_ADD) of it. aql_channel_serve_start() runs a
- * consumer thread instead. An NVIDIA agent's kernels cannot interrupt the
- * host, so nothing makes the eventfd readable for their messages:
+ * consumer thread instead. The kernels of an NVIDIA agent, and of an AMD
+ * agent (whose channels get no KFD event yet), do not interrupt the
+ * host (aql_agent_info.wakes_host is 0), so nothing makes the eventfd
+ * readable for their messages:
  * aql_channel_wait() (and so the serve thread) then looks every 50 us,
  * and an event loop polling the fd needs a timeout of its own.
  *

@@ -7,11 +7,14 @@
  *
  *   AQL_KERNEL(k, (aql_global aql_channel_dev *, ch), (float, x))
  *   {
- *           AQL_PRINTF(ch, 3, aql_global_id(0), x);   // format 3: "%u: %f\n"
+ *           AQL_PRINTF(ch, "%u: %f\n", aql_global_id(0), x);
+ *           AQL_PRINTF(ch, 3, aql_global_id(0), x);   // format 3 of the host's table
  *   }
  *
- * AQL_PRINTF(ch, id, ...) takes 0 to AQL_PRINTF_MAX_ARGS values after the
- * id; each value's type is read with _Generic and sent with it, so the
+ * AQL_PRINTF(ch, format, ...) takes a format string, sent with the record
+ * (at most AQL_PRINTF_MAX_FORMAT bytes with its NUL; the host prints a
+ * diagnostic for a longer one), or a format id of the host's table, and
+ * 0 to AQL_PRINTF_MAX_ARGS values after it; each value's type is read with _Generic and sent with it, so the
  * host can check it against its conversion. Integers of any size, float
  * and double, and pointers (to global, local or private memory; cast a
  * __constant pointer to an integer) may be passed; as in a C variadic
@@ -99,21 +102,53 @@ AQL_INLINE aql_printf_arg_ aql_printf_make_(uint32_t tag, int64_t i, double d,
 	aql_printf_make_(AQL_PRINTF_TAG_OF_(x), AQL_PRINTF_AS_INT_(x),         \
 			 AQL_PRINTF_AS_DOUBLE_(x), AQL_PRINTF_AS_PTR_(x))
 
-/* Build the record of n values and send it. */
-AQL_INLINE int aql_printf_send_(aql_global aql_channel_dev *ch, uint32_t id, uint32_t n,
-				const aql_printf_arg_ *args)
+/*
+ * Build the record of n values and send it: with format id, or, when fmt
+ * is not NULL, with fmt's text after the values (AQL_PRINTF_INLINE).
+ */
+#ifdef __OPENCL_C_VERSION__
+typedef __constant char aql_printf_char_;	/* where OpenCL puts literals */
+#else
+typedef const char aql_printf_char_;
+#endif
+AQL_INLINE int aql_printf_send_(aql_global aql_channel_dev *ch, uint32_t id,
+				aql_printf_char_ *fmt, uint32_t n, const aql_printf_arg_ *args)
 {
-	aql_printf_record r;
+	union {
+		aql_printf_record r;
+		uint8_t b[sizeof(aql_printf_record) + AQL_PRINTF_MAX_FORMAT];
+	} m;
+	uint32_t size = AQL_PRINTF_RECORD_BYTES(n), k = 0;
 
-	r.format_id = id;
-	r.arg_count = n;
-	r.reserved = 0;
+	m.r.format_id = fmt ? AQL_PRINTF_INLINE : id;
+	m.r.arg_count = n;
+	m.r.reserved = 0;
 	for (uint32_t i = 0; i < AQL_PRINTF_MAX_ARGS; i++)
-		r.tags[i] = i < n ? (uint8_t)args[i].tag : 0;
+		m.r.tags[i] = i < n ? (uint8_t)args[i].tag : 0;
 	for (uint32_t i = 0; i < n; i++)
-		r.args[i] = args[i].bits;
-	return aql_channel_send(ch, AQL_CHANNEL_KIND_PRINTF, &r, AQL_PRINTF_RECORD_BYTES(n));
+		m.r.args[i] = args[i].bits;
+	/* A longer text goes without its NUL: the host says so. */
+	if (fmt) {
+		while (k < AQL_PRINTF_MAX_FORMAT && fmt[k]) {
+			m.b[size + k] = (uint8_t)fmt[k];
+			k++;
+		}
+		if (k < AQL_PRINTF_MAX_FORMAT)
+			m.b[size + k++] = 0;
+	}
+	return aql_channel_send(ch, AQL_CHANNEL_KIND_PRINTF, m.b, size + k);
 }
+
+/* The format argument as an id (0 for a string) and as a string (or NULL). */
+#ifdef __OPENCL_C_VERSION__
+#define AQL_PRINTF_IDV_(f) _Generic((f), __constant char *: 0u, default: (f))
+#define AQL_PRINTF_FMT_(f)                                                     \
+	_Generic((f), __constant char *: (f), default: (__constant char *)0)
+#else
+#define AQL_PRINTF_IDV_(f) _Generic((f), char *: 0u, const char *: 0u, default: (f))
+#define AQL_PRINTF_FMT_(f)                                                     \
+	_Generic((f), char *: (f), const char *: (f), default: (const char *)0)
+#endif
 
 /*
  * AQL_PRINTF(ch, id, values...): the values after the id are counted
@@ -130,9 +165,11 @@ AQL_INLINE int aql_printf_send_(aql_global aql_channel_dev *ch, uint32_t id, uin
 #define AQL_PRINTF_PICK_(_0, _1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11,     \
 			 _12, _13, n, ...) n
 
-#define AQL_PRINTF_N_0(ch, id) aql_printf_send_((ch), (id), 0, NULL)
+#define AQL_PRINTF_N_0(ch, id)                                                 \
+	aql_printf_send_((ch), AQL_PRINTF_IDV_(id), AQL_PRINTF_FMT_(id), 0, NULL)
 #define AQL_PRINTF_VALUES_(ch, id, n, ...)                                     \
-	aql_printf_send_((ch), (id), n, (const aql_printf_arg_[]){ __VA_ARGS__ })
+	aql_printf_send_((ch), AQL_PRINTF_IDV_(id), AQL_PRINTF_FMT_(id), n,    \
+			 (const aql_printf_arg_[]){ __VA_ARGS__ })
 #define AQL_PRINTF_N_1(ch, id, a)                                              \
 	AQL_PRINTF_VALUES_(ch, id, 1, AQL_PRINTF_ARG(a))
 #define AQL_PRINTF_N_2(ch, id, a, b)                                           \

@@ -42,6 +42,7 @@ enum aql_arg_tag {
 	AQL_ARGV_SCALAR,	/* a built-in scalar type, by value */
 	AQL_ARGV_BYTES,		/* any by-value bytes (a struct) */
 	AQL_ARGV_CHANNEL,	/* an aql_channel, for aql_channel_dev * */
+	AQL_ARGV_PRINTF,	/* the queue's printf channel: AQL_ARG_PRINTF() */
 };
 
 /* One argument of a typed launch; make it with AQL_ARG() or aql_arg_*(). */
@@ -102,6 +103,32 @@ static inline aql_arg aql_arg_channel(aql_channel *ch)
 	a.v.u = aql_channel_device_address(ch);
 	return a;
 }
+
+/*
+ * The launching queue's printf channel, for a kernel argument declared
+ * aql_global aql_channel_dev * that the kernel gives AQL_PRINTF(). No
+ * set-up: the first launch that passes it makes the channel on the
+ * queue's agent, a printf service writing to stdout (aql/printf.h) and
+ * a thread that prints records as they come; the queue keeps them until
+ * it is destroyed. Text is printed whole, in the order the channel
+ * delivers it (each work-item's in its own order); all that a launch
+ * printed is on stdout (flushed) when aql_completion_wait() of its
+ * completion, or of a later one of the queue, returns AQL_OK, or when
+ * aql_queue_destroy() returns. Launches from any threads may share it.
+ * The kernel names its formats inline (AQL_PRINTF(ch, "x=%d\n", x));
+ * id-based records print a diagnostic here, as no format table is
+ * given. For another stream or fd, your own format table, or no output
+ * at all, pass a channel of your own with a service attached instead.
+ * Errors (of the launch): those of aql_channel_create(),
+ * aql_printf_create() and aql_channel_serve_start().
+ */
+static inline aql_arg aql_arg_printf(void)
+{
+	aql_arg a = { AQL_ARGV_PRINTF, 0, 0, 0, sizeof(uint64_t), { 0 } };
+
+	return a;
+}
+#define AQL_ARG_PRINTF() aql_arg_printf()
 
 /* The argument for x: a buffer, a channel, or a scalar of x's type. */
 #define AQL_ARG(x)                                                             \

@@ -19,9 +19,13 @@
  *
  *   // in the kernel: AQL_PRINTF(ch, 0, aql_global_id(0), x);
  *
- * Format strings come from the program (a table given at creation or
- * added later; the id is the index) or from a code object's
- * amdhsa.printf metadata (the ids LLVM gave OpenCL printf calls).
+ * Format strings come from the kernel itself (AQL_PRINTF(ch, "fmt", ...):
+ * the record carries the text, AQL_PRINTF_INLINE), from the program (a
+ * table given at creation or added later; the id is the index) or from
+ * a code object's amdhsa.printf metadata (the ids LLVM gave OpenCL
+ * printf calls). A typed launch given AQL_ARG_PRINTF() (aql/launch.h)
+ * needs none of the calls below: the queue makes its own channel and
+ * service, printing to stdout.
  *
  * The text of a record is formatted whole before it is written, so
  * records never interleave, and a record's text comes out in the order
@@ -34,7 +38,8 @@
  * ll, j, z or t reads an int: a 64-bit value for it is refused rather
  * than cut.
  *
- * A record that cannot be printed faithfully (an unknown id, too few or
+ * A record that cannot be printed faithfully (an unknown id, an inline
+ * format without its NUL within AQL_PRINTF_MAX_FORMAT bytes, too few or
  * too many values, a value of the wrong type for its conversion, %s or
  * %n, which the device cannot send, a malformed or truncated record)
  * prints one line instead, "[aql printf: ...]", saying what is wrong,
@@ -53,6 +58,14 @@
 
 /* Values one record carries at most. */
 #define AQL_PRINTF_MAX_ARGS 12u
+
+/*
+ * The format_id of a record that carries its format string after its
+ * values (AQL_PRINTF(ch, "literal", ...)): the text and its NUL, at most
+ * AQL_PRINTF_MAX_FORMAT bytes with the NUL.
+ */
+#define AQL_PRINTF_INLINE 0xffffffffu
+#define AQL_PRINTF_MAX_FORMAT 256u
 
 /*
  * What a value is. Integers travel as 64 bits, sign- or zero-extended by
