@@ -98,6 +98,7 @@ static inline aql_arg aql_arg_channel(aql_channel *ch)
 }
 
 /* The argument for x: a buffer, a channel, or a scalar of x's type. */
+#ifndef __cplusplus
 #define AQL_ARG(x)                                                             \
 	_Generic((x), aql_buf *: aql_arg_buf, aql_channel *: aql_arg_channel,  \
 		 signed char: aql_arg_i8,                                      \
@@ -107,6 +108,7 @@ static inline aql_arg aql_arg_channel(aql_channel *ch)
 		 long: aql_arg_i64, unsigned long: aql_arg_u64,                \
 		 long long: aql_arg_i64, unsigned long long: aql_arg_u64,      \
 		 float: aql_arg_f32, double: aql_arg_f64)(x)
+#endif
 
 typedef struct aql_launch_config {
 	uint32_t grid[3];	/* work-items per dimension; 0 in y, z: 1 */
@@ -142,12 +144,14 @@ aql_status aql_launch(aql_queue *queue, const aql_kernel *kernel,
 		      uint32_t n, aql_completion *done);
 
 /* aql_launch(q, k, cfg, args, n, done) with the arguments listed inline. */
+#ifndef __cplusplus
 #define AQL_LAUNCH(queue, kernel, config, done, ...)                           \
 	aql_launch((queue), (kernel), (config),                                \
 		   (const aql_arg[]){ __VA_ARGS__ },                           \
 		   (uint32_t)(sizeof((aql_arg[]){ __VA_ARGS__ }) /             \
 			      sizeof(aql_arg)),                                \
 		   (done))
+#endif
 
 typedef struct aql_launch_stats {
 	uint64_t launches;
@@ -166,6 +170,37 @@ aql_status aql_launch_get_stats(aql_queue *queue, aql_launch_stats *out);
 
 #ifdef __cplusplus
 }
+
+/* C++: overloads where C uses _Generic, and an array for the compound literal. */
+#define AQL_ARG_OF_(T, fn)                                                     \
+	inline aql_arg aql_arg_of_(T x) { return fn(x); }
+AQL_ARG_OF_(aql_buf *, aql_arg_buf)
+AQL_ARG_OF_(aql_channel *, aql_arg_channel)
+AQL_ARG_OF_(signed char, aql_arg_i8)
+AQL_ARG_OF_(char, aql_arg_i8)
+AQL_ARG_OF_(unsigned char, aql_arg_u8)
+AQL_ARG_OF_(short, aql_arg_i16)
+AQL_ARG_OF_(unsigned short, aql_arg_u16)
+AQL_ARG_OF_(int, aql_arg_i32)
+AQL_ARG_OF_(unsigned int, aql_arg_u32)
+AQL_ARG_OF_(long, aql_arg_i64)
+AQL_ARG_OF_(unsigned long, aql_arg_u64)
+AQL_ARG_OF_(long long, aql_arg_i64)
+AQL_ARG_OF_(unsigned long long, aql_arg_u64)
+AQL_ARG_OF_(float, aql_arg_f32)
+AQL_ARG_OF_(double, aql_arg_f64)
+#undef AQL_ARG_OF_
+#define AQL_ARG(x) aql_arg_of_(x)
+
+template <unsigned N>
+inline aql_status aql_launch_list_(aql_queue *queue, const aql_kernel *kernel,
+				   const aql_launch_config *config, aql_completion *done,
+				   const aql_arg (&args)[N])
+{
+	return aql_launch(queue, kernel, config, args, N, done);
+}
+#define AQL_LAUNCH(queue, kernel, config, done, ...)                           \
+	aql_launch_list_((queue), (kernel), (config), (done), { __VA_ARGS__ })
 #endif
 
 #endif
