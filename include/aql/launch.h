@@ -127,8 +127,9 @@ typedef struct aql_launch_config {
  *
  * Errors: AQL_ERR_INVALID_ARG naming the kernel, the argument's index and
  * name, and both types (wrong count, buffer for a by_value or scalar for
- * a global_buffer, size or element type mismatch, AQL_IN buffer to a
- * written argument), or the limit a grid, work-group or LDS size breaks;
+ * a global_buffer, size or element type mismatch, an integer of the
+ * other signedness whose value would change meaning, such as -1 for a
+ * uint32_t (one that fits is taken), AQL_IN buffer to a written argument), or the limit a grid, work-group or LDS size breaks;
  * AQL_ERR_BUSY when a buffer range this launch would write (or read) is
  * written (or read) by work in flight on another queue that the launch is
  * not ordered after (pass that work's completion in after); AQL_ERR_NOMEM;
