@@ -217,7 +217,7 @@ aql_status aql_buf_read_file(aql_buf *buf, const char *path, uint64_t offset,
 	typedef struct aql_buf_##tag {                                         \
 		aql_buf *raw;                                                  \
 	} aql_buf_##tag;                                                       \
-	static inline const aql_type *aql_buf_##tag##_type(void)               \
+	static inline AQL_MAYBE_UNUSED const aql_type *aql_buf_##tag##_type(void)\
 	{                                                                      \
 		static const aql_type *cached;                                 \
 		const aql_type *t = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);\
@@ -229,18 +229,19 @@ aql_status aql_buf_read_file(aql_buf *buf, const char *path, uint64_t offset,
 		__atomic_store_n(&cached, t, __ATOMIC_RELEASE);                \
 		return t;                                                      \
 	}                                                                      \
-	static inline aql_status aql_buf_##tag##_create(                       \
+	static inline AQL_MAYBE_UNUSED aql_status aql_buf_##tag##_create(      \
 		uint64_t count, enum aql_direction dir,                        \
 		const aql_buf_config *config, aql_buf_##tag *out)              \
 	{                                                                      \
 		return aql_buf_create(aql_buf_##tag##_type(), count, dir,      \
 				      config, &out->raw);                      \
 	}                                                                      \
-	static inline T *aql_buf_##tag##_data(aql_buf_##tag h)                 \
+	static inline AQL_MAYBE_UNUSED T *aql_buf_##tag##_data(aql_buf_##tag h)\
 	{                                                                      \
 		return (T *)aql_buf_host(h.raw, aql_buf_##tag##_type());       \
 	}                                                                      \
-	static inline const T *aql_buf_##tag##_data_const(aql_buf_##tag h)     \
+	static inline AQL_MAYBE_UNUSED const T *                               \
+	aql_buf_##tag##_data_const(aql_buf_##tag h)                            \
 	{                                                                      \
 		return (const T *)aql_buf_host_const(h.raw,                    \
 						     aql_buf_##tag##_type());  \

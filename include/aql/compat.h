@@ -15,4 +15,8 @@
 #define AQL_ALIGNOF(T) _Alignof(T)
 #endif
 
+/* For static inline functions a macro defines in the program's own file,
+ * which clang++ would report unused. */
+#define AQL_MAYBE_UNUSED __attribute__((unused))
+
 #endif
