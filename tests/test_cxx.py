@@ -49,7 +49,10 @@ int c_linkage_check(void)
 	if (AQL_TYPE_REGISTER(struct particle, &t) ||
 	    aql_buf_particle_create(4, AQL_IN, NULL, &p))
 		return 4;
-	return aql_buf_particle_data(p) == NULL ? 5 : 0;
+	int bad = aql_buf_particle_data(p) == NULL;
+
+	aql_buf_destroy(p.raw);
+	return bad ? 5 : 0;
 }
 int main(void)
 {
