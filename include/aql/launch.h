@@ -129,7 +129,8 @@ typedef struct aql_launch_config {
  * name, and both types (wrong count, buffer for a by_value or scalar for
  * a global_buffer, size or element type mismatch, an integer of the
  * other signedness whose value would change meaning, such as -1 for a
- * uint32_t (one that fits is taken), AQL_IN buffer to a written argument), or the limit a grid, work-group or LDS size breaks;
+ * uint32_t (one that fits is taken), AQL_IN buffer to a written
+ * argument), or the limit a grid, work-group or LDS size breaks;
  * AQL_ERR_BUSY when a buffer range this launch would write (or read) is
  * written (or read) by work in flight on another queue that the launch is
  * not ordered after (pass that work's completion in after); AQL_ERR_NOMEM;
