@@ -450,6 +450,9 @@ static void plain_args(const aql_ptx_entry *e, aql_kernel_arg *args, uint32_t *m
 
 		a->name = p->name;
 		a->type_name = buffer || p->count != 1 ? NULL : c_type(p->type);
+		/* .s32 says signed; .u32 and .b32 are also what compilers emit for int. */
+		if (a->type_name && (p->type[1] == 'u' || p->type[1] == 'b'))
+			a->flags |= AQL_ARG_SIGN_UNKNOWN;
 		a->offset = p->offset;
 		a->size = p->size;
 		a->pointee_align = buffer ? p->pointee_align : 0;

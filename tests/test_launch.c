@@ -119,6 +119,15 @@ static void test_argument_checks(void)
 	expect_refused(AQL_LAUNCH(q, k_axpy, &c, NULL, AQL_ARG(a), AQL_ARG((aql_buf *)NULL),
 				  AQL_ARG(y), AQL_ARG(16u)),
 		       AQL_ERR_INVALID_ARG, "NULL buffer", "got a NULL buffer");
+	/* Signedness: a value that would change meaning is refused, with the cast. */
+	expect_refused(AQL_LAUNCH(q, k_axpy, &c, NULL, AQL_ARG(a), AQL_ARG(x), AQL_ARG(y),
+				  AQL_ARG(-1)),
+		       AQL_ERR_INVALID_ARG, "-1 for uint32_t",
+		       "argument 3 'n' is uint32_t; -1 is an int32_t: pass (uint32_t)x");
+	expect_refused(AQL_LAUNCH(q, k_add, &c, NULL, AQL_ARG(iy), AQL_ARG(3000000000u),
+				  AQL_ARG(16u)),
+		       AQL_ERR_INVALID_ARG, "3000000000u for int32_t",
+		       "argument 1 'add' is int32_t; 3000000000 is a uint32_t past its maximum: pass (int32_t)x");
 	/* Nothing was submitted by any refused launch. */
 	CHECK_OK(aql_launch_get_stats(q, &s));
 	CHECK(s.launches == 0 && q->amd->write_dispatch_id == 0,
@@ -238,6 +247,31 @@ static void test_out_direction(aql_agent *agent)
 	CHECK(bad == 0, "%d wrong results of twice", bad);
 	aql_buf_destroy(in);
 	aql_buf_destroy(out);
+	aql_queue_destroy(q);
+}
+
+/* Constants of the other signedness that fit are taken: AQL_ARG(16) for a uint32_t. */
+static void test_sign_fits(aql_agent *agent)
+{
+	enum { N = 16 };
+	aql_queue *q = NULL;
+	aql_buf *b = buf_i32(N, AQL_INOUT, "fits");
+	aql_launch_config c = grid1(N);
+	aql_completion done;
+	int bad = 0;
+
+	CHECK_OK(aql_queue_create(agent, NULL, &q));
+	CHECK_OK(AQL_LAUNCH(q, k_add, &c, &done, AQL_ARG(b), AQL_ARG(5u), AQL_ARG(N)));
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK_OK(AQL_LAUNCH(q, k_add, &c, &done, AQL_ARG(b), AQL_ARG((uint32_t)INT32_MAX - 5),
+			    AQL_ARG(N)));
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
+	const int32_t *h = aql_buf_data_const(b, int32_t);
+
+	for (int i = 0; i < N && h; i++)
+		bad += h[i] != INT32_MAX;
+	CHECK(h && !bad, "unsigned constants for int32_t add: %d wrong", bad);
+	aql_buf_destroy(b);
 	aql_queue_destroy(q);
 }
 
@@ -855,6 +889,7 @@ int main(int argc, char **argv)
 	k_fill = kernel("fill_u64");
 	k_dyn = kernel("dynamic_size");
 	test_argument_checks();
+	test_sign_fits(th_test_agent());
 	test_directions();
 	test_dependencies();
 	test_partitions();

@@ -117,6 +117,33 @@ static aql_status check_buffer(const aql_kernel *k, uint32_t i, const aql_kernel
 	return check_pointer_size(k, i, a, sizeof(void *));
 }
 
+/*
+ * An integer of the other signedness is taken when its value means the
+ * same in the parameter's type (AQL_ARG(1000) for a uint32_t); a negative
+ * value for an unsigned parameter, or one past the signed maximum for a
+ * signed parameter, would change meaning and is refused with the cast
+ * that says it is meant. Sizes are equal here.
+ */
+static aql_status check_sign(const aql_kernel *k, uint32_t i, const aql_kernel_arg *a,
+			     const aql_arg *v)
+{
+	const aql_type *want = a->type;
+	uint64_t sign_bit = 1ull << (v->size * 8 - 1);
+
+	if (want->cls == AQL_TYPE_UNSIGNED && v->type->cls == AQL_TYPE_SIGNED && v->v.i < 0)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"kernel '%s' argument %u '%s' is %s; %lld is an %s: pass (%s)x if the wrap-around is meant",
+				k->name, i, arg_name(a), want->name, (long long)v->v.i,
+				v->type->name, want->name);
+	if (want->cls == AQL_TYPE_SIGNED && v->type->cls == AQL_TYPE_UNSIGNED &&
+	    v->v.u >= sign_bit)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"kernel '%s' argument %u '%s' is %s; %llu is a %s past its maximum: pass (%s)x if the wrap-around is meant",
+				k->name, i, arg_name(a), want->name, (unsigned long long)v->v.u,
+				v->type->name, want->name);
+	return AQL_OK;
+}
+
 static aql_status check_value(const aql_kernel *k, uint32_t i, const aql_kernel_arg *a,
 			      const aql_arg *v)
 {
@@ -141,6 +168,8 @@ static aql_status check_value(const aql_kernel *k, uint32_t i, const aql_kernel_
 		return aql_fail(AQL_ERR_INVALID_ARG,
 				"kernel '%s' argument %u '%s': expects %s, got %s",
 				k->name, i, arg_name(a), arg_type(a), v->type->name);
+	if (v->tag == AQL_ARGV_SCALAR && want && !(a->flags & AQL_ARG_SIGN_UNKNOWN))
+		return check_sign(k, i, a, v);
 	return AQL_OK;
 }
 

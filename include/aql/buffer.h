@@ -33,6 +33,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <aql/compat.h>
 #include <aql/agent.h>
 #include <aql/completion.h>
 #include <aql/file.h>
@@ -61,6 +62,7 @@ extern const aql_type aql_type_i8, aql_type_u8, aql_type_i16, aql_type_u16,
 	aql_type_f64;
 
 /* The built-in aql_type of scalar type T, chosen at compile time. */
+#ifndef __cplusplus
 #define AQL_TYPE(T)                                                            \
 	_Generic((T *)0,                                                       \
 		 signed char *: &aql_type_i8, unsigned char *: &aql_type_u8,   \
@@ -70,6 +72,7 @@ extern const aql_type aql_type_i8, aql_type_u8, aql_type_i16, aql_type_u16,
 		 unsigned long *: &aql_type_u64, long long *: &aql_type_i64,   \
 		 unsigned long long *: &aql_type_u64, float *: &aql_type_f32,  \
 		 double *: &aql_type_f64)
+#endif
 
 /*
  * Register a struct element type (or return the one registered before
@@ -82,7 +85,7 @@ aql_status aql_type_register(const char *name, size_t size, size_t align,
 			     const aql_type **out);
 
 #define AQL_TYPE_REGISTER(T, out)                                              \
-	aql_type_register(#T, sizeof(T), _Alignof(T), (out))
+	aql_type_register(#T, sizeof(T), AQL_ALIGNOF(T), (out))
 
 /*
  * The registered or built-in type called name ("float", "uint32_t",
@@ -245,30 +248,31 @@ aql_status aql_buf_read_file(aql_buf *buf, const char *path, uint64_t offset,
 	typedef struct aql_buf_##tag {                                         \
 		aql_buf *raw;                                                  \
 	} aql_buf_##tag;                                                       \
-	static inline const aql_type *aql_buf_##tag##_type(void)               \
+	static inline AQL_MAYBE_UNUSED const aql_type *aql_buf_##tag##_type(void)\
 	{                                                                      \
 		static const aql_type *cached;                                 \
 		const aql_type *t = __atomic_load_n(&cached, __ATOMIC_ACQUIRE);\
 		if (t)                                                         \
 			return t;                                              \
 		t = aql_type_find(#T);                                         \
-		if (!t && aql_type_register(#T, sizeof(T), _Alignof(T), &t))   \
+		if (!t && aql_type_register(#T, sizeof(T), AQL_ALIGNOF(T), &t))   \
 			return (const aql_type *)0;                            \
 		__atomic_store_n(&cached, t, __ATOMIC_RELEASE);                \
 		return t;                                                      \
 	}                                                                      \
-	static inline aql_status aql_buf_##tag##_create(                       \
+	static inline AQL_MAYBE_UNUSED aql_status aql_buf_##tag##_create(      \
 		uint64_t count, enum aql_direction dir,                        \
 		const aql_buf_config *config, aql_buf_##tag *out)              \
 	{                                                                      \
 		return aql_buf_create(aql_buf_##tag##_type(), count, dir,      \
 				      config, &out->raw);                      \
 	}                                                                      \
-	static inline T *aql_buf_##tag##_data(aql_buf_##tag h)                 \
+	static inline AQL_MAYBE_UNUSED T *aql_buf_##tag##_data(aql_buf_##tag h)\
 	{                                                                      \
 		return (T *)aql_buf_host(h.raw, aql_buf_##tag##_type());       \
 	}                                                                      \
-	static inline const T *aql_buf_##tag##_data_const(aql_buf_##tag h)     \
+	static inline AQL_MAYBE_UNUSED const T *                               \
+	aql_buf_##tag##_data_const(aql_buf_##tag h)                            \
 	{                                                                      \
 		return (const T *)aql_buf_host_const(h.raw,                    \
 						     aql_buf_##tag##_type());  \
@@ -287,6 +291,25 @@ AQL_BUF_DECLARE(f64, double)
 
 #ifdef __cplusplus
 }
+
+/* C++: overloads where C uses _Generic, with the same names. */
+#define AQL_TYPE_OF_(T, t)                                                     \
+	inline const aql_type *aql_type_of_(T *) { return &(t); }
+AQL_TYPE_OF_(signed char, aql_type_i8)
+AQL_TYPE_OF_(unsigned char, aql_type_u8)
+AQL_TYPE_OF_(char, aql_type_i8)
+AQL_TYPE_OF_(short, aql_type_i16)
+AQL_TYPE_OF_(unsigned short, aql_type_u16)
+AQL_TYPE_OF_(int, aql_type_i32)
+AQL_TYPE_OF_(unsigned int, aql_type_u32)
+AQL_TYPE_OF_(long, aql_type_i64)
+AQL_TYPE_OF_(unsigned long, aql_type_u64)
+AQL_TYPE_OF_(long long, aql_type_i64)
+AQL_TYPE_OF_(unsigned long long, aql_type_u64)
+AQL_TYPE_OF_(float, aql_type_f32)
+AQL_TYPE_OF_(double, aql_type_f64)
+#undef AQL_TYPE_OF_
+#define AQL_TYPE(T) aql_type_of_(static_cast<T *>(nullptr))
 #endif
 
 #endif

@@ -27,6 +27,7 @@
 #ifndef __OPENCL_C_VERSION__
 #include <stdint.h>
 #endif
+#include <aql/compat.h>
 
 #define AQL_CHANNEL_MAGIC 0x4e484341u	/* "ACHN" */
 #define AQL_CHANNEL_SLOT_ALIGN 64u	/* slot sizes are multiples of this */
@@ -167,10 +168,10 @@ typedef struct aql_channel_rpc_req {
 } aql_channel_rpc_req;
 
 #ifndef __OPENCL_C_VERSION__
-_Static_assert(sizeof(aql_channel_ring) == AQL_CHANNEL_RING_HDR_BYTES, "ring header");
-_Static_assert(sizeof(aql_channel_dev) == 256, "channel descriptor");
-_Static_assert(sizeof(aql_channel_reply) == AQL_CHANNEL_REPLY_HDR_BYTES, "reply header");
-_Static_assert(sizeof(aql_channel_rpc_req) == 16, "rpc request header");
+AQL_STATIC_ASSERT(sizeof(aql_channel_ring) == AQL_CHANNEL_RING_HDR_BYTES, "ring header");
+AQL_STATIC_ASSERT(sizeof(aql_channel_dev) == 256, "channel descriptor");
+AQL_STATIC_ASSERT(sizeof(aql_channel_reply) == AQL_CHANNEL_REPLY_HDR_BYTES, "reply header");
+AQL_STATIC_ASSERT(sizeof(aql_channel_rpc_req) == 16, "rpc request header");
 #endif
 
 #endif

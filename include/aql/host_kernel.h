@@ -14,6 +14,7 @@
 #define AQL_HOST_KERNEL_H
 
 #include <stdint.h>
+#include <aql/compat.h>
 #include <aql/packet.h>
 
 #ifdef __cplusplus
@@ -72,15 +73,15 @@ typedef struct __attribute__((aligned(64))) aql_host_kernel_descriptor {
 	};
 } aql_host_kernel_descriptor;
 
-_Static_assert(sizeof(aql_host_kernel_descriptor) == 64,
+AQL_STATIC_ASSERT(sizeof(aql_host_kernel_descriptor) == 64,
 	       "kernel descriptors are 64 bytes");
 
 /* Describe a host kernel fn whose kernarg segment is kernarg_type. */
 #define AQL_HOST_KERNEL_DESCRIPTOR(fn, kernarg_type, kd_flags)                \
 	{                                                                      \
 		.kernarg_size = sizeof(kernarg_type),                          \
-		.kernarg_align = _Alignof(kernarg_type) < 16 ? 16              \
-				 : _Alignof(kernarg_type),                      \
+		.kernarg_align = AQL_ALIGNOF(kernarg_type) < 16 ? 16              \
+				 : AQL_ALIGNOF(kernarg_type),                      \
 		.entry = (fn), .magic = AQL_HOST_KD_MAGIC, .flags = (kd_flags), \
 	}
 

@@ -131,6 +131,7 @@ static inline aql_arg aql_arg_printf(void)
 #define AQL_ARG_PRINTF() aql_arg_printf()
 
 /* The argument for x: a buffer, a channel, or a scalar of x's type. */
+#ifndef __cplusplus
 #define AQL_ARG(x)                                                             \
 	_Generic((x), aql_buf *: aql_arg_buf, aql_channel *: aql_arg_channel,  \
 		 signed char: aql_arg_i8,                                      \
@@ -140,6 +141,7 @@ static inline aql_arg aql_arg_printf(void)
 		 long: aql_arg_i64, unsigned long: aql_arg_u64,                \
 		 long long: aql_arg_i64, unsigned long long: aql_arg_u64,      \
 		 float: aql_arg_f32, double: aql_arg_f64)(x)
+#endif
 
 typedef struct aql_launch_config {
 	uint32_t grid[3];	/* work-items per dimension; 0 in y, z: 1 */
@@ -158,8 +160,10 @@ typedef struct aql_launch_config {
  *
  * Errors: AQL_ERR_INVALID_ARG naming the kernel, the argument's index and
  * name, and both types (wrong count, buffer for a by_value or scalar for
- * a global_buffer, size or element type mismatch, AQL_IN buffer to a
- * written argument), or the limit a grid, work-group or LDS size breaks;
+ * a global_buffer, size or element type mismatch, an integer of the
+ * other signedness whose value would change meaning, such as -1 for a
+ * uint32_t (one that fits is taken), AQL_IN buffer to a written
+ * argument), or the limit a grid, work-group or LDS size breaks;
  * AQL_ERR_BUSY when a buffer range this launch would write (or read) is
  * written (or read) by work in flight on another queue that the launch is
  * not ordered after (pass that work's completion in after); AQL_ERR_NOMEM;
@@ -175,12 +179,14 @@ aql_status aql_launch(aql_queue *queue, const aql_kernel *kernel,
 		      uint32_t n, aql_completion *done);
 
 /* aql_launch(q, k, cfg, args, n, done) with the arguments listed inline. */
+#ifndef __cplusplus
 #define AQL_LAUNCH(queue, kernel, config, done, ...)                           \
 	aql_launch((queue), (kernel), (config),                                \
 		   (const aql_arg[]){ __VA_ARGS__ },                           \
 		   (uint32_t)(sizeof((aql_arg[]){ __VA_ARGS__ }) /             \
 			      sizeof(aql_arg)),                                \
 		   (done))
+#endif
 
 typedef struct aql_launch_stats {
 	uint64_t launches;
@@ -200,6 +206,37 @@ aql_status aql_launch_get_stats(aql_queue *queue, aql_launch_stats *out);
 
 #ifdef __cplusplus
 }
+
+/* C++: overloads where C uses _Generic, and an array for the compound literal. */
+#define AQL_ARG_OF_(T, fn)                                                     \
+	inline aql_arg aql_arg_of_(T x) { return fn(x); }
+AQL_ARG_OF_(aql_buf *, aql_arg_buf)
+AQL_ARG_OF_(aql_channel *, aql_arg_channel)
+AQL_ARG_OF_(signed char, aql_arg_i8)
+AQL_ARG_OF_(char, aql_arg_i8)
+AQL_ARG_OF_(unsigned char, aql_arg_u8)
+AQL_ARG_OF_(short, aql_arg_i16)
+AQL_ARG_OF_(unsigned short, aql_arg_u16)
+AQL_ARG_OF_(int, aql_arg_i32)
+AQL_ARG_OF_(unsigned int, aql_arg_u32)
+AQL_ARG_OF_(long, aql_arg_i64)
+AQL_ARG_OF_(unsigned long, aql_arg_u64)
+AQL_ARG_OF_(long long, aql_arg_i64)
+AQL_ARG_OF_(unsigned long long, aql_arg_u64)
+AQL_ARG_OF_(float, aql_arg_f32)
+AQL_ARG_OF_(double, aql_arg_f64)
+#undef AQL_ARG_OF_
+#define AQL_ARG(x) aql_arg_of_(x)
+
+template <unsigned N>
+inline aql_status aql_launch_list_(aql_queue *queue, const aql_kernel *kernel,
+				   const aql_launch_config *config, aql_completion *done,
+				   const aql_arg (&args)[N])
+{
+	return aql_launch(queue, kernel, config, args, N, done);
+}
+#define AQL_LAUNCH(queue, kernel, config, done, ...)                           \
+	aql_launch_list_((queue), (kernel), (config), (done), { __VA_ARGS__ })
 #endif
 
 #endif

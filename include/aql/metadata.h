@@ -81,6 +81,9 @@ enum aql_arg_flag {
 	AQL_ARG_IS_RESTRICT = 1u << 1,
 	AQL_ARG_IS_VOLATILE = 1u << 2,
 	AQL_ARG_IS_PIPE = 1u << 3,
+	/* An integer whose signedness the code object does not record (PTX
+	 * without aql's description: .u32 is also C's int). */
+	AQL_ARG_SIGN_UNKNOWN = 1u << 4,
 };
 
 struct aql_type;

@@ -9,6 +9,7 @@
 #define AQL_PACKET_H
 
 #include <stdint.h>
+#include <aql/compat.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -121,7 +122,7 @@ typedef union aql_packet {
 	uint8_t bytes[64];
 } aql_packet;
 
-_Static_assert(sizeof(aql_packet) == 64, "AQL packets are 64 bytes");
+AQL_STATIC_ASSERT(sizeof(aql_packet) == 64, "AQL packets are 64 bytes");
 
 /*
  * Encode a header. barrier is 0 or 1; scopes are enum aql_fence_scope.

@@ -55,6 +55,7 @@
 #ifndef __OPENCL_C_VERSION__
 #include <stdint.h>
 #endif
+#include <aql/compat.h>
 
 /* Values one record carries at most. */
 #define AQL_PRINTF_MAX_ARGS 12u
@@ -98,9 +99,9 @@ typedef struct aql_printf_record {
 #define AQL_PRINTF_RECORD_BYTES(n) (AQL_PRINTF_HEADER_BYTES + 8u * (uint32_t)(n))
 
 #ifndef __OPENCL_C_VERSION__
-_Static_assert(sizeof(aql_printf_record) == AQL_PRINTF_RECORD_BYTES(AQL_PRINTF_MAX_ARGS),
+AQL_STATIC_ASSERT(sizeof(aql_printf_record) == AQL_PRINTF_RECORD_BYTES(AQL_PRINTF_MAX_ARGS),
 	       "printf record layout");
-_Static_assert(__builtin_offsetof(aql_printf_record, args) == AQL_PRINTF_HEADER_BYTES,
+AQL_STATIC_ASSERT(__builtin_offsetof(aql_printf_record, args) == AQL_PRINTF_HEADER_BYTES,
 	       "printf record header");
 #endif
 

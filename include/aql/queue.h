@@ -10,6 +10,7 @@
 #define AQL_QUEUE_H
 
 #include <stdint.h>
+#include <aql/compat.h>
 #include <aql/packet.h>
 #include <aql/signal.h>
 #include <aql/status.h>
@@ -57,7 +58,7 @@ typedef struct __attribute__((aligned(64))) aql_amd_queue {
 	uint32_t reserved4[14];
 } aql_amd_queue;
 
-_Static_assert(sizeof(aql_amd_queue) == 256, "amd_queue_t is 256 bytes");
+AQL_STATIC_ASSERT(sizeof(aql_amd_queue) == 256, "amd_queue_t is 256 bytes");
 
 enum aql_amd_queue_property {
 	AQL_AMD_QUEUE_PROPERTY_IS_PTR64 = 1u << 1,

@@ -19,6 +19,7 @@
 #define AQL_SIGNAL_H
 
 #include <stdint.h>
+#include <aql/compat.h>
 #include <aql/packet.h>
 #include <aql/status.h>
 
@@ -50,7 +51,7 @@ typedef struct __attribute__((aligned(64))) aql_signal {
 	uint32_t waiters;		/* amd_signal_t reserved3[1] */
 } aql_signal;
 
-_Static_assert(sizeof(aql_signal) == 64, "aql_signal must match amd_signal_t");
+AQL_STATIC_ASSERT(sizeof(aql_signal) == 64, "aql_signal must match amd_signal_t");
 
 /* Ordering of a signal op, as the HSA _relaxed/_scacquire/_screlease forms. */
 enum aql_memory_order {
