@@ -31,10 +31,10 @@ struct want_kernel {
 };
 
 static const struct want_kernel wanted[] = {
-	{ "saxpy", 0, AQL_HOST_KD_NO_BARRIER, 32, 4, {
+	{ "saxpy", 0, AQL_HOST_KD_NO_BARRIER | AQL_HOST_KD_WORKGROUP, 32, 4, {
 		{ "a", "float", 0, 4, 0, 0 }, { "x", "float*", 8, 8, 1, 1 },
 		{ "y", "float*", 16, 8, 1, 0 }, { "n", "uint32_t", 24, 4, 0, 0 } } },
-	{ "transpose", 0, AQL_HOST_KD_NO_BARRIER, 56, 7, {
+	{ "transpose", 0, AQL_HOST_KD_NO_BARRIER | AQL_HOST_KD_WORKGROUP, 56, 7, {
 		{ "shift", "uint8_t", 0, 1, 0, 0 }, { "in", "uint32_t*", 8, 8, 1, 1 },
 		{ "width", "uint16_t", 16, 2, 0, 0 }, { "bias", "uint64_t", 24, 8, 0, 0 },
 		{ "height", "uint32_t", 32, 4, 0, 0 }, { "scale", "double", 40, 8, 0, 0 },

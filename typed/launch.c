@@ -267,10 +267,33 @@ static aql_status check_args(const aql_kernel *k, const aql_arg *args, uint32_t 
 	return AQL_OK;
 }
 
+/*
+ * A CPU agent runs one work-group on one worker, a call of its work-group
+ * function: the default group is the largest allowed, but small enough
+ * that every worker gets one (a 256-item grid on two workers is two
+ * groups of 128), never below one work-item.
+ */
+static void cpu_spread(const aql_agent_info *info, uint32_t limit, const uint32_t grid[3],
+		       uint32_t wg[3])
+{
+	uint64_t rows = (uint64_t)grid[1] * grid[2], parts, most;
+
+	if (info->kind != AQL_AGENT_CPU)
+		return;
+	/* Each group costs a call and its set-up: take the largest. */
+	wg[0] = grid[0] < limit ? grid[0] : limit;
+	if (info->compute_units < 2 || rows >= info->compute_units)
+		return;
+	parts = (info->compute_units + rows - 1) / rows;
+	most = (grid[0] + parts - 1) / parts;
+	if (most < wg[0])
+		wg[0] = most ? (uint32_t)most : 1;
+}
+
 /* The work-group size: given, required by the kernel, or the largest of
  * 256, 128, 64 that both the kernel and the agent allow, but no more than
  * grid x: CUDA runs whole blocks, so a larger group would run work-items
- * past the grid. */
+ * past the grid. A CPU agent's is cpu_spread's. */
 static aql_status geometry(const aql_kernel *k, const aql_launch_config *c,
 			   const aql_agent_info *info, aql_dispatch_packet *d)
 {
@@ -291,6 +314,7 @@ static aql_status geometry(const aql_kernel *k, const aql_launch_config *c,
 		if (grid[0] < wg[0])
 			wg[0] = grid[0];
 		wg[1] = wg[2] = 1;
+		cpu_spread(info, limit, grid, wg);
 	}
 	for (int i = 1; i < 3; i++)
 		if (!wg[i])

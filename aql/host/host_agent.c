@@ -740,7 +740,8 @@ aql_status aql_host_agent_create(const aql_host_agent_config *config, aql_agent 
 	a->base.ops = &host_agent_ops;
 	a->config = c;
 	pthread_mutex_init(&a->functions_lock, NULL);
-	st = aql_pool_create(c.workers, MAX_WORKGROUP, &a->pool);
+	/* The processor of the dispatching queue is one of the workers. */
+	st = aql_pool_create(c.workers - 1, MAX_WORKGROUP, &a->pool);
 	if (st != AQL_OK) {
 		pthread_mutex_destroy(&a->functions_lock);
 		free(a);

@@ -384,15 +384,17 @@ static int run_fibers(struct aql_wg_exec *e, uint32_t n)
 	return 0;
 }
 
+/* The work-items of walk[] (all, or the first) of a group of size[]. */
 static void fill_items(struct aql_wg_exec *e, const aql_dispatch_packet *p,
-		       const uint32_t gid[3], const uint32_t size[3], uint64_t dispatch_id)
+		       const uint32_t gid[3], const uint32_t size[3], const uint32_t walk[3],
+		       uint64_t dispatch_id)
 {
 	size_t priv = (p->private_segment_size + 15u) & ~(size_t)15u;
 	uint32_t i = 0;
 
-	for (uint32_t z = 0; z < size[2]; z++)
-		for (uint32_t y = 0; y < size[1]; y++)
-			for (uint32_t x = 0; x < size[0]; x++, i++)
+	for (uint32_t z = 0; z < walk[2]; z++)
+		for (uint32_t y = 0; y < walk[1]; y++)
+			for (uint32_t x = 0; x < walk[0]; x++, i++)
 				e->items[i] = (aql_host_workitem){
 					.packet = p,
 					.local_id = { x, y, z },
@@ -412,7 +414,7 @@ int aql_wg_run(struct aql_wg_exec *e, const aql_dispatch_packet *p,
 	const uint32_t *grid = &p->grid_size_x;
 	uint32_t gid[3], size[3], n;
 	uint64_t rest = group_index;
-	int ret = 0;
+	int ret = 0, wg_fn;
 
 	for (int d = 0; d < 3; d++) {
 		uint32_t groups = aql_wg_count(grid[d], wg[d]);
@@ -422,17 +424,22 @@ int aql_wg_run(struct aql_wg_exec *e, const aql_dispatch_packet *p,
 		size[d] = grid[d] - gid[d] * wg[d] < wg[d] ? grid[d] - gid[d] * wg[d] : wg[d];
 	}
 	n = size[0] * size[1] * size[2];
+	wg_fn = kd->flags & AQL_HOST_KD_WORKGROUP;
 	if (reserve(&e->group_segment, &e->group_capacity, p->group_segment_size + 16u) ||
 	    reserve(&e->private_segment, &e->private_capacity,
-		    (size_t)n * ((p->private_segment_size + 15u) & ~15u) + 16u))
+		    (size_t)(wg_fn ? 1 : n) * ((p->private_segment_size + 15u) & ~15u) + 16u))
 		return -1;
-	fill_items(e, p, gid, size, dispatch_id);
+	/* A work-group function walks the work-items itself, from item 0. */
+	fill_items(e, p, gid, size, wg_fn ? (uint32_t[3]){ 1, 1, 1 } : size, dispatch_id);
 	e->kd = kd;
 	e->kernarg = (const void *)(uintptr_t)p->kernarg_address;
 	e->fault = 0;
-	e->use_fibers = n > 1 && !(kd->flags & AQL_HOST_KD_NO_BARRIER);
+	e->use_fibers = n > 1 && !(kd->flags & (AQL_HOST_KD_NO_BARRIER | AQL_HOST_KD_WORKGROUP));
 	running_exec = e;
-	if (e->use_fibers) {
+	if (wg_fn) {
+		aql_host_current_workitem = &e->items[0];
+		kd->workgroup_entry(e->kernarg, &e->items[0]);
+	} else if (e->use_fibers) {
 		ret = run_fibers(e, n);
 	} else {
 		for (uint32_t i = 0; i < n; i++) {

@@ -2,7 +2,8 @@
 /*
  * Internal: runs one work-group of a host kernel on the calling thread.
  * Work-items are fibers switched at aql_host_barrier(); kernels marked
- * AQL_HOST_KD_NO_BARRIER, and groups of one work-item, run as a plain loop.
+ * AQL_HOST_KD_NO_BARRIER, and groups of one work-item, run as a plain loop;
+ * a work-group function (AQL_HOST_KD_WORKGROUP) is called once per group.
  */
 #ifndef AQL_INTERNAL_WORKGROUP_H
 #define AQL_INTERNAL_WORKGROUP_H

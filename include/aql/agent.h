@@ -33,7 +33,7 @@ enum aql_signal_path {
 typedef struct aql_agent_info {
 	char name[64];
 	enum aql_agent_kind kind;
-	uint32_t compute_units;		/* CPU agent: worker threads */
+	uint32_t compute_units;		/* CPU agent: its workers */
 	uint32_t max_workgroup_size;	/* work-items in one work-group */
 	uint16_t max_workgroup_dim[3];
 	uint32_t max_group_segment_size;	/* bytes of LDS per work-group */
@@ -101,7 +101,10 @@ const char *aql_agent_kind_name(enum aql_agent_kind kind);
 aql_status aql_agent_default(aql_agent **out);
 
 typedef struct aql_host_agent_config {
-	uint32_t workers;		/* 0: one per online CPU */
+	/* Threads that run a dispatch's work-groups, the dispatching queue's
+	 * processor among them (so 1: the processor alone); 0: one per
+	 * online CPU. */
+	uint32_t workers;
 	/* The most a processor polls before parking (0: 50 us); less after
 	 * idle waits that outlasted it (docs/benchmarks.md, --contention). */
 	uint64_t idle_spin_ns;

@@ -23,12 +23,27 @@ extern "C" {
 
 typedef void (*aql_host_kernel_fn)(const void *kernarg);
 
+struct aql_host_workitem;
+
+/*
+ * A work-group function (AQL_HOST_KD_WORKGROUP): runs every work-item of
+ * the group wi describes, x fastest. wi arrives with local_id 0, 0, 0; the
+ * function keeps wi->local_id at the running work-item's, for code that
+ * reads it through aql_host_current(). All of the group's work-items share
+ * wi->private_segment.
+ */
+typedef void (*aql_host_workgroup_fn)(const void *kernarg, struct aql_host_workitem *wi);
+
 #define AQL_HOST_KD_MAGIC 0x484c5141u	/* "AQLH" */
 
 enum aql_host_kd_flag {
 	/* The kernel never calls aql_host_barrier(): work-items may run one
 	 * after another on one stack, with no fiber switch. */
 	AQL_HOST_KD_NO_BARRIER = 1u << 0,
+	/* entry is an aql_host_workgroup_fn: one call runs a whole work-group
+	 * (implies AQL_HOST_KD_NO_BARRIER). Descriptors without it keep the
+	 * per-work-item entry. */
+	AQL_HOST_KD_WORKGROUP = 1u << 1,
 };
 
 /*
@@ -57,6 +72,7 @@ typedef struct __attribute__((aligned(64))) aql_host_kernel_descriptor {
 	int64_t kernel_code_entry_byte_offset;	/* AMDGPU field; 0 here */
 	union {
 		aql_host_kernel_fn entry;
+		aql_host_workgroup_fn workgroup_entry;	/* AQL_HOST_KD_WORKGROUP */
 		uint64_t entry_address;
 	};
 	uint32_t magic;				/* AQL_HOST_KD_MAGIC */

@@ -36,9 +36,10 @@
  * For code of its own per target, AQL_KERNEL_TARGET_AMDGCN,
  * AQL_KERNEL_TARGET_NVPTX or AQL_KERNEL_TARGET_HOST is defined to 1.
  *
- * Host code objects cannot use thread-local storage: the header reaches the
- * calling work-item through aql_host_workitem_current(), which the loader
- * binds to libaql.
+ * Host code objects cannot use thread-local storage: the kernel body reads
+ * its ids from the work-item loop that calls it (see AQL_KERNEL_NO_BARRIER),
+ * and code outside a body reaches the calling work-item through
+ * aql_host_workitem_current(), which the loader binds to libaql.
  */
 #ifndef AQL_KERNEL_H
 #define AQL_KERNEL_H
@@ -193,30 +194,71 @@ AQL_INLINE uint32_t aql_global_size(unsigned dim)
 
 #else /* host */
 
-AQL_INLINE uint32_t aql_local_id(unsigned dim)
+/*
+ * The ids of the running work-item. The work-group function of a kernel
+ * (AQL_KERNEL_NO_BARRIER) fills one on its stack, local ids being its loop
+ * variables, and hands it to the inlined body as the parameter aql_ids_,
+ * which hides the file-scope null below: there every query is a load the
+ * compiler sees through. Code outside a kernel body (a helper function)
+ * sees the null, and asks libaql for the work-item instead, which the
+ * work-group function then keeps current (see AQL_IDS_OUTSIDE_MARK_).
+ */
+struct aql_host_ids_ {
+	uint32_t local[3];
+	uint32_t group[3];
+	uint32_t size[3];	/* this group's; the last may be partial */
+	uint32_t wg[3];		/* the dispatch's work-group size */
+	uint32_t grid[3];
+};
+
+static const struct aql_host_ids_ *const aql_ids_ __attribute__((unused)) = NULL;
+
+AQL_INLINE struct aql_host_ids_ aql_host_ids_of_(const aql_host_workitem *wi)
 {
-	return dim < 3 ? aql_host_workitem_current()->local_id[dim] : 0;
+	const aql_dispatch_packet *p = wi->packet;
+
+	return (struct aql_host_ids_){
+		.local = { wi->local_id[0], wi->local_id[1], wi->local_id[2] },
+		.group = { wi->group_id[0], wi->group_id[1], wi->group_id[2] },
+		.size = { wi->group_size[0], wi->group_size[1], wi->group_size[2] },
+		.wg = { p->workgroup_size_x, p->workgroup_size_y, p->workgroup_size_z },
+		.grid = { p->grid_size_x, p->grid_size_y, p->grid_size_z },
+	};
 }
 
-AQL_INLINE uint32_t aql_group_id(unsigned dim)
-{
-	return dim < 3 ? aql_host_workitem_current()->group_id[dim] : 0;
-}
+/*
+ * An id query outside a kernel body puts a byte in the section
+ * aql_ids_outside; where the code object has one, the linker defines
+ * __start_aql_ids_outside and the work-group functions keep the work-item
+ * current for such queries (a store per id that would stop vectorising).
+ */
+extern const char __start_aql_ids_outside[] __attribute__((weak, visibility("hidden")));
+#define AQL_IDS_OUTSIDE_MARK_()                                                \
+	__asm__ volatile(".pushsection aql_ids_outside,\"a\"\n.byte 1\n.popsection")
 
-AQL_INLINE uint32_t aql_enqueued_local_size(unsigned dim)
-{
-	return dim < 3 ? (&aql_host_workitem_current()->packet->workgroup_size_x)[dim] : 1;
-}
+/* aql_host_<field>_(ids, dim): dflt for dim out of range. */
+#define AQL_HOST_ID_(field, dflt, outside)                                     \
+	AQL_INLINE uint32_t aql_host_##field##_(const struct aql_host_ids_ *c, \
+						unsigned dim)                  \
+	{                                                                      \
+		if (dim > 2)                                                   \
+			return (dflt);                                         \
+		if (c)                                                         \
+			return c->field[dim];                                  \
+		AQL_IDS_OUTSIDE_MARK_();                                       \
+		return (outside);                                              \
+	}
+AQL_HOST_ID_(local, 0, aql_host_workitem_current()->local_id[dim])
+AQL_HOST_ID_(group, 0, aql_host_workitem_current()->group_id[dim])
+AQL_HOST_ID_(size, 1, aql_host_workitem_current()->group_size[dim])
+AQL_HOST_ID_(wg, 1, (&aql_host_workitem_current()->packet->workgroup_size_x)[dim])
+AQL_HOST_ID_(grid, 1, (&aql_host_workitem_current()->packet->grid_size_x)[dim])
 
-AQL_INLINE uint32_t aql_global_size(unsigned dim)
-{
-	return dim < 3 ? (&aql_host_workitem_current()->packet->grid_size_x)[dim] : 1;
-}
-
-AQL_INLINE uint32_t aql_local_size(unsigned dim)
-{
-	return dim < 3 ? aql_host_workitem_current()->group_size[dim] : 1;
-}
+#define aql_local_id(dim) aql_host_local_(aql_ids_, (dim))
+#define aql_group_id(dim) aql_host_group_(aql_ids_, (dim))
+#define aql_local_size(dim) aql_host_size_(aql_ids_, (dim))
+#define aql_enqueued_local_size(dim) aql_host_wg_(aql_ids_, (dim))
+#define aql_global_size(dim) aql_host_grid_(aql_ids_, (dim))
 
 #endif
 
@@ -231,6 +273,17 @@ AQL_INLINE uint32_t aql_local_size(unsigned dim)
  *   times the work-group size).
  * aql_num_groups(dim), aql_global_id(dim), aql_local_linear_id(): derived.
  */
+#ifdef AQL_KERNEL_TARGET_HOST
+/* Macros, so that they too read the ids in scope. */
+#define aql_num_groups(dim)                                                    \
+	(aql_global_size(dim) / aql_enqueued_local_size(dim) +                 \
+	 (aql_global_size(dim) % aql_enqueued_local_size(dim) != 0))
+#define aql_global_id(dim)                                                     \
+	(aql_group_id(dim) * aql_enqueued_local_size(dim) + aql_local_id(dim))
+#define aql_local_linear_id()                                                  \
+	((aql_local_id(2) * aql_local_size(1) + aql_local_id(1)) *             \
+		 aql_local_size(0) + aql_local_id(0))
+#else
 AQL_INLINE uint32_t aql_num_groups(unsigned dim)
 {
 	uint32_t grid = aql_global_size(dim), wg = aql_enqueued_local_size(dim);
@@ -248,6 +301,7 @@ AQL_INLINE uint32_t aql_local_linear_id(void)
 	return (aql_local_id(2) * aql_local_size(1) + aql_local_id(1)) *
 		       aql_local_size(0) + aql_local_id(0);
 }
+#endif
 
 /* ---------------------------------------------------------------------- */
 /* Barrier and LDS                                                         */
@@ -533,9 +587,12 @@ AQL_INLINE void aql_atomic_store_u32(uint32_t *p, uint32_t v, int order)
 
 /*
  * AQL_KERNEL(name, (type, arg)...): a kernel that may call aql_barrier().
- * AQL_KERNEL_NO_BARRIER(name, (type, arg)...): one that never does; the
- *   CPU agent then runs its work-items in a loop instead of as fibers,
- *   which is much faster.
+ * AQL_KERNEL_NO_BARRIER(name, (type, arg)...): one that never does. Its
+ *   host build is a work-group function: the loop over the group's
+ *   work-items compiled with the body inlined, the ids being the loop's
+ *   variables, so that the compiler can vectorise across work-items (as
+ *   PoCL's work-group functions and ISPC do). AQL_KERNEL's host build runs
+ *   each work-item as a fiber, to switch at barriers.
  * AQL_KERNEL_LDS(name, lds_type, (type, arg)...): one with static LDS of
  *   lds_type (a struct, say), which the body reaches through the pointer
  *   `lds` (aql_local lds_type *). The work-items of a group share it.
@@ -543,8 +600,7 @@ AQL_INLINE void aql_atomic_store_u32(uint32_t *p, uint32_t v, int order)
  * From 1 to 16 arguments. The body follows the macro in braces.
  */
 #define AQL_KERNEL(kn, ...) AQL_KERNEL_PLAIN_(kn, 0, __VA_ARGS__)
-#define AQL_KERNEL_NO_BARRIER(kn, ...)                                         \
-	AQL_KERNEL_PLAIN_(kn, AQL_KD_NO_BARRIER_, __VA_ARGS__)
+#define AQL_KERNEL_NO_BARRIER(kn, ...) AQL_KERNEL_NB_(kn, __VA_ARGS__)
 #define AQL_KERNEL_LDS(kn, lds_type, ...)                                      \
 	AQL_KERNEL_WITH_LDS_(kn, 0, lds_type, __VA_ARGS__)
 
@@ -637,6 +693,7 @@ AQL_INLINE void aql_atomic_store_u32(uint32_t *p, uint32_t v, int order)
 #ifndef AQL_KERNEL_TARGET_HOST
 
 #define AQL_KD_NO_BARRIER_ 1	/* only the CPU agent reads this flag */
+#define AQL_KERNEL_NB_(kn, ...) AQL_KERNEL_PLAIN_(kn, AQL_KD_NO_BARRIER_, __VA_ARGS__)
 
 #if defined(AQL_KERNEL_TARGET_AMDGCN)
 #define AQL_KERNEL_ATTRS_                                                      \
@@ -706,8 +763,6 @@ AQL_INLINE void aql_atomic_store_u32(uint32_t *p, uint32_t v, int order)
 
 #else /* host */
 
-#define AQL_KD_NO_BARRIER_ AQL_HOST_KD_NO_BARRIER
-
 #define AQL_ARG_ENTRY_(args_type, T, n)                                        \
 	{                                                                      \
 		.name = #n,                                                    \
@@ -720,23 +775,28 @@ AQL_INLINE void aql_atomic_store_u32(uint32_t *p, uint32_t v, int order)
 		.flags = AQL_IS_POINTER_(T) ?                                  \
 			 AQL_ARG_QUALS_(T, AQL_ARG_IS_CONST, AQL_ARG_IS_VOLATILE) : 0, \
 	},
+#define AQL_UNPACK_COPY_(a, T, n) a.n
 
-/* The argument struct, the table, and the exported "<name>.kd". */
-#define AQL_HOST_KERNEL_(kn, kf, lds_size, ...)                                \
+/*
+ * The argument struct, the table, and the exported "<name>.kd", whose
+ * entry is kn##_aql_entry: a work-group function (aql_host_workgroup_fn)
+ * with AQL_HOST_KD_WORKGROUP in kf, else one work-item's.
+ */
+#define AQL_HOST_KERNEL_(kn, kf, lds_size, entry_field, entry_params, ...)     \
 	struct kn##_aql_args {                                                 \
 		AQL_PP_SEQ(AQL_MEMBER_, , __VA_ARGS__)                         \
 	};                                                                     \
 	static const aql_host_kernel_arg kn##_aql_arg_table[] = {              \
 		AQL_PP_SEQ(AQL_ARG_ENTRY_, struct kn##_aql_args, __VA_ARGS__)  \
 	};                                                                     \
-	static void kn##_aql_entry(const void *kernarg);                       \
+	static void kn##_aql_entry entry_params;                               \
 	__attribute__((visibility("default"), used))                           \
 	const aql_host_kernel_descriptor kn##_kd __asm__(#kn ".kd") = {        \
 		.group_segment_fixed_size = (lds_size),                        \
 		.kernarg_size = sizeof(struct kn##_aql_args),                  \
 		.kernarg_align = _Alignof(struct kn##_aql_args) < 16 ? 16      \
 				 : _Alignof(struct kn##_aql_args),             \
-		.entry = kn##_aql_entry,                                       \
+		.entry_field = kn##_aql_entry,                                 \
 		.magic = AQL_HOST_KD_MAGIC,                                    \
 		.flags = (kf),                                                 \
 		.max_flat_workgroup_size = AQL_KERNEL_MAX_WORKGROUP_SIZE,      \
@@ -745,28 +805,82 @@ AQL_INLINE void aql_atomic_store_u32(uint32_t *p, uint32_t v, int order)
 		.name = #kn,                                                   \
 	};
 
+/* One work-item per call, as a fiber that may stop at barriers. */
 #define AQL_KERNEL_PLAIN_(kn, kf, ...)                                         \
-	AQL_HOST_KERNEL_(kn, kf, 0, __VA_ARGS__)                               \
-	AQL_INLINE void kn##_aql_body(AQL_PP_LIST(AQL_BODY_PARAM_, , __VA_ARGS__)); \
+	AQL_HOST_KERNEL_(kn, kf, 0, entry, (const void *kernarg), __VA_ARGS__) \
+	AQL_INLINE void kn##_aql_body(const struct aql_host_ids_ *aql_ids_ AQL_UNUSED_, \
+				      AQL_PP_LIST(AQL_BODY_PARAM_, , __VA_ARGS__)); \
 	static void kn##_aql_entry(const void *kernarg)                        \
 	{                                                                      \
 		const struct kn##_aql_args *a_ = kernarg;                      \
-		kn##_aql_body(AQL_PP_LIST(AQL_UNPACK_, a_, __VA_ARGS__));      \
+		struct aql_host_ids_ ids_ = aql_host_ids_of_(aql_host_workitem_current()); \
+		kn##_aql_body(&ids_, AQL_PP_LIST(AQL_UNPACK_, a_, __VA_ARGS__)); \
 	}                                                                      \
-	AQL_INLINE void kn##_aql_body(AQL_PP_LIST(AQL_BODY_PARAM_, , __VA_ARGS__))
+	AQL_INLINE void kn##_aql_body(const struct aql_host_ids_ *aql_ids_ AQL_UNUSED_, \
+				      AQL_PP_LIST(AQL_BODY_PARAM_, , __VA_ARGS__))
+
+/*
+ * The work-group function: the arguments copied to locals (no store of
+ * the body can change them), x innermost. Its loop variable is the
+ * global id x itself, which ends below the grid size: so the compiler
+ * knows that the id the body computes (group * size + local folds back
+ * to it) never wraps, and can vectorise the accesses made with it. Where
+ * code outside a body asks for ids, a second copy of the loop keeps
+ * wi_->local_id current for it.
+ */
+#define AQL_HOST_WG_LOOP_(kn, publish, ...)                                    \
+	for (uint32_t z_ = 0; z_ < ids_.size[2]; z_++)                         \
+		for (uint32_t y_ = 0; y_ < ids_.size[1]; y_++)                 \
+			for (uint32_t gx_ = x0_; gx_ < x1_; gx_++) {           \
+				ids_.local[0] = gx_ - x0_;                     \
+				ids_.local[1] = y_;                            \
+				ids_.local[2] = z_;                            \
+				if (publish) {                                 \
+					wi_->local_id[0] = gx_ - x0_;          \
+					wi_->local_id[1] = y_;                 \
+					wi_->local_id[2] = z_;                 \
+				}                                              \
+				kn##_aql_body(&ids_, AQL_PP_LIST(AQL_UNPACK_COPY_, \
+						a_, __VA_ARGS__));             \
+			}
+#define AQL_KERNEL_NB_(kn, ...)                                                \
+	AQL_HOST_KERNEL_(kn, AQL_HOST_KD_NO_BARRIER | AQL_HOST_KD_WORKGROUP, 0, \
+			 workgroup_entry, (const void *kernarg, aql_host_workitem *wi_), \
+			 __VA_ARGS__)                                          \
+	AQL_INLINE void kn##_aql_body(const struct aql_host_ids_ *aql_ids_ AQL_UNUSED_, \
+				      AQL_PP_LIST(AQL_BODY_PARAM_, , __VA_ARGS__)); \
+	static void kn##_aql_entry(const void *kernarg, aql_host_workitem *wi_) \
+	{                                                                      \
+		const struct kn##_aql_args a_ = *(const struct kn##_aql_args *)kernarg; \
+		struct aql_host_ids_ ids_ = aql_host_ids_of_(wi_);             \
+		const uint32_t x0_ = ids_.group[0] * ids_.wg[0];               \
+		const uint32_t x1_ = x0_ + ids_.size[0];                       \
+		if (__start_aql_ids_outside) {                                 \
+			AQL_HOST_WG_LOOP_(kn, 1, __VA_ARGS__)                  \
+		} else {                                                       \
+			AQL_HOST_WG_LOOP_(kn, 0, __VA_ARGS__)                  \
+		}                                                              \
+	}                                                                      \
+	AQL_INLINE void kn##_aql_body(const struct aql_host_ids_ *aql_ids_ AQL_UNUSED_, \
+				      AQL_PP_LIST(AQL_BODY_PARAM_, , __VA_ARGS__))
 
 #define AQL_KERNEL_WITH_LDS_(kn, kf, lds_type, ...)                            \
-	AQL_HOST_KERNEL_(kn, kf, sizeof(lds_type), __VA_ARGS__)                \
-	AQL_INLINE void kn##_aql_body(__typeof__(lds_type) *lds AQL_UNUSED_,   \
-					AQL_PP_LIST(AQL_BODY_PARAM_, , __VA_ARGS__)); \
+	AQL_HOST_KERNEL_(kn, kf, sizeof(lds_type), entry, (const void *kernarg), \
+			 __VA_ARGS__)                                          \
+	AQL_INLINE void kn##_aql_body(const struct aql_host_ids_ *aql_ids_ AQL_UNUSED_, \
+				      __typeof__(lds_type) *lds AQL_UNUSED_,   \
+				      AQL_PP_LIST(AQL_BODY_PARAM_, , __VA_ARGS__)); \
 	static void kn##_aql_entry(const void *kernarg)                        \
 	{                                                                      \
 		const struct kn##_aql_args *a_ = kernarg;                      \
-		kn##_aql_body(aql_host_workitem_current()->group_segment,      \
-				AQL_PP_LIST(AQL_UNPACK_, a_, __VA_ARGS__));    \
+		const aql_host_workitem *wi_ = aql_host_workitem_current();    \
+		struct aql_host_ids_ ids_ = aql_host_ids_of_(wi_);             \
+		kn##_aql_body(&ids_, wi_->group_segment,                       \
+			      AQL_PP_LIST(AQL_UNPACK_, a_, __VA_ARGS__));      \
 	}                                                                      \
-	AQL_INLINE void kn##_aql_body(__typeof__(lds_type) *lds AQL_UNUSED_,   \
-					AQL_PP_LIST(AQL_BODY_PARAM_, , __VA_ARGS__))
+	AQL_INLINE void kn##_aql_body(const struct aql_host_ids_ *aql_ids_ AQL_UNUSED_, \
+				      __typeof__(lds_type) *lds AQL_UNUSED_,   \
+				      AQL_PP_LIST(AQL_BODY_PARAM_, , __VA_ARGS__))
 
 #endif /* host */
 

@@ -26,7 +26,7 @@
 #define WAIT_TIMEOUT_NS		(10ull * 1000000000ull)
 #define DEFAULT_THREADS		8u
 #define MAX_THREADS		1024u
-#define MAX_BENCHES		32
+#define MAX_BENCHES		48
 /* Exit status of a mode whose device is absent (meson's skip). */
 #define BENCH_SKIP		77
 #define COMGR_DEFAULT_LIB	"libamd_comgr.so.2"
@@ -148,6 +148,14 @@ int bench_baseline_malloc_free(struct ctx *ctx, struct result *res);
 int bench_launch_raw(struct ctx *ctx, struct result *res);
 int bench_launch_typed(struct ctx *ctx, struct result *res);
 int bench_launch_overhead(struct ctx *ctx, struct result *res);
+
+/* speed.c: kernels at loop speed on the CPU agent, part of the default mode. */
+int bench_plainc_stencil(struct ctx *ctx, struct result *res);
+int bench_kernel_stencil(struct ctx *ctx, struct result *res);
+int bench_plainc_compute(struct ctx *ctx, struct result *res);
+int bench_kernel_compute(struct ctx *ctx, struct result *res);
+int bench_openmp_compute(struct ctx *ctx, struct result *res);
+int bench_kernel_compute_all(struct ctx *ctx, struct result *res);
 
 /*
  * dispatch.c: wait for sig < 1 (10 s at most); on a timeout say whether

@@ -632,6 +632,12 @@ static const struct bench dispatch_benches[] = {
 	{ "launch_raw_ns",		 bench_launch_raw },
 	{ "launch_typed_ns",		 bench_launch_typed },
 	{ "launch_overhead_ns",		 bench_launch_overhead },
+	{ "plainc_stencil_ns_per_point", bench_plainc_stencil },
+	{ "kernel_stencil_ns_per_point", bench_kernel_stencil },
+	{ "plainc_compute_ns_per_item",	 bench_plainc_compute },
+	{ "kernel_compute_ns_per_item",	 bench_kernel_compute },
+	{ "openmp_compute_ns_per_item",	 bench_openmp_compute },
+	{ "kernel_compute_all_ns_per_item", bench_kernel_compute_all },
 #ifdef AQL_BENCH_HSA
 	{ "dispatch_rtt_spin_so",	 bench_rtt_spin_so },
 	{ "dispatch_rtt_spin_hsa",	 bench_rtt_spin_hsa },
@@ -664,6 +670,16 @@ static const struct goal dispatch_goals[] = {
 	{ "goal_launch_overhead_ns",
 	  "launch_overhead_ns p50 (ns, 4-argument kernel)",
 	  "launch_overhead_ns", NULL, false, 50, "ns" },
+	/* Kernels at loop speed (speed.c). */
+	{ "ratio_kernel_vs_plainc_stencil",
+	  "kernel_stencil_ns_per_point / plainc_stencil_ns_per_point (1 worker)",
+	  "kernel_stencil_ns_per_point", "plainc_stencil_ns_per_point", false, 1.25, NULL },
+	{ "ratio_kernel_vs_plainc_compute",
+	  "kernel_compute_ns_per_item / plainc_compute_ns_per_item (1 worker)",
+	  "kernel_compute_ns_per_item", "plainc_compute_ns_per_item", false, 1.25, NULL },
+	{ "ratio_kernel_all_vs_openmp_compute",
+	  "openmp_compute_ns_per_item / kernel_compute_all_ns_per_item (speed, all cores)",
+	  "openmp_compute_ns_per_item", "kernel_compute_all_ns_per_item", true, 0.8, NULL },
 #ifdef AQL_BENCH_HSA
 	/* What the HSA layer (hsa.c) adds: at most 5 %. */
 	{ "ratio_dispatch_rtt_spin_hsa_vs_native",
