@@ -42,8 +42,10 @@ def main():
             busy[metric] = row
         elif metric not in idle:
             idle[metric] = row
+    # latency and throughput rows; durations (rows with 'reps': whole
+    # runs of a kernel or loop) are reported in both runs, not compared
     measured = [m for m, r in busy.items() if not r.get('skipped') and
-                ('p50' in r) and r.get('unit') != 'ms']
+                ('p50' in r) and 'reps' not in r]
     for m in ('dispatch_throughput', 'dispatch_throughput_barrier', 'dispatch_throughput_mp',
               'dispatch_rtt_spin', 'dispatch_rtt_block'):
         if m not in measured or m not in idle:
