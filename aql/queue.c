@@ -484,6 +484,9 @@ aql_status aql_queue_wait_space(aql_queue *queue, uint64_t first, uint32_t n,
 		if (__atomic_load_n(&queue->error, __ATOMIC_ACQUIRE))
 			return aql_queue_report_error(queue);
 		if (aql_now_ns() >= deadline) {
+			/* The batch is a poll's wish: never fail with room for n. */
+			if (has_space(queue, &first, n, reserved))
+				break;
 			if (reserved)
 				aql_queue_fail(q, AQL_ERR_QUEUE_FULL,
 					       "packet id %llu was reserved but the ring stayed full for %llu ns",
