@@ -41,7 +41,12 @@ struct aql_agent_ops {
 	void (*get_info)(aql_agent *agent, aql_agent_info *info);
 	/* Start processing the queue's ring; the queue is fully initialised. */
 	aql_status (*queue_attach)(aql_agent *agent, struct aql_queue_impl *queue);
-	/* Stop processing; returns once nothing of the agent touches the queue. */
+	/*
+	 * Stop processing; returns once nothing of the agent touches the queue.
+	 * Called on the agent's own thread (an error callback inactivating its
+	 * queue), it only stops and keeps agent_state; aql_queue_destroy()
+	 * calls it again to finish.
+	 */
 	void (*queue_detach)(aql_agent *agent, struct aql_queue_impl *queue);
 	aql_status (*register_function)(aql_agent *agent, uint16_t id,
 					aql_agent_fn fn, void *user);

@@ -24,6 +24,8 @@
 static uint64_t next_queue_id;
 /* Each producer thread's polls of a full ring (util/spin.h). */
 static __thread struct aql_spin space_spin;
+/* The queue whose error callback this thread runs, if any. */
+static __thread struct aql_queue_impl *in_callback;
 
 /* Every queue between its attach and its destroy, for find_pending. */
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -219,9 +221,18 @@ aql_status aql_queue_destroy(aql_queue *queue)
 
 	if (!queue)
 		return AQL_OK;
+	/* Its caller (the processor, or a producer) still uses the queue. */
+	if (in_callback == q)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"queue %llu: aql_queue_destroy from its own error callback; "
+				"inactivate it there and destroy it after the callback returns",
+				(unsigned long long)queue->amd->hsa.id);
 	if (!__atomic_exchange_n(&q->detached, 1, __ATOMIC_ACQ_REL)) {
 		q->agent->ops->queue_detach(q->agent, q);
 		cancel_pending(q);
+	} else if (q->agent_state) {
+		/* Inactivated from the processor's own thread: finish the detach. */
+		q->agent->ops->queue_detach(q->agent, q);
 	}
 	/* Only now: until its packets were cancelled they were in flight. */
 	pthread_mutex_lock(&live_lock);
@@ -393,8 +404,11 @@ aql_status aql_queue_fail(struct aql_queue_impl *q, aql_status status,
 	__atomic_store_n(&q->pub.error, (uint32_t)status, __ATOMIC_RELEASE);
 	/* Producers asleep on a full ring must see the error now. */
 	aql_futex_bump_and_wake(&q->space_seq);
-	if (q->error_callback)
+	if (q->error_callback) {
+		in_callback = q;
 		q->error_callback(&q->pub, status, q->error_message, q->error_user);
+		in_callback = NULL;
+	}
 	return status;
 }
 
@@ -484,6 +498,9 @@ aql_status aql_queue_wait_space(aql_queue *queue, uint64_t first, uint32_t n,
 		if (__atomic_load_n(&queue->error, __ATOMIC_ACQUIRE))
 			return aql_queue_report_error(queue);
 		if (aql_now_ns() >= deadline) {
+			/* The batch is a poll's wish: never fail with room for n. */
+			if (has_space(queue, &first, n, reserved))
+				break;
 			if (reserved)
 				aql_queue_fail(q, AQL_ERR_QUEUE_FULL,
 					       "packet id %llu was reserved but the ring stayed full for %llu ns",

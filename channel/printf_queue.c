@@ -7,7 +7,6 @@
  * stdout (aql_queue_flush_service()), so a kernel's text is out when the
  * wait returns; queue destroy drains it a last time and frees it.
  */
-#include <pthread.h>
 #include <stdlib.h>
 
 #include <aql/printf.h>
@@ -20,9 +19,6 @@ struct printf_queue {
 	aql_channel *ch;
 	aql_printf *svc;
 };
-
-/* Serialises the making: one channel per queue. */
-static pthread_mutex_t make_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Messages of other kinds have no reader here: dropped. */
 static int drop(const aql_channel_msg *m, void *ctx)
@@ -61,19 +57,10 @@ aql_status aql_printf_queue_channel(aql_queue *queue, aql_agent *agent, aql_chan
 		*out = ((struct printf_queue *)s)->ch;
 		return AQL_OK;
 	}
-	pthread_mutex_lock(&make_lock);
-	s = __atomic_load_n(&q->service, __ATOMIC_ACQUIRE);
-	if (s) {
-		pthread_mutex_unlock(&make_lock);
-		*out = ((struct printf_queue *)s)->ch;
-		return AQL_OK;
-	}
 	p = calloc(1, sizeof(*p));
-	if (!p) {
-		pthread_mutex_unlock(&make_lock);
+	if (!p)
 		return aql_fail(AQL_ERR_NOMEM, "queue %llu: no memory for its printf channel",
 				(unsigned long long)queue->amd->hsa.id);
-	}
 	p->s = (struct aql_queue_service){ pq_flush, pq_destroy, 0 };
 	st = aql_channel_create(agent, NULL, &p->ch);
 	if (st == AQL_OK)
@@ -83,14 +70,13 @@ aql_status aql_printf_queue_channel(aql_queue *queue, aql_agent *agent, aql_chan
 	if (st == AQL_OK)
 		st = aql_channel_serve_start(p->ch, drop, NULL);
 	if (st != AQL_OK) {
-		aql_channel_destroy(p->ch);
-		aql_printf_destroy(p->svc);
-		free(p);
-		pthread_mutex_unlock(&make_lock);
+		pq_destroy(&p->s);
 		return st;
 	}
-	aql_queue_set_service(queue, &p->s);
-	pthread_mutex_unlock(&make_lock);
-	*out = p->ch;
+	/* Of two first launches racing, one channel stays; the other goes. */
+	s = aql_queue_set_service(queue, &p->s);
+	if (s != &p->s)
+		pq_destroy(&p->s);
+	*out = ((struct printf_queue *)s)->ch;
 	return AQL_OK;
 }

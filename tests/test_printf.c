@@ -1777,6 +1777,71 @@ static void test_kernel_default(aql_code_object *co)
 	printf("queue's printf channel: %u work-items x %u lines, twice\n", N, COUNT);
 }
 
+enum { RACE_THREADS = 4, RACE_N = 32 };
+
+struct race {
+	aql_queue *q;
+	const aql_kernel *k;
+	pthread_barrier_t *start;
+	aql_status st;
+};
+
+static void *launch_printf(void *arg)
+{
+	struct race *r = arg;
+	aql_launch_config cfg = { .grid = { RACE_N }, .workgroup = { 32 } };
+	aql_completion done = { 0 };
+	uint32_t count = 1;
+	float x = 1.0f;
+
+	pthread_barrier_wait(r->start);
+	r->st = AQL_LAUNCH(r->q, r->k, &cfg, &done, AQL_ARG_PRINTF(), AQL_ARG(count), AQL_ARG(x));
+	if (r->st == AQL_OK)
+		r->st = aql_completion_wait(done, TH_TIMEOUT_NS);
+	return NULL;
+}
+
+/*
+ * First launches racing on a fresh queue: one printf channel stays (the
+ * others are freed) and every launch's lines come out.
+ */
+static void test_kernel_default_race(aql_code_object *co)
+{
+	aql_queue *q = th_test_queue(256, AQL_QUEUE_MULTI, 0);
+	struct race r[RACE_THREADS];
+	pthread_t t[RACE_THREADS];
+	pthread_barrier_t start;
+	int fd = memfd("stdout"), saved;
+	unsigned lines = 0;
+	size_t len;
+	char *text;
+
+	fflush(stdout);
+	saved = dup(STDOUT_FILENO);
+	dup2(fd, STDOUT_FILENO);
+	pthread_barrier_init(&start, NULL, RACE_THREADS);
+	for (int i = 0; i < RACE_THREADS; i++) {
+		r[i] = (struct race){ .q = q, .k = th_kernel(co, "printf_inline"), .start = &start };
+		pthread_create(&t[i], NULL, launch_printf, &r[i]);
+	}
+	for (int i = 0; i < RACE_THREADS; i++)
+		pthread_join(t[i], NULL);
+	pthread_barrier_destroy(&start);
+	CHECK_OK(aql_queue_destroy(q));
+	text = contents(fd, &len);
+	for (size_t i = 0; i < len; i++)
+		lines += text[i] == '\n';
+	free(text);
+	fflush(stdout);
+	dup2(saved, STDOUT_FILENO);
+	close(saved);
+	close(fd);
+	for (int i = 0; i < RACE_THREADS; i++)
+		CHECK(r[i].st == AQL_OK, "racing launch %d: %s", i, aql_status_str(r[i].st));
+	CHECK(lines == RACE_THREADS * (RACE_N + 1), "%u lines from %u racing launches, want %u",
+	      lines, RACE_THREADS, RACE_THREADS * (RACE_N + 1));
+}
+
 /* Many host threads on one channel: per-producer order. */
 static void test_host_order(void)
 {
@@ -1829,6 +1894,7 @@ static void test_kernels(void)
 	test_kernel_order(co, q, 1);
 	test_kernel_types(co, q);
 	test_kernel_default(co);
+	test_kernel_default_race(co);
 	CHECK_OK(aql_queue_destroy(q));
 	aql_code_object_destroy(co);
 }

@@ -463,9 +463,61 @@ static void test_inactivate(void)
 	aql_signal_destroy(held);
 }
 
+static struct {
+	aql_status inactivate, destroy;
+	char message[256];
+	aql_signal *returned;
+} from_cb;
+
+static void inactivate_in_callback(aql_queue *queue, aql_status status, const char *message,
+				   void *user)
+{
+	(void)status;
+	(void)message;
+	(void)user;
+	from_cb.inactivate = aql_queue_inactivate(queue);
+	from_cb.destroy = aql_queue_destroy(queue);
+	snprintf(from_cb.message, sizeof(from_cb.message), "%s", aql_error_message());
+	aql_signal_store(from_cb.returned, 0, AQL_RELEASE);
+}
+
+/*
+ * The error callback runs on the processor's thread (a dispatch with no
+ * kernel): inactivating the queue there works, destroying it there fails
+ * with a message, and destroy afterwards frees everything.
+ */
+static void test_inactivate_from_callback(void)
+{
+	static _Alignas(16) uint64_t args[2];
+	aql_queue_config c = { .size = 8, .type = AQL_QUEUE_MULTI,
+			       .error_callback = inactivate_in_callback };
+	aql_signal *done = th_signal(1);
+	aql_packet bad = { .dispatch = th_dispatch1(&th_empty_kd, args, done) };
+	aql_queue *q = NULL;
+
+	bad.dispatch.kernel_object = 0;
+	from_cb.returned = th_signal(1);
+	CHECK_OK(aql_queue_create(th_agent(), &c, &q));
+	if (!q)
+		return;
+	CHECK_OK(th_submit(q, &bad));
+	CHECK(th_wait_done(done) == -1, "the bad packet's signal");
+	CHECK(th_wait_done(from_cb.returned) == 0, "the callback returned");
+	CHECK(from_cb.inactivate == AQL_OK, "inactivate in the callback: %s",
+	      aql_status_str(from_cb.inactivate));
+	CHECK(from_cb.destroy == AQL_ERR_INVALID_ARG && strstr(from_cb.message, "error callback"),
+	      "destroy in the callback: %s, \"%s\"", aql_status_str(from_cb.destroy),
+	      from_cb.message);
+	CHECK(aql_queue_submit(q, &bad) == AQL_ERR_QUEUE_ERROR, "a submission was accepted");
+	CHECK_OK(aql_queue_destroy(q));
+	aql_signal_destroy(done);
+	aql_signal_destroy(from_cb.returned);
+}
+
 int main(void)
 {
 	test_inactivate();
+	test_inactivate_from_callback();
 	test_first_packet_after_park();
 	test_doorbell_ahead();
 	test_layout();

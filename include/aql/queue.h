@@ -100,7 +100,8 @@ typedef struct aql_queue aql_queue;
  * Called once when the queue stops: on the agent's thread for a malformed
  * packet (message names the packet id and the problem), or on a producer's
  * thread when a slot it reserved never became free (see
- * aql_queue_reserve()). It must not destroy the queue.
+ * aql_queue_reserve()). It may inactivate the queue; destroying it there
+ * fails with AQL_ERR_INVALID_ARG.
  */
 typedef void (*aql_queue_error_fn)(aql_queue *queue, aql_status status,
 				   const char *message, void *user);
