@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <aql/host_kernel.h>
 #include <aql/launch.h>
 #include <aql/lds.h>
 
@@ -268,20 +269,25 @@ static aql_status check_args(const aql_kernel *k, const aql_arg *args, uint32_t 
 }
 
 /*
- * A CPU agent runs one work-group on one worker, a call of its work-group
- * function: the default group is the largest allowed, but small enough
- * that every worker gets one (a 256-item grid on two workers is two
- * groups of 128), never below one work-item.
+ * A CPU agent runs one work-group on one worker. A work-group function's
+ * group is one call: the default is the largest allowed. Other kernels run
+ * each work-item as a fiber with a stack mapping of its own, so they keep
+ * wg[0] (at most 256). Either way small enough that every worker gets a
+ * group (a 256-item grid on two workers is two groups of 128), never
+ * below one work-item.
  */
-static void cpu_spread(const aql_agent_info *info, uint32_t limit, const uint32_t grid[3],
-		       uint32_t wg[3])
+static void cpu_spread(const aql_kernel *k, const aql_agent_info *info, uint32_t limit,
+		       const uint32_t grid[3], uint32_t wg[3])
 {
+	const aql_host_kernel_descriptor *kd =
+		(const aql_host_kernel_descriptor *)(uintptr_t)k->kernel_object;
 	uint64_t rows = (uint64_t)grid[1] * grid[2], parts, most;
 
 	if (info->kind != AQL_AGENT_CPU)
 		return;
 	/* Each group costs a call and its set-up: take the largest. */
-	wg[0] = grid[0] < limit ? grid[0] : limit;
+	if (kd->magic == AQL_HOST_KD_MAGIC && (kd->flags & AQL_HOST_KD_WORKGROUP))
+		wg[0] = grid[0] < limit ? grid[0] : limit;
 	if (info->compute_units < 2 || rows >= info->compute_units)
 		return;
 	parts = (info->compute_units + rows - 1) / rows;
@@ -314,7 +320,7 @@ static aql_status geometry(const aql_kernel *k, const aql_launch_config *c,
 		if (grid[0] < wg[0])
 			wg[0] = grid[0];
 		wg[1] = wg[2] = 1;
-		cpu_spread(info, limit, grid, wg);
+		cpu_spread(k, info, limit, grid, wg);
 	}
 	for (int i = 1; i < 3; i++)
 		if (!wg[i])

@@ -147,9 +147,10 @@ typedef struct aql_launch_config {
 	uint32_t grid[3];	/* work-items per dimension; 0 in y, z: 1 */
 	uint16_t workgroup[3];	/* 0 in x: the kernel's required size, or
 				 * the largest of 64, 128, 256 it allows,
-				 * at most grid x; on a CPU agent the
-				 * largest it allows, at most what gives
-				 * each worker a group */
+				 * at most grid x; on a CPU agent, for a
+				 * work-group function the largest it
+				 * allows (fibers keep that), at most
+				 * what gives each worker a group */
 	uint32_t dynamic_lds;	/* bytes after the kernel's static LDS */
 	const aql_completion *after;	/* wait for these first */
 	uint32_t after_count;
