@@ -315,24 +315,21 @@ static aql_status fail_busy(const aql_buf *b, const struct aql_buf_access *a, co
 static aql_status sync_host(struct aql_buf_root *r, const char *name, uint64_t first,
 			    uint64_t end)
 {
+	struct aql_range p;
 	aql_status st;
 
 	if (!r->host_stale.n)
 		return AQL_OK;
 	/* Room for the split the removal below may make: it cannot fail then. */
 	st = aql_range_reserve(&r->host_stale, r->host_stale.n + 1);
-	for (uint32_t i = 0; st == AQL_OK && i < r->host_stale.n; i++) {
-		uint64_t a = r->host_stale.r[i].first > first ? r->host_stale.r[i].first : first;
-		uint64_t e = r->host_stale.r[i].end < end ? r->host_stale.r[i].end : end;
-		size_t off = bytes_of(r, a);
+	for (uint32_t i = 0; st == AQL_OK && aql_range_next(&r->host_stale, first, end, &i, &p);) {
+		size_t off = bytes_of(r, p.first);
 
-		if (a >= e)
-			continue;
 		st = aql_agent_copy(r->agent, (char *)r->host + off, (const char *)r->agent_mem + off,
-				    bytes_of(r, e - a));
+				    bytes_of(r, p.end - p.first));
 		if (st == AQL_OK) {
 			r->moves_to_host++;
-			r->bytes_to_host += bytes_of(r, e - a);
+			r->bytes_to_host += bytes_of(r, p.end - p.first);
 		}
 	}
 	if (st != AQL_OK)
@@ -470,13 +467,8 @@ aql_status aql_buf_plan_in(aql_buf *b, struct aql_copy_plan *plan)
 	uint32_t n = 0, k;
 	aql_status st = AQL_OK;
 
-	for (uint32_t i = 0; i < r->agent_stale.n; i++) {
-		uint64_t a = r->agent_stale.r[i].first > first ? r->agent_stale.r[i].first : first;
-		uint64_t e = r->agent_stale.r[i].end < end ? r->agent_stale.r[i].end : end;
-
-		if (a >= e)
-			continue;
-		pieces[n++] = (struct aql_range){ a, e };
+	for (uint32_t i = 0; aql_range_next(&r->agent_stale, first, end, &i, &pieces[n]);) {
+		n++;
 		if (n <= AQL_BUF_MAX_PIECES)
 			continue;
 		/* One piece too many: span a gap whose host data is current. */
@@ -639,6 +631,7 @@ aql_status aql_buf_to_host(aql_buf *b, aql_queue *queue, aql_completion *done)
 	struct aql_queue_impl *q;
 	struct aql_buf_root *r;
 	struct aql_copy_plan plan = { 0 };
+	struct aql_range p;
 	aql_packet *packets = NULL;
 	struct aql_timeline *t;
 	aql_completion c = { 0 };
@@ -672,15 +665,12 @@ aql_status aql_buf_to_host(aql_buf *b, aql_queue *queue, aql_completion *done)
 		st = aql_timeline_kernarg(t, queue, (size_t)n * q->agent->copy_args, &args);
 	plan = (struct aql_copy_plan){ .agent = q->agent, .out = packets, .args = args };
 	/* Each piece exactly, as sync_host() copies them. */
-	for (uint32_t i = 0; st == AQL_OK && i < r->host_stale.n && n; i++) {
-		uint64_t a = r->host_stale.r[i].first > b->first ? r->host_stale.r[i].first : b->first;
-		uint64_t e = r->host_stale.r[i].end < b->first + b->count ? r->host_stale.r[i].end
-									: b->first + b->count;
-		size_t off = bytes_of(r, a);
+	for (uint32_t i = 0; st == AQL_OK && n &&
+			    aql_range_next(&r->host_stale, b->first, b->first + b->count, &i, &p);) {
+		size_t off = bytes_of(r, p.first);
 
-		if (a < e)
-			st = aql_copy_plan_add(&plan, (char *)r->host + off,
-					       (const char *)r->agent_mem + off, bytes_of(r, e - a));
+		st = aql_copy_plan_add(&plan, (char *)r->host + off, (const char *)r->agent_mem + off,
+				       bytes_of(r, p.end - p.first));
 	}
 	if (st == AQL_OK && n) {
 		aql_timeline_sign(t, packets, plan.n);
