@@ -636,7 +636,7 @@ aql_status aql_buf_to_host(aql_buf *b, aql_queue *queue, aql_completion *done)
 	struct aql_timeline *t;
 	aql_completion c = { 0 };
 	void *args = NULL;
-	uint32_t n = 0;
+	uint32_t n = 0, room = 0;	/* pieces to copy, pieces packets were taken for */
 	aql_status st;
 
 	if (!b || !queue)
@@ -648,21 +648,35 @@ aql_status aql_buf_to_host(aql_buf *b, aql_queue *queue, aql_completion *done)
 		return st;
 	aql_lock_take(&t->lock);
 	aql_buf_lock();
-	if (r->agent && r->agent != q->agent)
-		st = aql_fail(AQL_ERR_INVALID_ARG,
-			      "aql_buf_to_host: buffer '%s' is on another agent than the queue's",
-			      b->name);
-	if (st == AQL_OK && !r->unified)
-		n = aql_range_intersect(&r->host_stale, b->first, b->first + b->count, NULL, 0);
+	for (;;) {
+		if (st == AQL_OK && r->agent && r->agent != q->agent)
+			st = aql_fail(AQL_ERR_INVALID_ARG,
+				      "aql_buf_to_host: buffer '%s' is on another agent than the queue's",
+				      b->name);
+		if (st == AQL_OK && !r->unified)
+			n = aql_range_intersect(&r->host_stale, b->first, b->first + b->count, NULL, 0);
+		if (st != AQL_OK || n <= room)
+			break;
+		/* Packets and kernarg for n pieces, taken unlocked as aql_launch()
+		 * takes its kernarg: it may wait for older launches. Others may
+		 * add pieces meanwhile: count again. */
+		aql_buf_unlock();
+		if (args)
+			aql_timeline_kernarg_cancel(t);
+		args = NULL;
+		free(packets);
+		room = n;
+		if (!(packets = malloc(n * sizeof(*packets))))
+			st = aql_fail(AQL_ERR_NOMEM, "aql_buf_to_host: out of memory");
+		else if (q->agent->copy_args)
+			st = aql_timeline_kernarg(t, queue, (size_t)n * q->agent->copy_args, &args);
+		aql_buf_lock();
+	}
 	/* Filling the host's copy writes it: no unordered reader may overlap. */
 	if (st == AQL_OK && n)
 		st = aql_buf_check(b, queue, 1, NULL, 0);
 	if (st == AQL_OK && n)
 		st = aql_buf_reserve(b, 1);
-	if (st == AQL_OK && n && !(packets = malloc(n * sizeof(*packets))))
-		st = aql_fail(AQL_ERR_NOMEM, "aql_buf_to_host: out of memory");
-	if (st == AQL_OK && n && q->agent->copy_args)
-		st = aql_timeline_kernarg(t, queue, (size_t)n * q->agent->copy_args, &args);
 	plan = (struct aql_copy_plan){ .agent = q->agent, .out = packets, .args = args };
 	/* Each piece exactly, as sync_host() copies them. */
 	for (uint32_t i = 0; st == AQL_OK && n &&
@@ -688,7 +702,7 @@ aql_status aql_buf_to_host(aql_buf *b, aql_queue *queue, aql_completion *done)
 		/* Nothing to copy; an earlier copy back may still be on its way. */
 		c = last_write(r, b);
 	}
-	if (args && st == AQL_OK)
+	if (args && st == AQL_OK && n)
 		aql_timeline_kernarg_commit(t, t->packets);
 	else if (args)
 		aql_timeline_kernarg_cancel(t);
