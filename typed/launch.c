@@ -29,7 +29,6 @@ struct use {
 	int writes;		/* the kernel may write it */
 	int copy_in;		/* the agent needs the host's data */
 	int first_use;		/* no earlier argument names the same buffer */
-	int counted;		/* packets were counted for its copies */
 	uint32_t filled;	/* copy packets to the agent's copy */
 	uint64_t fill_bytes;
 	void *agent_ptr;
@@ -442,11 +441,6 @@ static aql_status submit(aql_queue *queue, struct aql_timeline *t, const aql_ker
 			st = aql_buf_reserve(uses[i].buf, nuses);
 		if (st != AQL_OK)
 			return st;
-		/* Another thread moved it off a unified agent since it was counted. */
-		if (!uses[i].buf->root->unified && !uses[i].counted)
-			return aql_fail(AQL_ERR_BUSY,
-					"kernel '%s': buffer '%s' moved to another agent while this launch was made; launch again",
-					k->name, uses[i].buf->name);
 		moving |= !uses[i].buf->root->unified;
 	}
 	in.n = ndeps = c->after_count ? aql_timeline_deps(t, c->after, c->after_count, packets) : 0;
@@ -559,21 +553,15 @@ aql_status aql_launch(aql_queue *queue, const aql_kernel *kernel,
 	st = aql_timeline_get(queue, &t);
 	if (st != AQL_OK)
 		return st;
-	/* Buffers unified on this agent add no copies; binding happens later,
-	 * so a first use, or one on another agent, counts as separate. */
+	/* Binding a buffer to an agent whose memory is the host's makes it
+	 * unified there (aql_buf_bind()): no copies. Counted from the agent,
+	 * not from where the buffers are now, which another thread may change
+	 * before the lock is taken. */
 	pre = config->after_count;
+	if (!t->info.unified_memory)
+		pre += nuses * AQL_BUF_MAX_PIECES;
 	most = pre + 1;
 	kernarg_size = kernel->kernarg_size;
-	for (uint32_t i = 0; i < nuses; i++) {
-		struct aql_buf_root *r = uses[i].buf->root;
-
-		uses[i].counted = !__atomic_load_n(&r->unified, __ATOMIC_RELAXED) ||
-				  __atomic_load_n(&r->agent, __ATOMIC_RELAXED) != agent;
-		if (uses[i].counted) {
-			pre += AQL_BUF_MAX_PIECES;
-			most += AQL_BUF_MAX_PIECES;
-		}
-	}
 	/* Room after the kernel's segment for the copies' arguments, where
 	 * the agent's copies take some (submit()). */
 	if (most > config->after_count + 1 && agent->copy_args)
