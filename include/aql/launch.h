@@ -169,7 +169,13 @@ typedef struct aql_launch_config {
  * argument), or the limit a grid, work-group or LDS size breaks;
  * AQL_ERR_BUSY when a buffer range this launch would write (or read) is
  * written (or read) by work in flight on another queue that the launch is
- * not ordered after (pass that work's completion in after); AQL_ERR_NOMEM;
+ * not ordered after (pass that work's completion in after); also, even
+ * for work it is ordered after, when a buffer has storage on another
+ * agent where work in flight uses it (the move goes through the host and
+ * waits for nothing: aql_buf_wait() first), and when the host changed a
+ * buffer's range in more than four pieces whose gaps writes in flight
+ * (this queue's earlier launches included) still produce (wait for those
+ * writes, or write the host data in fewer pieces); AQL_ERR_NOMEM;
  * AQL_ERR_QUEUE_FULL, AQL_ERR_QUEUE_ERROR from the queue; on an AMD agent,
  * the first launch of a kernel that names the device heap or hostcall
  * buffer fails as aql_queue_hidden_args() does where it cannot make them.
