@@ -134,8 +134,8 @@ static void release_agent(struct aql_buf_root *r)
 	r->agent_mem = NULL;
 	r->agent_stale.n = 0;
 	r->host_stale.n = 0;
-	__atomic_store_n(&r->unified, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&r->agent, NULL, __ATOMIC_RELAXED);
+	r->unified = 0;
+	r->agent = NULL;
 }
 
 aql_status aql_buf_destroy(aql_buf *b)
@@ -413,8 +413,7 @@ aql_status aql_buf_bind(aql_buf *b, aql_agent *agent, void **agent_ptr)
 			return st;
 		if (info.unified_memory) {
 			r->agent_mem = r->host;
-			/* Read unlocked by aql_launch() to size its packet array. */
-			__atomic_store_n(&r->unified, 1, __ATOMIC_RELAXED);
+			r->unified = 1;
 		} else {
 			int reg = 0;
 
@@ -434,8 +433,7 @@ aql_status aql_buf_bind(aql_buf *b, aql_agent *agent, void **agent_ptr)
 				return aql_fail_prefix(st, b->name);
 			}
 		}
-		/* Read unlocked by aql_launch() too. */
-		__atomic_store_n(&r->agent, agent, __ATOMIC_RELAXED);
+		r->agent = agent;
 		__atomic_fetch_add(&agent->buffers, 1, __ATOMIC_RELAXED);
 	}
 	*agent_ptr = (char *)r->agent_mem + bytes_of(r, b->first);
