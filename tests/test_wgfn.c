@@ -7,6 +7,8 @@
  *    here, for grids that are not multiples of the group, 2-D and 3-D,
  *    groups of one and groups larger than the grid;
  *  - a kernel with a barrier still meets it (fibers);
+ *  - the default work-group of a typed launch is the largest allowed for
+ *    a work-group function, 256 for fibers;
  *  - a typed launch of 256 work-items with the default work-group runs
  *    on two workers of a two-worker agent at once; an explicit work-group
  *    of 256 stays one group.
@@ -124,13 +126,16 @@ static void test_ids(aql_code_object *ids, aql_code_object *helper)
 	}
 }
 
-/* A barrier kernel (fibers) still meets its barrier: groups mirrored. */
-static void test_barrier(aql_code_object *co)
+/*
+ * A barrier kernel (fibers) still meets its barrier: groups of wg
+ * mirrored. given 0: the default, which for fibers (a stack mapping each)
+ * stays 256 on a grid that gives every worker a group of that.
+ */
+static void test_barrier(aql_code_object *co, uint32_t n, uint16_t given, uint32_t wg)
 {
 	const aql_kernel *k = th_kernel(co, "mirror");
-	uint32_t n = 1000, wg = 64;
 	aql_buf *out = th_buf(AQL_TYPE(uint32_t), n);
-	aql_launch_config cfg = { .grid = { n }, .workgroup = { (uint16_t)wg } };
+	aql_launch_config cfg = { .grid = { n }, .workgroup = { given } };
 	aql_completion done;
 	const uint32_t *o;
 	uint32_t bad = 0;
@@ -143,9 +148,9 @@ static void test_barrier(aql_code_object *co)
 		uint32_t want = base + size - 1 - (i - base);
 
 		if (o[i] != want && bad++ < 3)
-			CHECK(0, "mirror: out[%u] = %u, want %u", i, o[i], want);
+			CHECK(0, "mirror, work-group %u: out[%u] = %u, want %u", wg, i, o[i], want);
 	}
-	CHECK(o && bad == 0, "mirror: %u wrong", bad);
+	CHECK(o && bad == 0, "mirror, work-group %u given (%u wanted): %u wrong", given, wg, bad);
 	aql_buf_destroy(out);
 }
 
@@ -179,6 +184,34 @@ static void meet(aql_code_object *co, uint16_t wg, uint32_t want, uint32_t *grou
 	aql_buf_destroy(who);
 }
 
+/* The default work-group kernel name gets on a grid of n on two workers. */
+static uint32_t default_wg(aql_code_object *co, const char *name, uint32_t n)
+{
+	aql_buf *rec = th_buf(AQL_TYPE(uint32_t), (uint64_t)n * WGFN_STRIDE);
+	aql_launch_config cfg = { .grid = { n } };
+	aql_completion done;
+	const uint32_t *r;
+	uint32_t wg = 0;
+
+	CHECK_OK(AQL_LAUNCH(queue, th_kernel(co, name), &cfg, &done, AQL_ARG(rec)));
+	CHECK_DONE(aql_completion_wait(done, 3 * th_timeout_ns()));
+	r = aql_buf_data_const(rec, uint32_t);
+	if (r)
+		wg = r[WGFN_WG];
+	aql_buf_destroy(rec);
+	return wg;
+}
+
+/* A work-group function's default group is the largest allowed (one call
+ * each); a fiber kernel's stays 256: each fiber maps a stack. */
+static void test_default_size(aql_code_object *co)
+{
+	uint32_t wg = default_wg(co, "ids_wg", 4096), fiber = default_wg(co, "ids_fiber", 4096);
+
+	CHECK(wg == 1024, "ids_wg on 4096 work-items: default work-group %u, want 1024", wg);
+	CHECK(fiber == 256, "ids_fiber on 4096 work-items: default work-group %u, want 256", fiber);
+}
+
 static void test_default_spread(aql_code_object *co)
 {
 	uint32_t groups, workers;
@@ -210,7 +243,9 @@ int main(int argc, char **argv)
 	if (!agent || !queue || !ids || !helper)
 		return th_finish();
 	test_ids(ids, helper);
-	test_barrier(ids);
+	test_barrier(ids, 1000, 64, 64);
+	test_barrier(ids, 2048, 0, 256);
+	test_default_size(ids);
 	test_default_spread(ids);
 	aql_code_object_destroy(ids);
 	aql_code_object_destroy(helper);

@@ -134,8 +134,8 @@ static void release_agent(struct aql_buf_root *r)
 	r->agent_mem = NULL;
 	r->agent_stale.n = 0;
 	r->host_stale.n = 0;
-	__atomic_store_n(&r->unified, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&r->agent, NULL, __ATOMIC_RELAXED);
+	r->unified = 0;
+	r->agent = NULL;
 }
 
 aql_status aql_buf_destroy(aql_buf *b)
@@ -315,24 +315,21 @@ static aql_status fail_busy(const aql_buf *b, const struct aql_buf_access *a, co
 static aql_status sync_host(struct aql_buf_root *r, const char *name, uint64_t first,
 			    uint64_t end)
 {
+	struct aql_range p;
 	aql_status st;
 
 	if (!r->host_stale.n)
 		return AQL_OK;
 	/* Room for the split the removal below may make: it cannot fail then. */
 	st = aql_range_reserve(&r->host_stale, r->host_stale.n + 1);
-	for (uint32_t i = 0; st == AQL_OK && i < r->host_stale.n; i++) {
-		uint64_t a = r->host_stale.r[i].first > first ? r->host_stale.r[i].first : first;
-		uint64_t e = r->host_stale.r[i].end < end ? r->host_stale.r[i].end : end;
-		size_t off = bytes_of(r, a);
+	for (uint32_t i = 0; st == AQL_OK && aql_range_next(&r->host_stale, first, end, &i, &p);) {
+		size_t off = bytes_of(r, p.first);
 
-		if (a >= e)
-			continue;
 		st = aql_agent_copy(r->agent, (char *)r->host + off, (const char *)r->agent_mem + off,
-				    bytes_of(r, e - a));
+				    bytes_of(r, p.end - p.first));
 		if (st == AQL_OK) {
 			r->moves_to_host++;
-			r->bytes_to_host += bytes_of(r, e - a);
+			r->bytes_to_host += bytes_of(r, p.end - p.first);
 		}
 	}
 	if (st != AQL_OK)
@@ -416,8 +413,7 @@ aql_status aql_buf_bind(aql_buf *b, aql_agent *agent, void **agent_ptr)
 			return st;
 		if (info.unified_memory) {
 			r->agent_mem = r->host;
-			/* Read unlocked by aql_launch() to size its packet array. */
-			__atomic_store_n(&r->unified, 1, __ATOMIC_RELAXED);
+			r->unified = 1;
 		} else {
 			int reg = 0;
 
@@ -437,8 +433,7 @@ aql_status aql_buf_bind(aql_buf *b, aql_agent *agent, void **agent_ptr)
 				return aql_fail_prefix(st, b->name);
 			}
 		}
-		/* Read unlocked by aql_launch() too. */
-		__atomic_store_n(&r->agent, agent, __ATOMIC_RELAXED);
+		r->agent = agent;
 		__atomic_fetch_add(&agent->buffers, 1, __ATOMIC_RELAXED);
 	}
 	*agent_ptr = (char *)r->agent_mem + bytes_of(r, b->first);
@@ -470,13 +465,8 @@ aql_status aql_buf_plan_in(aql_buf *b, struct aql_copy_plan *plan)
 	uint32_t n = 0, k;
 	aql_status st = AQL_OK;
 
-	for (uint32_t i = 0; i < r->agent_stale.n; i++) {
-		uint64_t a = r->agent_stale.r[i].first > first ? r->agent_stale.r[i].first : first;
-		uint64_t e = r->agent_stale.r[i].end < end ? r->agent_stale.r[i].end : end;
-
-		if (a >= e)
-			continue;
-		pieces[n++] = (struct aql_range){ a, e };
+	for (uint32_t i = 0; aql_range_next(&r->agent_stale, first, end, &i, &pieces[n]);) {
+		n++;
 		if (n <= AQL_BUF_MAX_PIECES)
 			continue;
 		/* One piece too many: span a gap whose host data is current. */
@@ -639,11 +629,12 @@ aql_status aql_buf_to_host(aql_buf *b, aql_queue *queue, aql_completion *done)
 	struct aql_queue_impl *q;
 	struct aql_buf_root *r;
 	struct aql_copy_plan plan = { 0 };
+	struct aql_range p;
 	aql_packet *packets = NULL;
 	struct aql_timeline *t;
 	aql_completion c = { 0 };
 	void *args = NULL;
-	uint32_t n = 0;
+	uint32_t n = 0, room = 0;	/* pieces to copy, pieces packets were taken for */
 	aql_status st;
 
 	if (!b || !queue)
@@ -655,32 +646,43 @@ aql_status aql_buf_to_host(aql_buf *b, aql_queue *queue, aql_completion *done)
 		return st;
 	aql_lock_take(&t->lock);
 	aql_buf_lock();
-	if (r->agent && r->agent != q->agent)
-		st = aql_fail(AQL_ERR_INVALID_ARG,
-			      "aql_buf_to_host: buffer '%s' is on another agent than the queue's",
-			      b->name);
-	if (st == AQL_OK && !r->unified)
-		n = aql_range_intersect(&r->host_stale, b->first, b->first + b->count, NULL, 0);
+	for (;;) {
+		if (st == AQL_OK && r->agent && r->agent != q->agent)
+			st = aql_fail(AQL_ERR_INVALID_ARG,
+				      "aql_buf_to_host: buffer '%s' is on another agent than the queue's",
+				      b->name);
+		if (st == AQL_OK && !r->unified)
+			n = aql_range_intersect(&r->host_stale, b->first, b->first + b->count, NULL, 0);
+		if (st != AQL_OK || n <= room)
+			break;
+		/* Packets and kernarg for n pieces, taken unlocked as aql_launch()
+		 * takes its kernarg: it may wait for older launches. Others may
+		 * add pieces meanwhile: count again. */
+		aql_buf_unlock();
+		if (args)
+			aql_timeline_kernarg_cancel(t);
+		args = NULL;
+		free(packets);
+		room = n;
+		if (!(packets = malloc(n * sizeof(*packets))))
+			st = aql_fail(AQL_ERR_NOMEM, "aql_buf_to_host: out of memory");
+		else if (q->agent->copy_args)
+			st = aql_timeline_kernarg(t, queue, (size_t)n * q->agent->copy_args, &args);
+		aql_buf_lock();
+	}
 	/* Filling the host's copy writes it: no unordered reader may overlap. */
 	if (st == AQL_OK && n)
 		st = aql_buf_check(b, queue, 1, NULL, 0);
 	if (st == AQL_OK && n)
 		st = aql_buf_reserve(b, 1);
-	if (st == AQL_OK && n && !(packets = malloc(n * sizeof(*packets))))
-		st = aql_fail(AQL_ERR_NOMEM, "aql_buf_to_host: out of memory");
-	if (st == AQL_OK && n && q->agent->copy_args)
-		st = aql_timeline_kernarg(t, queue, (size_t)n * q->agent->copy_args, &args);
 	plan = (struct aql_copy_plan){ .agent = q->agent, .out = packets, .args = args };
 	/* Each piece exactly, as sync_host() copies them. */
-	for (uint32_t i = 0; st == AQL_OK && i < r->host_stale.n && n; i++) {
-		uint64_t a = r->host_stale.r[i].first > b->first ? r->host_stale.r[i].first : b->first;
-		uint64_t e = r->host_stale.r[i].end < b->first + b->count ? r->host_stale.r[i].end
-									: b->first + b->count;
-		size_t off = bytes_of(r, a);
+	for (uint32_t i = 0; st == AQL_OK && n &&
+			    aql_range_next(&r->host_stale, b->first, b->first + b->count, &i, &p);) {
+		size_t off = bytes_of(r, p.first);
 
-		if (a < e)
-			st = aql_copy_plan_add(&plan, (char *)r->host + off,
-					       (const char *)r->agent_mem + off, bytes_of(r, e - a));
+		st = aql_copy_plan_add(&plan, (char *)r->host + off, (const char *)r->agent_mem + off,
+				       bytes_of(r, p.end - p.first));
 	}
 	if (st == AQL_OK && n) {
 		aql_timeline_sign(t, packets, plan.n);
@@ -698,7 +700,7 @@ aql_status aql_buf_to_host(aql_buf *b, aql_queue *queue, aql_completion *done)
 		/* Nothing to copy; an earlier copy back may still be on its way. */
 		c = last_write(r, b);
 	}
-	if (args && st == AQL_OK)
+	if (args && st == AQL_OK && n)
 		aql_timeline_kernarg_commit(t, t->packets);
 	else if (args)
 		aql_timeline_kernarg_cancel(t);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <aql/host_kernel.h>
 #include <aql/launch.h>
 #include <aql/lds.h>
 
@@ -28,7 +29,6 @@ struct use {
 	int writes;		/* the kernel may write it */
 	int copy_in;		/* the agent needs the host's data */
 	int first_use;		/* no earlier argument names the same buffer */
-	int counted;		/* packets were counted for its copies */
 	uint32_t filled;	/* copy packets to the agent's copy */
 	uint64_t fill_bytes;
 	void *agent_ptr;
@@ -268,20 +268,25 @@ static aql_status check_args(const aql_kernel *k, const aql_arg *args, uint32_t 
 }
 
 /*
- * A CPU agent runs one work-group on one worker, a call of its work-group
- * function: the default group is the largest allowed, but small enough
- * that every worker gets one (a 256-item grid on two workers is two
- * groups of 128), never below one work-item.
+ * A CPU agent runs one work-group on one worker. A work-group function's
+ * group is one call: the default is the largest allowed. Other kernels run
+ * each work-item as a fiber with a stack mapping of its own, so they keep
+ * wg[0] (at most 256). Either way small enough that every worker gets a
+ * group (a 256-item grid on two workers is two groups of 128), never
+ * below one work-item.
  */
-static void cpu_spread(const aql_agent_info *info, uint32_t limit, const uint32_t grid[3],
-		       uint32_t wg[3])
+static void cpu_spread(const aql_kernel *k, const aql_agent_info *info, uint32_t limit,
+		       const uint32_t grid[3], uint32_t wg[3])
 {
+	const aql_host_kernel_descriptor *kd =
+		(const aql_host_kernel_descriptor *)(uintptr_t)k->kernel_object;
 	uint64_t rows = (uint64_t)grid[1] * grid[2], parts, most;
 
 	if (info->kind != AQL_AGENT_CPU)
 		return;
 	/* Each group costs a call and its set-up: take the largest. */
-	wg[0] = grid[0] < limit ? grid[0] : limit;
+	if (kd->magic == AQL_HOST_KD_MAGIC && (kd->flags & AQL_HOST_KD_WORKGROUP))
+		wg[0] = grid[0] < limit ? grid[0] : limit;
 	if (info->compute_units < 2 || rows >= info->compute_units)
 		return;
 	parts = (info->compute_units + rows - 1) / rows;
@@ -314,7 +319,7 @@ static aql_status geometry(const aql_kernel *k, const aql_launch_config *c,
 		if (grid[0] < wg[0])
 			wg[0] = grid[0];
 		wg[1] = wg[2] = 1;
-		cpu_spread(info, limit, grid, wg);
+		cpu_spread(k, info, limit, grid, wg);
 	}
 	for (int i = 1; i < 3; i++)
 		if (!wg[i])
@@ -436,11 +441,6 @@ static aql_status submit(aql_queue *queue, struct aql_timeline *t, const aql_ker
 			st = aql_buf_reserve(uses[i].buf, nuses);
 		if (st != AQL_OK)
 			return st;
-		/* Another thread moved it off a unified agent since it was counted. */
-		if (!uses[i].buf->root->unified && !uses[i].counted)
-			return aql_fail(AQL_ERR_BUSY,
-					"kernel '%s': buffer '%s' moved to another agent while this launch was made; launch again",
-					k->name, uses[i].buf->name);
 		moving |= !uses[i].buf->root->unified;
 	}
 	in.n = ndeps = c->after_count ? aql_timeline_deps(t, c->after, c->after_count, packets) : 0;
@@ -553,21 +553,15 @@ aql_status aql_launch(aql_queue *queue, const aql_kernel *kernel,
 	st = aql_timeline_get(queue, &t);
 	if (st != AQL_OK)
 		return st;
-	/* Buffers unified on this agent add no copies; binding happens later,
-	 * so a first use, or one on another agent, counts as separate. */
+	/* Binding a buffer to an agent whose memory is the host's makes it
+	 * unified there (aql_buf_bind()): no copies. Counted from the agent,
+	 * not from where the buffers are now, which another thread may change
+	 * before the lock is taken. */
 	pre = config->after_count;
+	if (!t->info.unified_memory)
+		pre += nuses * AQL_BUF_MAX_PIECES;
 	most = pre + 1;
 	kernarg_size = kernel->kernarg_size;
-	for (uint32_t i = 0; i < nuses; i++) {
-		struct aql_buf_root *r = uses[i].buf->root;
-
-		uses[i].counted = !__atomic_load_n(&r->unified, __ATOMIC_RELAXED) ||
-				  __atomic_load_n(&r->agent, __ATOMIC_RELAXED) != agent;
-		if (uses[i].counted) {
-			pre += AQL_BUF_MAX_PIECES;
-			most += AQL_BUF_MAX_PIECES;
-		}
-	}
 	/* Room after the kernel's segment for the copies' arguments, where
 	 * the agent's copies take some (submit()). */
 	if (most > config->after_count + 1 && agent->copy_args)

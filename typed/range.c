@@ -88,22 +88,31 @@ aql_status aql_range_remove(struct aql_range_set *s, uint64_t first, uint64_t en
 	return AQL_OK;
 }
 
+int aql_range_next(const struct aql_range_set *s, uint64_t first, uint64_t end, uint32_t *i,
+		   struct aql_range *out)
+{
+	while (*i < s->n) {
+		const struct aql_range *r = &s->r[(*i)++];
+
+		out->first = r->first > first ? r->first : first;
+		out->end = r->end < end ? r->end : end;
+		if (out->first < out->end)
+			return 1;
+	}
+	return 0;
+}
+
 uint32_t aql_range_intersect(const struct aql_range_set *s, uint64_t first, uint64_t end,
 			     struct aql_range *out, uint32_t max)
 {
+	struct aql_range p;
 	uint32_t k = 0;
 
-	for (uint32_t i = 0; i < s->n; i++) {
-		uint64_t a = s->r[i].first > first ? s->r[i].first : first;
-		uint64_t b = s->r[i].end < end ? s->r[i].end : end;
-
-		if (a >= b)
-			continue;
+	for (uint32_t i = 0; aql_range_next(s, first, end, &i, &p); k++) {
 		if (k < max)
-			out[k] = (struct aql_range){ a, b };
+			out[k] = p;
 		else if (max)
-			out[max - 1].end = b;	/* the last slot spans the rest */
-		k++;
+			out[max - 1].end = p.end;	/* the last slot spans the rest */
 	}
 	return k;
 }

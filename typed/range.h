@@ -25,6 +25,13 @@ aql_status aql_range_remove(struct aql_range_set *s, uint64_t first, uint64_t en
 aql_status aql_range_reserve(struct aql_range_set *s, uint32_t n);
 
 /*
+ * The next part of s inside [first, end), looking from s->r[*i] on, into
+ * *out; *i moves past it. Returns 0 when no part is left.
+ */
+int aql_range_next(const struct aql_range_set *s, uint64_t first, uint64_t end, uint32_t *i,
+		   struct aql_range *out);
+
+/*
  * The parts of s inside [first, end), in order, into out (room for max);
  * returns how many there are (which may exceed max: then out[max - 1]
  * ends where the last part ends).

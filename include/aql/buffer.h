@@ -167,7 +167,10 @@ aql_status aql_buf_set_direction(aql_buf *buf, enum aql_direction dir);
  * Host pointer to buf's elements, checked to be of type, with the host's
  * copy of the range brought up to date: the parts that launches wrote on
  * an agent with memory of its own are copied back first (synchronously;
- * only once: the copy stays current until the next such launch).
+ * only once: the copy stays current until the next such launch). The copy
+ * back holds the process-wide buffer lock: until it ends, every other
+ * thread's host access, buffer copy and launch with buffer arguments
+ * waits, whatever buffer and queue it uses.
  *
  * NULL (with the reason in aql_error_message()) if type is not buf's; if
  * work in flight still writes the range (AQL_ERR_BUSY, naming the kernel
@@ -211,7 +214,8 @@ aql_status aql_buf_to_host(aql_buf *buf, aql_queue *queue, aql_completion *done)
 
 /*
  * Wait until no work in flight uses buf's range, then bring the host's
- * copy of it up to date, as host access does. Errors: AQL_ERR_TIMEOUT,
+ * copy of it up to date, as host access does (holding the buffer lock
+ * while it copies, as there). Errors: AQL_ERR_TIMEOUT,
  * AQL_ERR_QUEUE_ERROR (some of that work failed or was cancelled), those
  * of aql_agent_copy(). Thread safe.
  */

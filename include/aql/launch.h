@@ -147,9 +147,10 @@ typedef struct aql_launch_config {
 	uint32_t grid[3];	/* work-items per dimension; 0 in y, z: 1 */
 	uint16_t workgroup[3];	/* 0 in x: the kernel's required size, or
 				 * the largest of 64, 128, 256 it allows,
-				 * at most grid x; on a CPU agent the
-				 * largest it allows, at most what gives
-				 * each worker a group */
+				 * at most grid x; on a CPU agent, for a
+				 * work-group function the largest it
+				 * allows (fibers keep that), at most
+				 * what gives each worker a group */
 	uint32_t dynamic_lds;	/* bytes after the kernel's static LDS */
 	const aql_completion *after;	/* wait for these first */
 	uint32_t after_count;
@@ -168,7 +169,13 @@ typedef struct aql_launch_config {
  * argument), or the limit a grid, work-group or LDS size breaks;
  * AQL_ERR_BUSY when a buffer range this launch would write (or read) is
  * written (or read) by work in flight on another queue that the launch is
- * not ordered after (pass that work's completion in after); AQL_ERR_NOMEM;
+ * not ordered after (pass that work's completion in after); also, even
+ * for work it is ordered after, when a buffer has storage on another
+ * agent where work in flight uses it (the move goes through the host and
+ * waits for nothing: aql_buf_wait() first), and when the host changed a
+ * buffer's range in more than four pieces whose gaps writes in flight
+ * (this queue's earlier launches included) still produce (wait for those
+ * writes, or write the host data in fewer pieces); AQL_ERR_NOMEM;
  * AQL_ERR_QUEUE_FULL, AQL_ERR_QUEUE_ERROR from the queue; on an AMD agent,
  * the first launch of a kernel that names the device heap or hostcall
  * buffer fails as aql_queue_hidden_args() does where it cannot make them.
