@@ -43,9 +43,9 @@ struct aql_agent_ops {
 	aql_status (*queue_attach)(aql_agent *agent, struct aql_queue_impl *queue);
 	/*
 	 * Stop processing; returns once nothing of the agent touches the queue.
-	 * Called on the agent's own thread (an error callback inactivating its
-	 * queue), it only stops and keeps agent_state; aql_queue_destroy()
-	 * calls it again to finish.
+	 * Never called from the queue's error callback, which runs on the
+	 * agent's own threads (aql_queue_inactivate() there leaves it to
+	 * aql_queue_destroy()).
 	 */
 	void (*queue_detach)(aql_agent *agent, struct aql_queue_impl *queue);
 	aql_status (*register_function)(aql_agent *agent, uint16_t id,

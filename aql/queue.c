@@ -186,7 +186,10 @@ aql_status aql_queue_set_priority(aql_queue *queue, enum aql_queue_priority prio
 		return aql_fail(AQL_ERR_INVALID_ARG, "queue %llu: priority %d is unknown",
 				(unsigned long long)queue->amd->hsa.id, (int)priority);
 	pthread_mutex_lock(&q->priority_lock);
-	if (priority != q->priority) {
+	if (__atomic_load_n(&q->detached, __ATOMIC_ACQUIRE))
+		st = aql_fail(AQL_ERR_QUEUE_ERROR, "queue %llu is inactive: no processor to give "
+			      "a priority", (unsigned long long)queue->amd->hsa.id);
+	else if (priority != q->priority) {
 		if (q->agent->ops->queue_set_priority)
 			st = q->agent->ops->queue_set_priority(q->agent, q, priority);
 		else
@@ -231,7 +234,7 @@ aql_status aql_queue_destroy(aql_queue *queue)
 		q->agent->ops->queue_detach(q->agent, q);
 		cancel_pending(q);
 	} else if (q->agent_state) {
-		/* Inactivated from the processor's own thread: finish the detach. */
+		/* Inactivated from its error callback: the detach is ours. */
 		q->agent->ops->queue_detach(q->agent, q);
 	}
 	/* Only now: until its packets were cancelled they were in flight. */
@@ -259,9 +262,16 @@ aql_status aql_queue_inactivate(aql_queue *queue)
 {
 	struct aql_queue_impl *q = aql_queue_impl(queue);
 
+	int was;
+
 	if (!queue)
 		return aql_fail(AQL_ERR_INVALID_ARG, "aql_queue_inactivate: queue is NULL");
-	if (__atomic_exchange_n(&q->detached, 1, __ATOMIC_ACQ_REL))
+	/* Under the priority lock: a priority change in progress finishes
+	 * on the processor first, a later one sees the queue inactive. */
+	pthread_mutex_lock(&q->priority_lock);
+	was = __atomic_exchange_n(&q->detached, 1, __ATOMIC_ACQ_REL);
+	pthread_mutex_unlock(&q->priority_lock);
+	if (was)
 		return AQL_OK;
 	/* The error state first, so producers stop, but no callback: the
 	 * program asked for this. */
@@ -271,7 +281,11 @@ aql_status aql_queue_inactivate(aql_queue *queue)
 		__atomic_store_n(&q->pub.error, (uint32_t)AQL_ERR_QUEUE_ERROR, __ATOMIC_RELEASE);
 		aql_futex_bump_and_wake(&q->space_seq);
 	}
-	q->agent->ops->queue_detach(q->agent, q);
+	/* The callback runs on the agent's own threads (a processor, a
+	 * watcher), which a detach would join or lock: halted now, the
+	 * queue is detached by aql_queue_destroy(). */
+	if (in_callback != q)
+		q->agent->ops->queue_detach(q->agent, q);
 	aql_queue_halt(q);
 	cancel_pending(q);
 	return AQL_OK;

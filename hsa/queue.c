@@ -192,6 +192,7 @@ static void free_queue(struct rt_queue *q)
 hsa_status_t hsa_queue_destroy(hsa_queue_t *queue)
 {
 	struct rt_queue *q;
+	aql_status st;
 
 	HSA_RT_CHECK_INIT();
 	q = queue ? find_queue(queue) : NULL;
@@ -200,8 +201,13 @@ hsa_status_t hsa_queue_destroy(hsa_queue_t *queue)
 	if (!q || !hsa_rt_set_remove(&queues, q))
 		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_QUEUE, "%p is not a live queue",
 				   (void *)queue);
-	if (q->queue)
-		aql_queue_destroy(q->queue);	/* it cannot fail */
+	/* It fails only from the queue's own error callback: the queue is
+	 * live again, for the program to destroy after the callback. */
+	if (q->queue && (st = aql_queue_destroy(q->queue)) != AQL_OK) {
+		hsa_rt_set_add(&queues, q);
+		return hsa_rt_fail(hsa_rt_from_aql(st, HSA_STATUS_ERROR), "%s",
+				   aql_error_message());
+	}
 	free_queue(q);
 	return HSA_STATUS_SUCCESS;
 }

@@ -98,15 +98,45 @@ static uint64_t cwsr_total(void)
 	th_stop("a model this test has no CWSR numbers for");
 }
 
-static aql_queue *queue(uint32_t size)
+static aql_queue *queue_with(uint32_t size, aql_queue_error_fn error_callback)
 {
-	aql_queue_config c = { .size = size, .type = AQL_QUEUE_MULTI };
+	aql_queue_config c = { .size = size, .type = AQL_QUEUE_MULTI,
+			       .error_callback = error_callback };
 	aql_queue *q = NULL;
 
 	CHECK_OK(aql_queue_create(&amd->base, &c, &q));
 	if (!q)
 		th_stop("no queue");
 	return q;
+}
+
+static aql_queue *queue(uint32_t size)
+{
+	return queue_with(size, NULL);
+}
+
+static aql_status inactivated;
+
+/* On the agent's thread that stops the queue (its watcher, or the fault
+ * watcher): inactivate it there; the destroy later detaches it. */
+static void inactivate_in_callback(aql_queue *q, aql_status status, const char *message,
+				   void *user)
+{
+	(void)status;
+	(void)message;
+	(void)user;
+	__atomic_store_n(&inactivated, aql_queue_inactivate(q), __ATOMIC_RELEASE);
+}
+
+/* Wait for inactivate_in_callback to have run; its result. */
+static aql_status wait_inactivated(void)
+{
+	uint64_t end = th_now_ns() + TH_TIMEOUT_NS;
+
+	while (__atomic_load_n(&inactivated, __ATOMIC_ACQUIRE) == AQL_ERR_TIMEOUT &&
+	       th_now_ns() < end)
+		th_sleep_ms(1);
+	return __atomic_load_n(&inactivated, __ATOMIC_ACQUIRE);
 }
 
 static aql_packet barrier(aql_signal *dep, aql_signal *done)
@@ -414,21 +444,24 @@ static void check_refused_packet(void)
 /*
  * CP codes are bit masks (ROCr amd_aql_queue.cpp DynamicScratchHandler):
  * the test stands in for the CP and stores 0x82, invalid dimensions and
- * out of VGPRs at once; the queue's error names both.
+ * out of VGPRs at once; the queue's error names both. The error callback,
+ * on the queue's watcher thread, inactivates the queue; destroy follows.
  */
 static void check_cp_code_bits(void)
 {
-	aql_queue *q = queue(64);
+	aql_queue *q;
 	const char *msg = "";
-	uint64_t end = th_now_ns() + TH_TIMEOUT_NS;
+	aql_status st;
 
+	inactivated = AQL_ERR_TIMEOUT;
+	q = queue_with(64, inactivate_in_callback);
 	aql_signal_store(aql_signal_from_handle(q->amd->queue_inactive_signal), 0x82,
 			 AQL_RELEASE);
-	while (aql_queue_error(q, &msg) == AQL_OK && th_now_ns() < end)
-		th_sleep_ms(1);
+	st = wait_inactivated();
 	CHECK(aql_queue_error(q, &msg) == AQL_ERR_QUEUE_ERROR &&
 	      strstr(msg, "invalid grid or work-group dimensions; out of VGPRs (CP code 130)"),
 	      "queue error: %s", msg);
+	CHECK(st == AQL_OK, "inactivate from the error callback: %s", aql_status_str(st));
 	CHECK_OK(aql_queue_destroy(q));
 }
 
@@ -675,18 +708,22 @@ static void check_destroy_in_flight(void)
 /* A VM fault: the fault watcher stops the GPU's queues (KFD evicts them). */
 static void check_fault(void)
 {
-	aql_queue *q = queue(64);
+	aql_queue *q;
 	aql_signal *gate = th_signal(1), *s = th_signal(1);
 	aql_packet p = barrier(gate, s);
 	const char *msg = "";
-	uint64_t end = th_now_ns() + TH_TIMEOUT_NS;
+	aql_status st;
 
+	/* The fault watcher stops the GPU's queues holding their list: the
+	 * callback's inactivate must not take it again. */
+	inactivated = AQL_ERR_TIMEOUT;
+	q = queue_with(64, inactivate_in_callback);
 	th_submit(q, &p);
 	vm_fault_fn(amd->node->gpu_id, 0x7000000, 1, 0);
-	while (aql_queue_error(q, &msg) == AQL_OK && th_now_ns() < end)
-		th_sleep_ms(1);
+	st = wait_inactivated();
 	CHECK(aql_queue_error(q, &msg) != AQL_OK && strstr(msg, "0x7000000"), "queue error: %s",
 	      msg);
+	CHECK(st == AQL_OK, "inactivate from the error callback: %s", aql_status_str(st));
 	CHECK(th_wait_done(s) == -1, "the faulted queue's packet");
 	CHECK_OK(aql_queue_destroy(q));
 	aql_signal_destroy(gate);

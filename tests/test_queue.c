@@ -457,6 +457,9 @@ static void test_inactivate(void)
 	CHECK(aql_queue_submit(q, &p) == AQL_ERR_QUEUE_ERROR, "a submission was accepted");
 	CHECK_OK(aql_queue_inactivate(q));
 	CHECK(aql_queue_inactivate(NULL) == AQL_ERR_INVALID_ARG, "NULL queue");
+	CHECK(aql_queue_set_priority(q, AQL_QUEUE_PRIORITY_LOW) == AQL_ERR_QUEUE_ERROR &&
+	      th_error_has("inactive"), "a priority for an inactive queue: %s",
+	      aql_error_message());
 	CHECK(q->amd->hsa.size == 8, "the queue's memory is still there");
 	CHECK_OK(aql_queue_destroy(q));
 	aql_signal_destroy(gate);

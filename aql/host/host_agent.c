@@ -526,15 +526,8 @@ static aql_status queue_attach(aql_agent *agent, struct aql_queue_impl *q)
 
 static void queue_detach(aql_agent *agent, struct aql_queue_impl *q)
 {
-	struct processor *p = q->agent_state;
-
 	(void)agent;
-	/* From the error callback on the processor: it cannot join itself. */
-	if (pthread_equal(pthread_self(), p->thread)) {
-		aql_signal_store(&p->stop, 1, AQL_RELEASE);
-		return;
-	}
-	stop_processor(p);
+	stop_processor(q->agent_state);
 	q->agent_state = NULL;
 }
 

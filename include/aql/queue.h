@@ -216,7 +216,8 @@ aql_status aql_queue_error(aql_queue *queue, const char **message);
  * AQL_ERR_UNSUPPORTED (the agent has no queue priorities), AQL_ERR_SYSTEM
  * (CPU: raising a thread's priority, LOW back to NORMAL too, needs
  * CAP_SYS_NICE or an RLIMIT_NICE allowance), AQL_ERR_DEVICE (the driver
- * refused). After an error the queue keeps its priority.
+ * refused), AQL_ERR_QUEUE_ERROR (the queue was inactivated). After an
+ * error the queue keeps its priority.
  * Thread safe; calls on one queue take turns. Not during
  * aql_queue_destroy() of the queue.
  */
