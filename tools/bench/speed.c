@@ -222,7 +222,7 @@ int bench_openmp_compute(struct ctx *ctx, struct result *res)
 #else
 	(void)ctx;
 	res->kind = RESULT_SKIPPED;
-	res->skipped = "built without OpenMP";
+	res->skipped = "built without OpenMP (none found, or a TSan build)";
 	return 0;
 #endif
 }
