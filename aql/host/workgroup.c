@@ -416,11 +416,19 @@ int aql_wg_run(struct aql_wg_exec *e, const aql_dispatch_packet *p,
 	uint64_t rest = group_index;
 	int ret = 0, wg_fn;
 
+	/* Per work-group, so no division that can be skipped: a dimension of
+	 * one group takes none, and the index left once it is below the
+	 * dimension's groups (x of every 1-D grid) none either. */
 	for (int d = 0; d < 3; d++) {
-		uint32_t groups = aql_wg_count(grid[d], wg[d]);
+		uint32_t groups = grid[d] <= wg[d] ? 1 : aql_wg_count(grid[d], wg[d]);
 
-		gid[d] = (uint32_t)(rest % groups);
-		rest /= groups;
+		if (rest < groups) {
+			gid[d] = (uint32_t)rest;
+			rest = 0;
+		} else {
+			gid[d] = (uint32_t)(rest % groups);
+			rest /= groups;
+		}
 		size[d] = grid[d] - gid[d] * wg[d] < wg[d] ? grid[d] - gid[d] * wg[d] : wg[d];
 	}
 	n = size[0] * size[1] * size[2];
