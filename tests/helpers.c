@@ -395,3 +395,49 @@ void th_check_saxpy(aql_agent *agent, const char *hsaco, const char *where)
 	CHECK_OK(aql_queue_destroy(q));
 	CHECK_OK(aql_code_object_destroy(co));
 }
+
+aql_signal *th_gate_close(aql_queue *q)
+{
+	aql_signal *gate = th_signal(1);
+	aql_barrier_packet b = {
+		.header = aql_packet_header(AQL_PACKET_BARRIER_AND, 1, AQL_FENCE_SYSTEM,
+					    AQL_FENCE_SYSTEM),
+		.dep_signal = { aql_signal_handle(gate) },
+	};
+
+	th_submit(q, &b);
+	return gate;
+}
+
+void th_gate_open(aql_signal *gate)
+{
+	aql_signal_store(gate, 0, AQL_RELEASE);
+}
+
+void th_check_agent_copies(aql_agent *agent, const char *where)
+{
+	enum { N = 300000 };
+	unsigned char *src = malloc(N), *dst = malloc(N);
+	void *v1 = NULL, *v2 = NULL;
+	int zero = 1;
+
+	CHECK_OK(aql_agent_mem_alloc(agent, N, &v1));
+	CHECK_OK(aql_agent_mem_alloc(agent, N, &v2));
+	if (!src || !dst || !v1 || !v2)
+		th_stop("no memory for the copies");
+	memset(dst, 0xee, N);
+	CHECK_OK(aql_agent_copy(agent, dst, v1, N));
+	for (size_t i = 0; i < N; i++)
+		zero &= dst[i] == 0;
+	CHECK(zero, "fresh agent memory is zeroed %s", where);
+	for (size_t i = 0; i < N; i++)
+		src[i] = (unsigned char)(i * 131 + (i >> 9) + 7);
+	CHECK_OK(aql_agent_copy(agent, v1, src, N));
+	CHECK_OK(aql_agent_copy(agent, v2, v1, N));
+	CHECK_OK(aql_agent_copy(agent, dst, v2, N));
+	CHECK(!memcmp(src, dst, N), "%d bytes through agent memory %s", N, where);
+	aql_agent_mem_free(agent, v1);
+	aql_agent_mem_free(agent, v2);
+	free(src);
+	free(dst);
+}

@@ -165,6 +165,18 @@ aql_buf *th_buf(const aql_type *type, uint64_t n);
  */
 void th_check_saxpy(aql_agent *agent, const char *path, const char *where);
 
+/* A barrier packet on q that holds everything behind it until
+ * th_gate_open() of the signal returned. */
+aql_signal *th_gate_close(aql_queue *q);
+void th_gate_open(aql_signal *gate);
+
+/*
+ * aql_agent_mem_alloc() of agent comes zeroed, and bytes go host -> agent
+ * memory -> agent memory -> host with aql_agent_copy(), checked; where
+ * names the run in a failure.
+ */
+void th_check_agent_copies(aql_agent *agent, const char *where);
+
 /* The whole file at path (malloc'd; *size set), or exit(1). */
 void *th_read_file(const char *path, size_t *size);
 

@@ -39,34 +39,6 @@ static void fill(unsigned char *p, size_t n, unsigned seed)
 		p[i] = (unsigned char)(i * 131 + seed * 7 + (i >> 9));
 }
 
-/* Agent memory comes zeroed, and bytes go host -> VRAM -> VRAM -> host. */
-static void check_memory(aql_agent *agent)
-{
-	enum { N = 300000 };
-	unsigned char *src = malloc(N), *dst = malloc(N);
-	void *v1 = NULL, *v2 = NULL;
-	int zero = 1;
-
-	CHECK_OK(aql_agent_mem_alloc(agent, N, &v1));
-	CHECK_OK(aql_agent_mem_alloc(agent, N, &v2));
-	if (!src || !dst || !v1 || !v2)
-		th_stop("no memory for the copies");
-	memset(dst, 0xee, N);
-	CHECK_OK(aql_agent_copy(agent, dst, v1, N));
-	for (size_t i = 0; i < N; i++)
-		zero &= dst[i] == 0;
-	CHECK(zero, "fresh agent memory is zeroed");
-	fill(src, N, 1);
-	CHECK_OK(aql_agent_copy(agent, v1, src, N));
-	CHECK_OK(aql_agent_copy(agent, v2, v1, N));
-	CHECK_OK(aql_agent_copy(agent, dst, v2, N));
-	CHECK(!memcmp(src, dst, N), "%d bytes through VRAM", N);
-	aql_agent_mem_free(agent, v1);
-	aql_agent_mem_free(agent, v2);
-	free(src);
-	free(dst);
-}
-
 /* A pool listing the agent (USERPTR registrations) and a queue copy. */
 static void check_pool(aql_agent *agent)
 {
@@ -141,7 +113,7 @@ int main(int argc, char **argv)
 	      aql_error_message());
 	if (!agent)
 		return th_finish();
-	check_memory(agent);
+	th_check_agent_copies(agent, "with interrupted ioctls");
 	check_pool(agent);
 	if (hsaco)
 		th_check_saxpy(agent, hsaco, "with interrupted ioctls");

@@ -62,29 +62,6 @@ static void check_nodes(uint32_t usable, uint32_t denied, uint32_t no_render)
 	fprintf(stderr, "%s\n%s\n", d->reason, r->reason);
 }
 
-/* Host -> VRAM -> VRAM -> host: three dispatches of the copy kernel. */
-static void check_copies(aql_agent *agent)
-{
-	enum { N = 100000 };
-	unsigned char *src = malloc(N), *dst = calloc(1, N);
-	void *v1 = NULL, *v2 = NULL;
-
-	CHECK_OK(aql_agent_mem_alloc(agent, N, &v1));
-	CHECK_OK(aql_agent_mem_alloc(agent, N, &v2));
-	if (!src || !dst || !v1 || !v2)
-		th_stop("no memory for the copies");
-	for (size_t i = 0; i < N; i++)
-		src[i] = (unsigned char)(i * 37 + 5);
-	CHECK_OK(aql_agent_copy(agent, v1, src, N));
-	CHECK_OK(aql_agent_copy(agent, v2, v1, N));
-	CHECK_OK(aql_agent_copy(agent, dst, v2, N));
-	CHECK(!memcmp(src, dst, N), "%d bytes through the usable GPU's VRAM", N);
-	aql_agent_mem_free(agent, v1);
-	aql_agent_mem_free(agent, v2);
-	free(src);
-	free(dst);
-}
-
 int main(int argc, char **argv)
 {
 	const char *gfx = NULL, *hsaco = NULL;
@@ -118,7 +95,7 @@ int main(int argc, char **argv)
 		return th_finish();
 	CHECK_OK(aql_agent_get_info(agent, &info));
 	CHECK(!strcmp(info.name, gfx), "agent 0 is %s, expected %s", info.name, gfx);
-	check_copies(agent);
+	th_check_agent_copies(agent, "on the usable GPU");
 	if (hsaco)
 		th_check_saxpy(agent, hsaco, "on the usable GPU");
 	else

@@ -53,25 +53,6 @@ static aql_buf *new_buf(const aql_type *type, uint64_t n, enum aql_direction dir
 #define buf_f32(n, dir, name) new_buf(AQL_TYPE(float), (n), (dir), (name))
 #define buf_i32(n, dir, name) new_buf(AQL_TYPE(int32_t), (n), (dir), (name))
 
-/* A gate: a barrier packet on q that holds everything behind it until opened. */
-static aql_signal *gate_close(aql_queue *q)
-{
-	aql_signal *gate = th_signal(1);
-	aql_barrier_packet b = {
-		.header = aql_packet_header(AQL_PACKET_BARRIER_AND, 1, AQL_FENCE_SYSTEM,
-					    AQL_FENCE_SYSTEM),
-		.dep_signal = { aql_signal_handle(gate) },
-	};
-
-	th_submit(q, &b);
-	return gate;
-}
-
-static void gate_open(aql_signal *gate)
-{
-	aql_signal_store(gate, 0, AQL_RELEASE);
-}
-
 static void expect_refused(aql_status st, aql_status want, const char *what, const char *needle)
 {
 	CHECK(st == want, "%s: got %s (%s)", what, aql_status_str(st), aql_error_message());
@@ -328,7 +309,7 @@ static void test_fill_across_queues(aql_agent *agent)
 	CHECK_OK(aql_queue_create(agent, NULL, &q2));
 	for (int i = 0; i < N && hx; i++)
 		hx[i] = i;
-	gate = gate_close(q1);
+	gate = th_gate_close(q1);
 	CHECK_OK(AQL_LAUNCH(q1, k_twice, &c, &first, AQL_ARG(x), AQL_ARG(o1), AQL_ARG((uint32_t)N)));
 	expect_refused(AQL_LAUNCH(q2, k_twice, &c, NULL, AQL_ARG(x), AQL_ARG(o2), AQL_ARG((uint32_t)N)),
 		       AQL_ERR_BUSY, "read while another queue fills the agent's copy",
@@ -336,7 +317,7 @@ static void test_fill_across_queues(aql_agent *agent)
 	c.after = &first;
 	c.after_count = 1;
 	CHECK_OK(AQL_LAUNCH(q2, k_twice, &c, &second, AQL_ARG(x), AQL_ARG(o2), AQL_ARG((uint32_t)N)));
-	gate_open(gate);
+	th_gate_open(gate);
 	CHECK_DONE(aql_completion_wait(second, TH_TIMEOUT_NS));
 	const int32_t *h = aql_buf_data_const(o2, int32_t);
 
@@ -400,7 +381,7 @@ static void test_dependencies(void)
 	aql_buf *a = buf_i32(N, AQL_INOUT, "a"), *b = buf_i32(N, AQL_OUT, "b");
 	aql_launch_config c = grid1(N);
 	aql_completion first, second;
-	aql_signal *gate = gate_close(q1);
+	aql_signal *gate = th_gate_close(q1);
 	int bad = 0;
 
 	CHECK_OK(AQL_LAUNCH(q1, k_add, &c, &first, AQL_ARG(a), AQL_ARG(5), AQL_ARG((uint32_t)N)));
@@ -417,7 +398,7 @@ static void test_dependencies(void)
 			    AQL_ARG((uint32_t)N)));
 	th_sleep_ms(5);
 	CHECK(!aql_completion_done(second), "the dependent launch ran before its dependency");
-	gate_open(gate);
+	th_gate_open(gate);
 	CHECK_DONE(aql_completion_wait(second, TH_TIMEOUT_NS));
 	CHECK(aql_completion_done(first), "dependency not done after the dependent launch");
 	const int32_t *hb = aql_buf_data_const(b, int32_t);
@@ -454,7 +435,7 @@ static void test_partitions(void)
 		CHECK(info.first == (uint64_t)i * N / P && info.count == N / P && info.is_view,
 		      "part %d: first %llu count %llu", i, (unsigned long long)info.first,
 		      (unsigned long long)info.count);
-		gate[i] = gate_close(q[i]);
+		gate[i] = th_gate_close(q[i]);
 		CHECK_OK(AQL_LAUNCH(q[i], k_add, &c, &done[i], AQL_ARG(part[i]), AQL_ARG(i + 1),
 				    AQL_ARG((uint32_t)(N / P))));
 	}
@@ -471,7 +452,7 @@ static void test_partitions(void)
 		       AQL_ERR_BUSY, "write of the parent of parts in flight", "written by add_i32");
 	CHECK(aql_buf_data(part[0], int32_t) == NULL, "host access to a part in flight allowed");
 	for (int i = 0; i < P; i++)
-		gate_open(gate[i]);
+		th_gate_open(gate[i]);
 	for (int i = 0; i < P; i++)
 		CHECK_DONE(aql_completion_wait(done[i], TH_TIMEOUT_NS));
 	CHECK(aql_buf_destroy(data) == AQL_ERR_BUSY, "a root with live views was destroyed");
@@ -691,7 +672,7 @@ static void *open_gate_when_stalled(void *arg)
 		}
 		th_sleep_ms(10);
 	}
-	gate_open(o->gate);
+	th_gate_open(o->gate);
 	return NULL;
 }
 
@@ -704,7 +685,7 @@ static void test_kernarg_wait(void)
 	aql_buf *acc = buf_i32(1, AQL_INOUT, "held");
 	aql_launch_config c = grid1(1);
 	aql_completion done = { 0 };
-	struct gate_opener o = { gate_close(q), 0, 0 };
+	struct gate_opener o = { th_gate_close(q), 0, 0 };
 	aql_launch_stats s;
 	pthread_t opener;
 	int failures = 0, want = 0;
@@ -869,7 +850,7 @@ static void test_cancelled(void)
 	aql_buf *a = buf_i32(8, AQL_INOUT, "cancelled");
 	aql_launch_config c = grid1(8);
 	aql_completion done;
-	aql_signal *gate = gate_close(q);
+	aql_signal *gate = th_gate_close(q);
 
 	CHECK_OK(AQL_LAUNCH(q, k_add, &c, &done, AQL_ARG(a), AQL_ARG(1), AQL_ARG(8u)));
 	CHECK(aql_completion_wait(done, 1000000) == AQL_ERR_TIMEOUT, "a gated launch completed");

@@ -96,19 +96,6 @@ static aql_completion heat(aql_queue *q, aql_buf *src, aql_buf *dst, int steps,
 	return done;
 }
 
-static aql_signal *gate_close(aql_queue *q)
-{
-	aql_signal *gate = th_signal(1);
-	aql_barrier_packet b = {
-		.header = aql_packet_header(AQL_PACKET_BARRIER_AND, 1, AQL_FENCE_SYSTEM,
-					    AQL_FENCE_SYSTEM),
-		.dep_signal = { aql_signal_handle(gate) },
-	};
-
-	th_submit(q, &b);
-	return gate;
-}
-
 /* The goal: STEPS chained launches move each buffer in once, out at most once. */
 static void test_stencil(aql_agent *agent)
 {
@@ -198,7 +185,7 @@ static void test_busy(aql_agent *agent)
 	init(ref);
 	/* a on the agent first: the launch then only reads it (a fill writes). */
 	CHECK_OK(aql_buf_to_agent(a, q, NULL));
-	gate = gate_close(q);
+	gate = th_gate_close(q);
 	done = heat(q, a, b, 1, NULL);
 	h = aql_buf_data_const(b, float);
 	CHECK(!h && th_error_has("are written by heat_step in flight"),
@@ -209,7 +196,7 @@ static void test_busy(aql_agent *agent)
 	CHECK(aql_buf_data_const(a, float) != NULL, "host read of a buffer a launch only reads: %s",
 	      aql_error_message());
 	expect_moves(b, 1, 0, "while refused");
-	aql_signal_store(gate, 0, AQL_RELEASE);
+	th_gate_open(gate);
 	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	h = aql_buf_data_const(b, float);
 	CHECK(h && h[0] == ref[0] && h[N - 1] == ref[N - 1], "b after the gate opened");
@@ -235,13 +222,13 @@ static void test_to_host(aql_agent *agent)
 	init(aql_buf_data(a, float));
 	init(r0);
 	heat_ref(r0, r1);
-	gate = gate_close(q);
+	gate = th_gate_close(q);
 	done = heat(q, a, b, 1, NULL);
 	CHECK_OK(aql_buf_to_host(b, q, &back));
 	CHECK(!aql_completion_done(back), "the copy back completed before the launch ran");
 	CHECK(aql_buf_data_const(b, float) == NULL && th_error_has("written by a copy to the host"),
 	      "host read before the copy back: %s", aql_error_message());
-	aql_signal_store(gate, 0, AQL_RELEASE);
+	th_gate_open(gate);
 	CHECK_DONE(aql_completion_wait(back, TH_TIMEOUT_NS));
 	CHECK(aql_completion_done(done), "the launch is not done after the copy behind it");
 	CHECK_OK(aql_launch_get_stats(q, &s));
@@ -324,7 +311,7 @@ static void test_other_agent(aql_agent *first, aql_agent *second, const aql_kern
 	init(r0);
 	heat_ref(r0, r1);
 	heat_ref(r1, r0);
-	gate = gate_close(q1);
+	gate = th_gate_close(q1);
 	done = heat(q1, a, b, 1, NULL);
 	c.after = &done;
 	c.after_count = 1;
@@ -332,7 +319,7 @@ static void test_other_agent(aql_agent *first, aql_agent *second, const aql_kern
 			 AQL_ARG((uint32_t)N)) == AQL_ERR_BUSY &&
 		      th_error_has("is on another agent, where heat_step uses"),
 	      "a launch on another agent while the first writes: %s", aql_error_message());
-	aql_signal_store(gate, 0, AQL_RELEASE);
+	th_gate_open(gate);
 	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	CHECK_OK(AQL_LAUNCH(q2, k2, &c, &done, AQL_ARG(b), AQL_ARG(a), AQL_ARG(K),
 			    AQL_ARG((uint32_t)N)));
