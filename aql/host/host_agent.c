@@ -25,6 +25,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -84,6 +85,7 @@ struct processor {
 	struct aql_wg_exec *exec;
 	pthread_t thread;
 	struct aql_spin spin;		/* idle polls; the thread's own */
+	cpu_set_t allowed;		/* the thread's CPUs when it started */
 	/* The thread's id, 0 until it stored it; and its nice value then. */
 	uint32_t tid;
 	int base_nice;
@@ -371,6 +373,32 @@ static enum outcome process(struct processor *p, aql_packet *slot, uint16_t head
  */
 #define ANNOUNCED_POLL_NS 100000u
 
+/*
+ * Beside busy threads the scheduler may put the processor on the CPU of
+ * the thread that feeds it. Then each runs only while the other is
+ * preempted: a round trip costs a time slice, and a full ring a context
+ * switch per batch. A wake-up that came from this very CPU and waited
+ * STARVED_NS or more for it shows that: the processor then leaves that CPU
+ * (runs on the CPUs it started with, less that one) until a wake-up shows
+ * the same on its new CPU. Failure to move is harmless and ignored.
+ */
+#define STARVED_NS 50000u
+
+static void leave_producer_cpu(struct processor *p, const aql_signal *db, uint64_t slept,
+			       uint64_t now)
+{
+	uint64_t woken = __atomic_load_n(&db->start_ts, __ATOMIC_ACQUIRE);
+	int cpu = (int)__atomic_load_n(&db->end_ts, __ATOMIC_RELAXED) - 1;
+	cpu_set_t set;
+
+	if (woken < slept || now - woken < STARVED_NS || cpu < 0 || cpu >= CPU_SETSIZE ||
+	    CPU_COUNT(&p->allowed) < 2 || !CPU_ISSET(cpu, &p->allowed) || sched_getcpu() != cpu)
+		return;
+	set = p->allowed;
+	CPU_CLR(cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
 static void wait_for_packet(struct processor *p, aql_packet *slot, uint64_t id)
 {
 	aql_signal *db = p->q->pub.doorbell;
@@ -393,9 +421,13 @@ static void wait_for_packet(struct processor *p, aql_packet *slot, uint64_t id)
 	rung = aql_signal_load(db, AQL_ACQUIRE);
 	conds[0] = (struct aql_wait_cond){ db, -1, rung, AQL_COND_NE };
 	if (aql_header_type(__atomic_load_n(&slot->header, __ATOMIC_ACQUIRE)) ==
-	    AQL_PACKET_INVALID)
+	    AQL_PACKET_INVALID) {
+		uint64_t slept = aql_now_ns();
+
 		wait_or_stop(p, conds, 1, 0,
 			     rung >= (int64_t)id ? aql_deadline(ANNOUNCED_POLL_NS) : UINT64_MAX);
+		leave_producer_cpu(p, db, slept, aql_now_ns());
+	}
 	now = aql_now_ns();
 out:
 	aql_spin_learn(&p->spin, max, now - start);
@@ -408,6 +440,8 @@ static void *processor_main(void *arg)
 	uint64_t id = q->amd->read_dispatch_id;
 	struct aql_wait_cond none[1];
 
+	if (sched_getaffinity(0, sizeof(p->allowed), &p->allowed))
+		CPU_ZERO(&p->allowed);
 	__atomic_store_n(&p->tid, (uint32_t)gettid(), __ATOMIC_RELEASE);
 	aql_futex_wake_all(&p->tid);
 	while (!stopping(p)) {
