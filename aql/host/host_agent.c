@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
+#include <sys/syscall.h>
 
 #include <aql/channel.h>
 #include <aql/mem.h>
@@ -433,6 +434,44 @@ out:
 	aql_spin_learn(&p->spin, max, now - start);
 }
 
+/*
+ * Ask for short time slices (Linux 6.12+: sched_attr.sched_runtime of a
+ * SCHED_OTHER thread is its EEVDF slice request, kernel/sched/syscalls.c).
+ * Beside a busy thread a woken processor with the default slice waits for
+ * that thread's slice to run out, up to a tick or more; one whose slice is
+ * shorter preempts it at once (PREEMPT_SHORT), and its share of the CPU is
+ * unchanged. The nice value is passed on as it is. Older kernels ignore
+ * or refuse the request; either leaves the thread as it was.
+ */
+#define PROCESSOR_SLICE_NS 100000u
+
+/* The kernel's struct sched_attr as of SCHED_ATTR_SIZE_VER0 (48 bytes):
+ * <linux/sched/types.h> clashes with <sched.h>. */
+struct processor_sched_attr {
+	uint32_t size;
+	uint32_t sched_policy;
+	uint64_t sched_flags;
+	int32_t sched_nice;
+	uint32_t sched_priority;
+	uint64_t sched_runtime;
+	uint64_t sched_deadline;
+	uint64_t sched_period;
+};
+
+static void ask_short_slices(void)
+{
+	struct processor_sched_attr attr = {
+		.size = sizeof(attr),
+		.sched_policy = SCHED_OTHER,
+		.sched_runtime = PROCESSOR_SLICE_NS,
+	};
+
+	errno = 0;
+	attr.sched_nice = getpriority(PRIO_PROCESS, 0);
+	if (errno == 0)
+		syscall(SYS_sched_setattr, 0, &attr, 0);
+}
+
 static void *processor_main(void *arg)
 {
 	struct processor *p = arg;
@@ -440,6 +479,7 @@ static void *processor_main(void *arg)
 	uint64_t id = q->amd->read_dispatch_id;
 	struct aql_wait_cond none[1];
 
+	ask_short_slices();
 	if (sched_getaffinity(0, sizeof(p->allowed), &p->allowed))
 		CPU_ZERO(&p->allowed);
 	__atomic_store_n(&p->tid, (uint32_t)gettid(), __ATOMIC_RELEASE);
