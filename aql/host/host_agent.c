@@ -87,6 +87,7 @@ struct processor {
 	pthread_t thread;
 	struct aql_spin spin;		/* idle polls; the thread's own */
 	cpu_set_t allowed;		/* the thread's CPUs when it started */
+	int joined;			/* runs on its producer's CPU only */
 	/* The thread's id, 0 until it stored it; and its nice value then. */
 	uint32_t tid;
 	int base_nice;
@@ -375,15 +376,29 @@ static enum outcome process(struct processor *p, aql_packet *slot, uint16_t head
 #define ANNOUNCED_POLL_NS 100000u
 
 /*
- * Beside busy threads the scheduler may put the processor on the CPU of
- * the thread that feeds it. Then each runs only while the other is
- * preempted: a round trip costs a time slice, and a full ring a context
- * switch per batch. A wake-up that came from this very CPU and waited
- * STARVED_NS or more for it shows that: the processor then leaves that CPU
- * (runs on the CPUs it started with, less that one) until a wake-up shows
- * the same on its new CPU. Failure to move is harmless and ignored.
+ * Where the processor runs, beside busy threads (more runnable threads than
+ * CPUs). Two placements are stable, and each suits one kind of work:
+ * - On the CPU of the thread that feeds it, the two take turns: a producer
+ *   that fills the ring sleeps, the processor drains it at once and wakes
+ *   it, so the pair keeps a whole CPU. When a producer sleeps on a full
+ *   ring, the processor joins its CPU (join_producer_cpu()), until the
+ *   ring runs dry.
+ * - Apart from it, a waiter that polls for a completion can get one: on
+ *   the same CPU the processor runs only once the poll is preempted, and
+ *   a round trip costs a time slice. A wake-up that came from this very
+ *   CPU, with no producer asleep on a full ring, and that waited
+ *   STARVED_NS or more for the CPU shows that; the processor then leaves
+ *   that CPU (runs on the CPUs it started with, less that one).
+ * A wake-up from a waiter that sleeps at once comes sooner than STARVED_NS
+ * and changes nothing. Failures to move are harmless and ignored.
  */
 #define STARVED_NS 50000u
+
+static int cpu_usable(const struct processor *p, int cpu)
+{
+	return cpu >= 0 && cpu < CPU_SETSIZE && CPU_COUNT(&p->allowed) >= 2 &&
+	       CPU_ISSET(cpu, &p->allowed);
+}
 
 static void leave_producer_cpu(struct processor *p, const aql_signal *db, uint64_t slept,
 			       uint64_t now)
@@ -392,12 +407,34 @@ static void leave_producer_cpu(struct processor *p, const aql_signal *db, uint64
 	int cpu = (int)__atomic_load_n(&db->end_ts, __ATOMIC_RELAXED) - 1;
 	cpu_set_t set;
 
-	if (woken < slept || now - woken < STARVED_NS || cpu < 0 || cpu >= CPU_SETSIZE ||
-	    CPU_COUNT(&p->allowed) < 2 || !CPU_ISSET(cpu, &p->allowed) || sched_getcpu() != cpu)
+	if (woken < slept || now - woken < STARVED_NS || !cpu_usable(p, cpu) ||
+	    __atomic_load_n(&p->q->space_waiters, __ATOMIC_RELAXED) || sched_getcpu() != cpu)
 		return;
 	set = p->allowed;
 	CPU_CLR(cpu, &set);
 	sched_setaffinity(0, sizeof(set), &set);
+}
+
+/* Every quarter ring (as the wake-ups of aql_queue_retire()). */
+static void join_producer_cpu(struct processor *p)
+{
+	int cpu = (int)__atomic_load_n(&p->q->space_cpu, __ATOMIC_RELAXED) - 1;
+	cpu_set_t set;
+
+	if (!__atomic_load_n(&p->q->space_waiters, __ATOMIC_RELAXED) || !cpu_usable(p, cpu) ||
+	    sched_getcpu() == cpu)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) == 0)
+		p->joined = 1;
+}
+
+/* The ring ran dry: the producer no longer waits for this processor. */
+static void unjoin(struct processor *p)
+{
+	if (p->joined && sched_setaffinity(0, sizeof(p->allowed), &p->allowed) == 0)
+		p->joined = 0;
 }
 
 static void wait_for_packet(struct processor *p, aql_packet *slot, uint64_t id)
@@ -419,6 +456,7 @@ static void wait_for_packet(struct processor *p, aql_packet *slot, uint64_t id)
 			break;
 		aql_cpu_relax();
 	}
+	unjoin(p);
 	rung = aql_signal_load(db, AQL_ACQUIRE);
 	conds[0] = (struct aql_wait_cond){ db, -1, rung, AQL_COND_NE };
 	if (aql_header_type(__atomic_load_n(&slot->header, __ATOMIC_ACQUIRE)) ==
@@ -494,7 +532,8 @@ static void *processor_main(void *arg)
 		}
 		switch (process(p, slot, header, id)) {
 		case DONE:
-			id++;
+			if ((++id & (q->mask >> 2)) == 0)
+				join_producer_cpu(p);
 			break;
 		case FAILED:
 			/* The queue is dead; sleep until it is destroyed. */
