@@ -69,6 +69,8 @@ struct exec_use {
 	int writes;
 	int copy_in;		/* its first use reads what the host holds */
 	void *agent_ptr;
+	uint32_t filled;	/* copy packets of this replay */
+	uint64_t fill_bytes;
 };
 
 struct replay {
@@ -422,7 +424,7 @@ static aql_status collect_uses(struct aql_graph_exec *e)
 			for (u = 0; u < e->nuses && e->uses[u].buf != el->bufs[i]; u++)
 				;
 			if (u == e->nuses) {
-				e->uses[e->nuses++] = (struct exec_use){ el->bufs[i], 0, 0, NULL };
+				e->uses[e->nuses++] = (struct exec_use){ .buf = el->bufs[i] };
 				st = aql_buf_bind(el->bufs[i], e->agent, &e->uses[u].agent_ptr);
 				if (st != AQL_OK)
 					return st;
@@ -771,9 +773,13 @@ static aql_status plan_buffers(struct aql_graph_exec *e, aql_queue *queue,
 							    e->launches[l].packet,
 							    &e->tmpl[e->launches[l].packet]);
 		}
+		use->filled = in->n;
+		use->fill_bytes = in->bytes;
 		if (use->copy_in && !use->buf->root->unified &&
 		    (st = aql_buf_plan_in(use->buf, in)) != AQL_OK)
 			return st;
+		use->filled = in->n - use->filled;
+		use->fill_bytes = in->bytes - use->fill_bytes;
 	}
 	return AQL_OK;
 }
@@ -781,14 +787,17 @@ static aql_status plan_buffers(struct aql_graph_exec *e, aql_queue *queue,
 static void mark_buffers(struct aql_graph_exec *e, aql_completion fin)
 {
 	for (uint32_t u = 0; u < e->nuses; u++) {
-		aql_buf *b = e->uses[u].buf;
+		const struct exec_use *use = &e->uses[u];
+		struct aql_buf_root *r = use->buf->root;
 
-		if (!b->root->unified) {
-			aql_buf_mark_current(b);
-			if (e->uses[u].writes)
-				aql_buf_mark_written(b);
+		if (!r->unified) {
+			aql_buf_mark_current(use->buf);
+			if (use->writes)
+				aql_buf_mark_written(use->buf);
+			r->moves_to_agent += use->filled;
+			r->bytes_to_agent += use->fill_bytes;
 		}
-		aql_buf_track(b, 1, fin, "graph replay");
+		aql_buf_track(use->buf, use->writes || use->filled, fin, "graph replay");
 	}
 }
 
@@ -851,6 +860,8 @@ static aql_status replay(struct aql_graph_exec *e, aql_queue *queue, struct aql_
 		nsign += in.n;
 	}
 	t->packets += nsign;
+	t->stats.copies_in += in.n;
+	t->stats.bytes_in += in.bytes;
 	if (size)
 		aql_timeline_kernarg_commit(t, t->packets);
 	*fin = aql_timeline_completion(t, queue, t->packets);
