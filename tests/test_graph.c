@@ -494,7 +494,7 @@ enum { ROUNDS = 40 };
 static void *worker(void *arg)
 {
 	struct worker *w = arg;
-	aql_completion done;
+	aql_completion done = { 0 };
 
 	for (int i = 0; i < ROUNDS; i++) {
 		if (w->setter) {
