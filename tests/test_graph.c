@@ -79,6 +79,7 @@ static void test_time_step(void)
 	aql_graph *g = NULL;
 	aql_graph_exec *e = NULL;
 	aql_launch_stats s0, s1;
+	aql_signal *gate;
 
 	fill(a, 0, N);
 	fill(b, 1000, N);
@@ -103,11 +104,14 @@ static void test_time_step(void)
 	      (unsigned long long)(s1.launches - s0.launches));
 
 	/* Launch 5 adds 10 from now on; the replay submitted before the
-	 * change keeps what it was given. */
+	 * change, held behind a gate until after it, keeps what it was given. */
+	gate = th_gate_close(q);
 	CHECK_OK(aql_graph_exec_replay(e, q, &done));
 	CHECK_OK(aql_graph_exec_set_arg(e, 5, 1, AQL_ARG(10)));
 	CHECK_OK(aql_graph_exec_replay(e, q, &done));
+	th_gate_open(gate);
 	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
+	aql_signal_destroy(gate);
 	CHECK(wrong(a, 0, 3 * STEPS + STEPS + 9, N) == 0, "set_arg: a[0] = %d",
 	      aql_buf_data_const(a, int32_t)[0]);
 
@@ -428,6 +432,7 @@ static void test_bad_use(void)
 	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	CHECK(wrong(a, 0, 1, N) == 0, "the replay behind the gate: a[0] = %d",
 	      aql_buf_data_const(a, int32_t)[0]);
+	aql_signal_destroy(gate);
 	CHECK_OK(aql_graph_exec_destroy(e));
 
 	/* More packets than the queue holds. */
