@@ -63,6 +63,16 @@ static int wrong(aql_buf *b, int32_t base, int32_t add, uint32_t n)
 	return h ? bad : -1;
 }
 
+/* b[0] for a message, or the reason host access failed. */
+static int first(aql_buf *b)
+{
+	const int32_t *h = aql_buf_data_const(b, int32_t);
+
+	if (!h)
+		fprintf(stderr, "host access: %s\n", aql_error_message());
+	return h ? h[0] : -1;
+}
+
 enum { N = 256, STEPS = 32 };
 
 /*
@@ -113,7 +123,7 @@ static void test_time_step(void)
 	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	aql_signal_destroy(gate);
 	CHECK(wrong(a, 0, 3 * STEPS + STEPS + 9, N) == 0, "set_arg: a[0] = %d",
-	      aql_buf_data_const(a, int32_t)[0]);
+	      first(a));
 
 	/* Rebind launches 0..STEPS-1 to b: a is left alone. */
 	for (uint32_t l = 0; l < STEPS; l++)
@@ -121,9 +131,9 @@ static void test_time_step(void)
 	CHECK_OK(aql_graph_exec_replay(e, q, &done));
 	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	CHECK(wrong(b, 1000, STEPS + 9, N) == 0, "rebound: b[0] = %d",
-	      aql_buf_data_const(b, int32_t)[0]);
+	      first(b));
 	CHECK(wrong(a, 0, 4 * STEPS + 9, N) == 0, "rebound away, a changed: a[0] = %d",
-	      aql_buf_data_const(a, int32_t)[0]);
+	      first(a));
 	CHECK_OK(aql_graph_exec_destroy(e));
 	aql_buf_destroy(a);
 	aql_buf_destroy(b);
@@ -296,7 +306,7 @@ static void test_across_queues(void)
 	CHECK_OK(aql_graph_exec_replay(e, q2, &done));
 	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	CHECK(wrong(a, 0, 105, N) == 0, "a after one replay: a[0] = %d",
-	      aql_buf_data_const(a, int32_t)[0]);
+	      first(a));
 	const int32_t *h = aql_buf_data_const(out, int32_t);
 
 	CHECK(h && h[0] == 10 && h[3] == 16, "twice ran out of order: out[0] = %d, out[3] = %d",
@@ -360,7 +370,7 @@ static void test_bad_arguments(void)
 	CHECK_OK(aql_graph_exec_replay(e, q, &done));
 	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	CHECK(wrong(a, 0, 3, N) == 0, "a refused change took effect: a[0] = %d",
-	      aql_buf_data_const(a, int32_t)[0]);
+	      first(a));
 	CHECK_OK(aql_graph_exec_destroy(e));
 	aql_buf_destroy(a);
 	aql_buf_destroy(small);
@@ -431,7 +441,23 @@ static void test_bad_use(void)
 	th_gate_open(gate);
 	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	CHECK(wrong(a, 0, 1, N) == 0, "the replay behind the gate: a[0] = %d",
-	      aql_buf_data_const(a, int32_t)[0]);
+	      first(a));
+	aql_signal_destroy(gate);
+
+	/* The same buffer written by a replay on another queue, unordered
+	 * with the one in flight: refused as a launch is. */
+	gate = th_gate_close(q);
+	CHECK_OK(aql_graph_exec_replay(e, q, &done));
+	expect_refused(aql_graph_exec_replay(e, small, NULL), AQL_ERR_BUSY,
+		       "unordered replay on another queue", "'a'");
+	/* Host access to what a replay in flight writes is refused, as for
+	 * a launch, and aql_buf_wait() waits for the replay. */
+	CHECK(!aql_buf_data_const(a, int32_t) && th_error_has("graph replay"),
+	      "host access while a replay writes the buffer");
+	th_gate_open(gate);
+	CHECK_DONE(aql_buf_wait(a, TH_TIMEOUT_NS));
+	CHECK(aql_completion_done(done), "aql_buf_wait returned before the replay ended");
+	CHECK(wrong(a, 0, 2, N) == 0, "after aql_buf_wait: a[0] = %d", first(a));
 	aql_signal_destroy(gate);
 	CHECK_OK(aql_graph_exec_destroy(e));
 
@@ -466,8 +492,8 @@ static void test_bad_use(void)
 	aql_graph_destroy(g);
 	CHECK_OK(AQL_LAUNCH(q, k_add, &c, &done, AQL_ARG(a), AQL_ARG(1), AQL_ARG((uint32_t)N)));
 	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
-	CHECK(wrong(a, 0, 2, N) == 0, "after a recording never ended: a[0] = %d",
-	      aql_buf_data_const(a, int32_t)[0]);
+	CHECK(wrong(a, 0, 3, N) == 0, "after a recording never ended: a[0] = %d",
+	      first(a));
 
 	/* Its queue destroyed while recording: end and instantiate say so. */
 	CHECK_OK(aql_graph_begin(gone, &g));
@@ -534,9 +560,9 @@ static void test_threads(void)
 	for (int i = 0; i < 3; i++)
 		pthread_join(th[i], NULL);
 	CHECK(wrong(a, 0, 2 * ROUNDS, N) == 0, "a[0] = %d after %d replays",
-	      aql_buf_data_const(a, int32_t)[0], ROUNDS);
+	      first(a), ROUNDS);
 	CHECK(wrong(b, 0, 3 * ROUNDS, N) == 0, "b[0] = %d after %d replays",
-	      aql_buf_data_const(b, int32_t)[0], ROUNDS);
+	      first(b), ROUNDS);
 	CHECK_OK(aql_graph_exec_destroy(w[0].e));
 	CHECK_OK(aql_graph_exec_destroy(w[1].e));
 	aql_buf_destroy(a);
