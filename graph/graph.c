@@ -61,6 +61,8 @@ struct exec_launch {
 	uint32_t nargs;
 	aql_buf **bufs;		/* per argument; NULL: not a buffer */
 	unsigned char *writes, *copy_in;
+	int has_hidden;
+	aql_kernarg_hidden hidden;	/* queue_ptr: the queue of the template */
 };
 
 /* A buffer the graph uses, once however often it is named. */
@@ -481,8 +483,11 @@ static aql_status fill_launch(struct aql_graph_exec *e, const struct node *n,
 		aql_kernarg_copy(ka + a->offset, v->tag == AQL_ARGV_BYTES ? v->bytes : v->v.raw,
 				 a->size);
 	}
-	if (n->has_hidden)
-		aql_kernarg_fill_hidden(k, d, &n->hidden, ka);
+	if (n->has_hidden) {
+		el->has_hidden = 1;
+		el->hidden = n->hidden;
+		aql_kernarg_fill_hidden(k, d, &el->hidden, ka);
+	}
 	return AQL_OK;
 }
 
@@ -801,6 +806,29 @@ static void mark_buffers(struct aql_graph_exec *e, aql_completion fin)
 	}
 }
 
+/*
+ * Under exec->lock: hidden arguments name the queue that runs the
+ * dispatch (hidden_queue_ptr); a replay on another queue than the last
+ * one rewrites them in the template, which no replay in flight reads.
+ */
+static void retarget_hidden(struct aql_graph_exec *e, aql_queue *queue)
+{
+	uint64_t qp = (uint64_t)(uintptr_t)queue->amd;
+
+	for (uint32_t l = 0; l < e->nlaunches; l++) {
+		struct exec_launch *el = &e->launches[l];
+
+		if (!el->has_hidden || el->hidden.queue_ptr == qp)
+			continue;
+		el->hidden.queue_ptr = qp;
+		aql_kernarg_fill_hidden(el->kernel, &e->tmpl[el->packet].dispatch, &el->hidden,
+					e->kernarg + el->kernarg_off);
+		if (e->agent_graph)
+			e->agent->ops->graph_update(e->agent, e->agent_graph, el->packet,
+						    &e->tmpl[el->packet]);
+	}
+}
+
 /* Under exec->lock and t->lock. */
 static aql_status replay(struct aql_graph_exec *e, aql_queue *queue, struct aql_timeline *t,
 			 aql_completion *fin)
@@ -819,6 +847,7 @@ static aql_status replay(struct aql_graph_exec *e, aql_queue *queue, struct aql_
 
 	if (size && (st = aql_timeline_kernarg(t, queue, size, (void **)&ka)) != AQL_OK)
 		return st;
+	retarget_hidden(e, queue);
 	in.args = ka + e->kernarg_size;
 	if (e->nuses)
 		aql_buf_lock();
