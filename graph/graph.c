@@ -645,13 +645,18 @@ aql_status aql_graph_exec_set_arg(aql_graph_exec *exec, uint32_t launch, uint32_
 				(unsigned long long)exec->graph_id, launch, el->kernel->name,
 				el->nargs, arg);
 	a = &el->kernel->metadata->args[arg];
+	if (value.tag == AQL_ARGV_PRINTF)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"graph %llu launch %u: kernel '%s' argument %u: AQL_ARG_PRINTF() names the launching queue's channel, which a graph records; pass a channel of your own",
+				(unsigned long long)exec->graph_id, launch, el->kernel->name, arg);
 	st = aql_launch_check_arg(el->kernel, arg, &value, exec->agent, &writes, &copy_in);
 	if (st != AQL_OK)
 		return st;
 	if (!!el->bufs[arg] != (value.tag == AQL_ARGV_BUFFER))
-		return aql_fail(AQL_ERR_UNSUPPORTED,
-				"graph %llu launch %u: kernel '%s' argument %u: a channel cannot be changed in a graph",
-				(unsigned long long)exec->graph_id, launch, el->kernel->name, arg);
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"graph %llu launch %u: kernel '%s' argument %u was recorded as %s: a change keeps its kind",
+				(unsigned long long)exec->graph_id, launch, el->kernel->name, arg,
+				el->bufs[arg] ? "a buffer" : "a channel");
 	pthread_mutex_lock(&exec->lock);
 	if (value.tag != AQL_ARGV_BUFFER) {
 		aql_kernarg_copy(exec->kernarg + el->kernarg_off + a->offset,
