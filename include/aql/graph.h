@@ -54,11 +54,12 @@ typedef struct aql_graph_exec aql_graph_exec;	/* an instantiated graph */
  * Errors: AQL_ERR_INVALID_ARG (NULL); AQL_ERR_QUEUE_ERROR (the queue is
  * in its error state, with its reason); AQL_ERR_BUSY (the queue records
  * another graph already, never ended: the first recording goes on);
- * AQL_ERR_NOMEM. A recording never ended ends when its graph is destroyed;
- * a queue destroyed while recording leaves it, and a graph that loses
- * its first queue so can no longer be ended nor instantiated (both fail
- * naming the queue). Thread safe; record on one queue from one thread at
- * a time.
+ * AQL_ERR_NOMEM. A recording never ended ends when its graph is destroyed
+ * (aql_graph_destroy()); a queue destroyed while it records leaves the
+ * recording, which is then incomplete: aql_graph_end() ends it on the
+ * other queues and fails naming the queue, and aql_graph_instantiate()
+ * refuses it likewise. Thread safe; record on one queue from one thread
+ * at a time.
  */
 aql_status aql_graph_begin(aql_queue *queue, aql_graph **out);
 
@@ -76,8 +77,8 @@ aql_status aql_graph_record_packet(aql_queue *queue, const aql_packet *packet);
 
 /*
  * End the recording on all its queues: they run their work again.
- * Errors: AQL_ERR_INVALID_ARG (NULL, ended already, or its first queue
- * was destroyed while recording). Thread safe.
+ * Errors: AQL_ERR_INVALID_ARG (NULL, ended already, or one of its queues
+ * was destroyed while recording: ended all the same). Thread safe.
  */
 aql_status aql_graph_end(aql_graph *graph);
 
