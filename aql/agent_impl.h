@@ -173,8 +173,10 @@ struct aql_agent_ops {
 	 * at each replay, with one fetch-add and one doorbell (CPU, AMD).
 	 *
 	 * graph_build: at aql_graph_instantiate(), packets[0..count) as
-	 * recorded and in replay order, each with the barrier bit set and no
-	 * completion signal (0): kernel dispatches (kernarg_address points
+	 * recorded and in replay order: kernel dispatches and copies with the
+	 * barrier bit set and no completion signal (0), raw packets
+	 * (aql_graph_record_packet()) as the program wrote them, their own
+	 * signals included; kernel dispatches (kernarg_address points
 	 * into memory the executable graph owns until graph_destroy, host
 	 * memory the agent need not reach: copy it), copies as encode_copy
 	 * made them, BARRIER_AND/OR and BARRIER_VALUE packets (waits on
@@ -183,11 +185,12 @@ struct aql_agent_ops {
 	 * AQL_ERR_NOMEM, AQL_ERR_DEVICE), named; the instantiation fails.
 	 *
 	 * graph_update: packet index changed between replays
-	 * (aql_graph_exec_set_arg(), _set_buffer(), or a buffer whose agent
-	 * copy moved): its kernarg bytes, at the same address, are new. Never
-	 * while graph_launch runs on another thread for the same graph (the
-	 * core serialises them). Errors: the agent's, named; the change is
-	 * refused and the next replay runs the graph as before.
+	 * (aql_graph_exec_set_arg(), a buffer whose agent copy moved, a
+	 * replay on another queue rewriting hidden_queue_ptr): its kernarg
+	 * bytes, at the same address, are new. Never while graph_launch runs
+	 * for the same graph (the core holds the executable graph's lock
+	 * around both). Errors: the agent's, named; set_arg returns them
+	 * (its kernarg bytes are changed all the same).
 	 *
 	 * graph_launch: replay on queue (attached to agent, not in error)
 	 * after all the queue's earlier work, and make completion's value
@@ -195,8 +198,10 @@ struct aql_agent_ops {
 	 * the queue's timeline signal, which completion is: the agent
 	 * decrements it by one, once for the whole replay, after the graph).
 	 * Copies of stale buffers that the replay needs went onto the queue
-	 * before the call, as packets. Errors: those of queue submission
-	 * (AQL_ERR_QUEUE_ERROR, AQL_ERR_DEVICE), named; nothing ran then.
+	 * before the call, as packets (through queue_flush). Called under the
+	 * queue's launch lock and the buffer lock. Errors: those of queue
+	 * submission (AQL_ERR_QUEUE_ERROR, AQL_ERR_DEVICE), named; the graph
+	 * did not run then (the copies may have).
 	 *
 	 * graph_destroy: no replay of it is in flight (the core checks).
 	 */

@@ -874,8 +874,15 @@ static aql_status replay(struct aql_graph_exec *e, aql_queue *queue, struct aql_
 		t->packets += in.n;
 		st = agent->ops->graph_launch(agent, q, e->agent_graph, t->signal,
 					      t->start - (int64_t)t->packets);
-		if (st != AQL_OK)
+		if (st != AQL_OK) {
+			/* The copies run: their arguments stay theirs until
+			 * they complete; the buffers stay stale on the agent,
+			 * so the next replay copies them again. */
+			if (size)
+				aql_timeline_kernarg_commit(t, t->packets);
+			size = 0;
 			goto fail;
+		}
 		nsign = 1;
 	} else {
 		p = e->scratch + in.n;
