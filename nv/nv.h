@@ -106,6 +106,22 @@ static inline struct nv_agent *nv_agent_of(aql_agent *agent)
 aql_status nv_enter(struct nv_agent *a);
 
 /*
+ * nv_enter() without a driver call when the thread's last nv_enter() left
+ * a's context current: the hot path of a launch makes one driver call.
+ * Code may change the thread's context behind aql's back (the runtime
+ * API, cuCtxSetCurrent), so a call made after it that fails is passed to
+ * nv_enter_again().
+ */
+aql_status nv_enter_noted(struct nv_agent *a);
+
+/*
+ * After a driver call refused with r: 1 when r says the context was wrong
+ * and it was, and a's context is now current (call again); 0 when the
+ * error stands. Thread safe.
+ */
+int nv_enter_again(struct nv_agent *a, CUresult r);
+
+/*
  * Whether [ptr, ptr + size) is host memory the device reaches (registered
  * with the context, or cuMemHostAlloc'ed). A block of a default pool
  * (they live until exit) not yet registered has its chunks registered

@@ -469,7 +469,9 @@ static int flush_writes(struct nvq *s)
 	first->writeValue.value64 = s->batch_last + 1;
 	*last = *first;
 	last->writeValue.address = (CUdeviceptr)(uintptr_t)&s->landed->value;
-	r = s->cu->cuStreamBatchMemOp(s->stream, s->nwrites + 2, s->ops, 0);
+	do
+		r = s->cu->cuStreamBatchMemOp(s->stream, s->nwrites + 2, s->ops, 0);
+	while (r != CUDA_SUCCESS && nv_enter_again(s->a, r));
 	if (r != CUDA_SUCCESS) {
 		fail_batch(s);
 		return fail_call(s, s->batch_last, r, "cuStreamBatchMemOp",
@@ -495,6 +497,7 @@ static int stored(struct nvq *s, uint64_t id)
 		return 1;
 	if (progress(s->started) <= id)
 		return 0;
+	nv_enter(s->a);
 	deadline = aql_deadline(STALL_NS);
 	while (progress(s->landed) <= id) {
 		CUresult r = s->cu->cuStreamQuery(s->stream);
@@ -678,6 +681,8 @@ static int launch(struct nvq *s, const aql_dispatch_packet *d, uint64_t id)
 	 * once per kernel and size, by whichever queue gets there first. */
 	allowed = __atomic_load_n(&k->dynamic_lds_allowed, __ATOMIC_ACQUIRE);
 	if (d->group_segment_size > info->default_group_segment_size && dyn > allowed) {
+		if (nv_enter(s->a) != AQL_OK)
+			return fail_packet(s, id, AQL_ERR_DEVICE, "%s", aql_error_message());
 		r = s->cu->cuFuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
 					      (int)dyn);
 		if (r != CUDA_SUCCESS)
@@ -703,8 +708,10 @@ static int launch(struct nvq *s, const aql_dispatch_packet *d, uint64_t id)
 	extra[2] = CU_LAUNCH_PARAM_BUFFER_SIZE;
 	extra[3] = &size;
 	extra[4] = CU_LAUNCH_PARAM_END;
-	r = s->cu->cuLaunchKernel(k->fn, blocks[0], blocks[1], blocks[2], wg[0], wg[1], wg[2],
-				  dyn, s->stream, NULL, size ? extra : NULL);
+	do
+		r = s->cu->cuLaunchKernel(k->fn, blocks[0], blocks[1], blocks[2], wg[0], wg[1],
+					  wg[2], dyn, s->stream, NULL, size ? extra : NULL);
+	while (r != CUDA_SUCCESS && nv_enter_again(s->a, r));
 	if (r != CUDA_SUCCESS)
 		return fail_packet(s, id, AQL_ERR_DEVICE,
 				   "kernel %s, %ux%ux%u blocks of %ux%ux%u, %u bytes of dynamic shared memory: cuLaunchKernel failed: %s (%s)",
@@ -972,6 +979,10 @@ static int translate(struct nvq *s, const aql_packet *p, uint64_t id)
 {
 	int ok;
 
+	/* Launches retry on a context changed behind aql's back; the rest
+	 * make sure of it first. */
+	if (aql_header_type(p->header) != AQL_PACKET_KERNEL_DISPATCH && nv_enter(s->a) != AQL_OK)
+		return fail_packet(s, id, AQL_ERR_DEVICE, "%s", aql_error_message());
 	switch (aql_header_type(p->header)) {
 	case AQL_PACKET_KERNEL_DISPATCH:
 		ok = launch(s, &p->dispatch, id);
@@ -1016,7 +1027,7 @@ static void translate_ready(struct nvq *s)
 			cancel_ring(s);
 		return;
 	}
-	if (nv_enter(s->a) != AQL_OK) {
+	if (nv_enter_noted(s->a) != AQL_OK) {
 		fail_packet(s, s->next, AQL_ERR_DEVICE, "%s", aql_error_message());
 		return;
 	}
@@ -1042,10 +1053,9 @@ static void translate_ready(struct nvq *s)
 		if (!complete(s, signal, id))
 			break;
 	}
-	/* Owed stores wait only behind work still running: on an idle stream
-	 * (every earlier store landed) nothing later would carry them sooner,
-	 * and a round trip would pay for the request's extra call. */
-	if (s->owed_raw || s->failed || (s->nwrites && progress(s->landed) >= first))
+	/* Typed stores stay owed even on an idle stream: a launch makes one
+	 * driver call, and whoever observes the completion asks for it. */
+	if (s->owed_raw || s->failed)
 		flush_writes(s);
 	/* Only with its completion store on the stream too (or failed) is a
 	 * packet finished once the stream is idle. */
@@ -1104,7 +1114,7 @@ void nv_queue_request(aql_agent *agent, struct aql_queue_impl *q)
 	/* Nothing owed, the common case: no lock, no driver call. */
 	if (s && __atomic_load_n(&s->owed, __ATOMIC_RELAXED)) {
 		pthread_mutex_lock(&s->lock);
-		if (s->nwrites && nv_enter(s->a) == AQL_OK)
+		if (s->nwrites && nv_enter_noted(s->a) == AQL_OK)
 			flush_writes(s);
 		pthread_mutex_unlock(&s->lock);
 	}

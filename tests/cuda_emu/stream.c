@@ -501,6 +501,7 @@ void emu_ctx_drain(struct CUctx_st *c)
 
 CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	CUresult r = emu_ctx(&c);
 
@@ -516,6 +517,7 @@ CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest)
 
 CUresult cuStreamCreateWithPriority(CUstream *stream, unsigned int flags, int priority)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUstream_st *s;
 	CUresult r = emu_ctx(&c);
@@ -540,6 +542,7 @@ CUresult cuStreamCreateWithPriority(CUstream *stream, unsigned int flags, int pr
 	return CUDA_SUCCESS;
 }
 
+/* Counted once, by cuStreamCreateWithPriority. */
 CUresult cuStreamCreate(CUstream *stream, unsigned int flags)
 {
 	return cuStreamCreateWithPriority(stream, flags, 0);
@@ -549,6 +552,7 @@ CUresult cuStreamCreate(CUstream *stream, unsigned int flags)
  * any thread (the stream knows its context). */
 CUresult cuStreamGetPriority(CUstream stream, int *priority)
 {
+	EMU_ENTRY();
 	CUresult r = emu_gate();
 
 	if (r != CUDA_SUCCESS)
@@ -568,6 +572,7 @@ CUresult cuStreamGetPriority(CUstream stream, int *priority)
 
 CUresult cuStreamDestroy(CUstream stream)
 {
+	EMU_ENTRY();
 	CUresult r = emu_gate();
 	struct CUstream_st *s;
 
@@ -589,6 +594,7 @@ CUresult cuStreamDestroy(CUstream stream)
 
 CUresult cuStreamQuery(CUstream stream)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUstream_st *s;
 	CUresult r = emu_ctx(&c);
@@ -608,6 +614,7 @@ CUresult cuStreamQuery(CUstream stream)
 
 CUresult cuStreamSynchronize(CUstream stream)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUstream_st *s;
 	CUresult r = emu_ctx(&c);
@@ -621,6 +628,7 @@ CUresult cuStreamSynchronize(CUstream stream)
 
 CUresult cuLaunchHostFunc(CUstream stream, CUhostFn fn, void *user)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUstream_st *s;
 	struct op *op;
@@ -681,6 +689,7 @@ static struct op *mem_op(enum op_kind kind, CUdeviceptr addr, uint64_t value, un
 CUresult cuStreamWaitValue64(CUstream stream, CUdeviceptr addr, uint64_t value,
 			     unsigned int flags)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUstream_st *s;
 	struct op *op;
@@ -701,6 +710,7 @@ CUresult cuStreamWaitValue64(CUstream stream, CUdeviceptr addr, uint64_t value,
 CUresult cuStreamWriteValue64(CUstream stream, CUdeviceptr addr, uint64_t value,
 			      unsigned int flags)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUstream_st *s;
 	struct op *op;
@@ -721,6 +731,7 @@ CUresult cuStreamWriteValue64(CUstream stream, CUdeviceptr addr, uint64_t value,
 CUresult cuStreamBatchMemOp(CUstream stream, unsigned int count, CUstreamBatchMemOpParams *ops,
 			    unsigned int flags)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUstream_st *s;
 	CUresult r = emu_ctx(&c);
@@ -807,6 +818,7 @@ static CUresult event_get(struct CUctx_st *c, CUevent h, struct CUevent_st **out
 
 CUresult cuEventCreate(CUevent *event, unsigned int flags)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUevent_st *e;
 	CUresult r = emu_ctx(&c);
@@ -833,6 +845,7 @@ CUresult cuEventCreate(CUevent *event, unsigned int flags)
 
 CUresult cuEventRecord(CUevent event, CUstream stream)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUstream_st *s;
 	struct CUevent_st *e;
@@ -856,6 +869,7 @@ CUresult cuEventRecord(CUevent event, CUstream stream)
 
 CUresult cuEventQuery(CUevent event)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUevent_st *e;
 	CUresult r = emu_ctx(&c);
@@ -871,6 +885,7 @@ CUresult cuEventQuery(CUevent event)
 
 CUresult cuEventSynchronize(CUevent event)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUevent_st *e;
 	CUresult r = emu_ctx(&c);
@@ -888,6 +903,7 @@ CUresult cuEventSynchronize(CUevent event)
 
 CUresult cuEventDestroy(CUevent event)
 {
+	EMU_ENTRY();
 	CUresult r = emu_gate();
 	struct CUevent_st *e;
 
@@ -906,6 +922,7 @@ CUresult cuEventDestroy(CUevent event)
 
 CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUevent_st *a, *b;
 	CUresult r = emu_ctx(&c);
@@ -934,6 +951,7 @@ CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end)
 
 CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUstream_st *s;
 	struct CUevent_st *e;
@@ -1028,6 +1046,7 @@ CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigne
 			unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,
 			CUstream stream, void **params, void **extra)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUstream_st *s;
 	struct emu_fn_launch fl;
@@ -1080,6 +1099,7 @@ CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigne
 
 CUresult cuStreamBeginCapture(CUstream stream, int mode)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUstream_st *s;
 	struct CUgraph_st *g;
@@ -1110,6 +1130,7 @@ CUresult cuStreamBeginCapture(CUstream stream, int mode)
 
 CUresult cuStreamEndCapture(CUstream stream, CUgraph *graph)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUstream_st *s;
 	struct CUgraph_st *g;
@@ -1138,6 +1159,7 @@ CUresult cuStreamEndCapture(CUstream stream, CUgraph *graph)
 
 CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned long long flags)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUgraphExec_st *x;
 	CUresult r = emu_ctx(&c);
@@ -1184,6 +1206,7 @@ CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned 
 
 CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUstream_st *s;
 	struct CUgraphExec_st *x = NULL;
@@ -1225,6 +1248,7 @@ CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream)
 
 CUresult cuGraphExecDestroy(CUgraphExec exec)
 {
+	EMU_ENTRY();
 	CUresult r = emu_gate();
 	struct CUgraphExec_st *x;
 
@@ -1240,6 +1264,7 @@ CUresult cuGraphExecDestroy(CUgraphExec exec)
 
 CUresult cuGraphDestroy(CUgraph graph)
 {
+	EMU_ENTRY();
 	CUresult r = emu_gate();
 	struct CUgraph_st *g;
 
