@@ -722,12 +722,19 @@ static const struct goal cuda_goals[] = {
 	  "cuda_chain_signals", "cuda_chain_host_sync", false, 1.0, NULL },
 };
 
+static const struct peer cuda_peers[] = {
+	{ "cuda_rtt_raw_event", "cuda_rtt_raw_sync" },
+	{ "cuda_launch_throughput", "cuda_launch_throughput_raw" },
+};
+
 const struct mode bench_mode_cuda = {
 	.name = "cuda",
 	.benches = cuda_benches,
 	.nbenches = ARRAY_SIZE(cuda_benches),
 	.goals = cuda_goals,
 	.ngoals = ARRAY_SIZE(cuda_goals),
+	.peers = cuda_peers,
+	.npeers = ARRAY_SIZE(cuda_peers),
 	.setup = cuda_setup,
 	.cleanup = cuda_cleanup,
 	.banner = cuda_banner,
