@@ -144,6 +144,24 @@ aql_status nv_signal_reach(struct nv_agent *a, aql_signal *signal);
  * src, arg[2] size. */
 #define NV_FN_COPY 0xffffu
 
+/* A dispatch packet as cuLaunchKernel's (or a kernel node's) arguments. */
+struct nv_dispatch {
+	struct nv_kernel *k;
+	uint32_t blocks[3], wg[3];
+	uint32_t dyn;			/* dynamic shared memory */
+	size_t size;			/* of the parameter buffer */
+	void *extra[5];			/* the buffer: extra[3] points to size */
+};
+
+/*
+ * Check d as a queue checks a dispatch packet and fill *out (which must
+ * not move before its extra is used); the kernel is allowed its dynamic
+ * shared memory. AQL_OK, or AQL_ERR_QUEUE_ERROR / AQL_ERR_DEVICE with why
+ * in why[len] (not the thread's error message). Thread safe.
+ */
+aql_status nv_dispatch_args(struct nv_agent *a, const aql_dispatch_packet *d,
+			    struct nv_dispatch *out, char *why, size_t len);
+
 /* nv/queue.c: the queue half of struct aql_agent_ops. */
 aql_status nv_queue_attach(aql_agent *agent, struct aql_queue_impl *queue);
 void nv_queue_detach(aql_agent *agent, struct aql_queue_impl *queue);

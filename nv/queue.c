@@ -630,70 +630,105 @@ static int host_waits(struct nvq *s, const struct aql_wait_cond *conds, uint32_t
 
 /* ---- packets ---- */
 
-static int launch(struct nvq *s, const aql_dispatch_packet *d, uint64_t id)
+aql_status nv_dispatch_args(struct nv_agent *a, const aql_dispatch_packet *d,
+			    struct nv_dispatch *out, char *why, size_t len)
 {
 	struct nv_kernel *k = (struct nv_kernel *)(uintptr_t)d->kernel_object;
-	const aql_agent_info *info = &s->a->info;
+	const aql_agent_info *info = &a->info;
 	const uint32_t *grid = &d->grid_size_x;
 	const uint16_t *wg = &d->workgroup_size_x;
-	uint32_t dims = d->setup & AQL_DISPATCH_DIMS_MASK, blocks[3], dyn, allowed;
+	uint32_t dims = d->setup & AQL_DISPATCH_DIMS_MASK, dyn, allowed;
 	uint64_t items = 1;
-	size_t size;
-	void *extra[5];
 	CUresult r;
 
-	if (d->setup > 3 || dims == 0)
-		return fail_packet(s, id, AQL_ERR_QUEUE_ERROR,
-				   "setup 0x%x: grid dimensions must be 1, 2 or 3", d->setup);
-	if (!k)
-		return fail_packet(s, id, AQL_ERR_QUEUE_ERROR, "kernel_object is null");
+	if (d->setup > 3 || dims == 0) {
+		snprintf(why, len, "setup 0x%x: grid dimensions must be 1, 2 or 3", d->setup);
+		return AQL_ERR_QUEUE_ERROR;
+	}
+	if (!k) {
+		snprintf(why, len, "kernel_object is null");
+		return AQL_ERR_QUEUE_ERROR;
+	}
 	for (uint32_t i = 0; i < 3; i++) {
-		if (i < dims && (grid[i] == 0 || wg[i] == 0))
-			return fail_packet(s, id, AQL_ERR_QUEUE_ERROR, "zero %s size in dimension %u",
-					   grid[i] == 0 ? "grid" : "work-group", i);
-		if (i >= dims && (grid[i] != 1 || wg[i] != 1))
-			return fail_packet(s, id, AQL_ERR_QUEUE_ERROR,
-					   "dimension %u is unused (grid has %u) but its grid size is %u and work-group size %u; both must be 1",
-					   i, dims, grid[i], wg[i]);
-		if (wg[i] > info->max_workgroup_dim[i])
-			return fail_packet(s, id, AQL_ERR_QUEUE_ERROR,
-					   "work-group size %u in dimension %u exceeds the device's %u",
-					   wg[i], i, info->max_workgroup_dim[i]);
-		blocks[i] = grid[i] / wg[i] + (grid[i] % wg[i] != 0);
+		if (i < dims && (grid[i] == 0 || wg[i] == 0)) {
+			snprintf(why, len, "zero %s size in dimension %u",
+				 grid[i] == 0 ? "grid" : "work-group", i);
+			return AQL_ERR_QUEUE_ERROR;
+		}
+		if (i >= dims && (grid[i] != 1 || wg[i] != 1)) {
+			snprintf(why, len,
+				 "dimension %u is unused (grid has %u) but its grid size is %u and work-group size %u; both must be 1",
+				 i, dims, grid[i], wg[i]);
+			return AQL_ERR_QUEUE_ERROR;
+		}
+		if (wg[i] > info->max_workgroup_dim[i]) {
+			snprintf(why, len, "work-group size %u in dimension %u exceeds the device's %u",
+				 wg[i], i, info->max_workgroup_dim[i]);
+			return AQL_ERR_QUEUE_ERROR;
+		}
+		out->blocks[i] = grid[i] / wg[i] + (grid[i] % wg[i] != 0);
+		out->wg[i] = wg[i];
 		items *= wg[i];
 	}
-	if (k->max_threads && items > k->max_threads)
-		return fail_packet(s, id, AQL_ERR_QUEUE_ERROR,
-				   "work-group of %llu work-items exceeds kernel %s's maximum of %u",
-				   (unsigned long long)items, k->name, k->max_threads);
-	if (k->kernarg_size && !d->kernarg_address)
-		return fail_packet(s, id, AQL_ERR_QUEUE_ERROR,
-				   "kernarg_address is null but kernel %s takes %u bytes of arguments",
-				   k->name, k->kernarg_size);
+	if (k->max_threads && items > k->max_threads) {
+		snprintf(why, len, "work-group of %llu work-items exceeds kernel %s's maximum of %u",
+			 (unsigned long long)items, k->name, k->max_threads);
+		return AQL_ERR_QUEUE_ERROR;
+	}
+	if (k->kernarg_size && !d->kernarg_address) {
+		snprintf(why, len, "kernarg_address is null but kernel %s takes %u bytes of arguments",
+			 k->name, k->kernarg_size);
+		return AQL_ERR_QUEUE_ERROR;
+	}
 	if (d->group_segment_size < k->static_lds ||
-	    d->group_segment_size > info->max_group_segment_size)
-		return fail_packet(s, id, AQL_ERR_QUEUE_ERROR,
-				   "group_segment_size %u is outside [%u, %u] (kernel %s's static size, device limit)",
-				   d->group_segment_size, k->static_lds,
-				   info->max_group_segment_size, k->name);
+	    d->group_segment_size > info->max_group_segment_size) {
+		snprintf(why, len,
+			 "group_segment_size %u is outside [%u, %u] (kernel %s's static size, device limit)",
+			 d->group_segment_size, k->static_lds, info->max_group_segment_size, k->name);
+		return AQL_ERR_QUEUE_ERROR;
+	}
 	dyn = d->group_segment_size - k->static_lds;
 	/* Beyond the default a kernel must ask for its dynamic shared memory;
 	 * once per kernel and size, by whichever queue gets there first. */
 	allowed = __atomic_load_n(&k->dynamic_lds_allowed, __ATOMIC_ACQUIRE);
 	if (d->group_segment_size > info->default_group_segment_size && dyn > allowed) {
-		if (nv_enter(s->a) != AQL_OK)
-			return fail_packet(s, id, AQL_ERR_DEVICE, "%s", aql_error_message());
-		r = s->cu->cuFuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+		if (nv_enter(a) != AQL_OK) {
+			snprintf(why, len, "%s", aql_error_message());
+			return AQL_ERR_DEVICE;
+		}
+		r = a->cu->cuFuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
 					      (int)dyn);
-		if (r != CUDA_SUCCESS)
-			return fail_packet(s, id, AQL_ERR_DEVICE,
-					   "kernel %s: %u bytes of dynamic shared memory: cuFuncSetAttribute failed: %s (%s)",
-					   k->name, dyn, nv_result_name(r), nv_result_string(r));
+		if (r != CUDA_SUCCESS) {
+			snprintf(why, len,
+				 "kernel %s: %u bytes of dynamic shared memory: cuFuncSetAttribute failed: %s (%s)",
+				 k->name, dyn, nv_result_name(r), nv_result_string(r));
+			return AQL_ERR_DEVICE;
+		}
 		while (allowed < dyn &&
 		       !__atomic_compare_exchange_n(&k->dynamic_lds_allowed, &allowed, dyn, 0,
 						    __ATOMIC_RELEASE, __ATOMIC_ACQUIRE))
 			;
 	}
+	out->k = k;
+	out->dyn = dyn;
+	out->size = k->kernarg_size;
+	out->extra[0] = CU_LAUNCH_PARAM_BUFFER_POINTER;
+	out->extra[1] = (void *)(uintptr_t)d->kernarg_address;
+	out->extra[2] = CU_LAUNCH_PARAM_BUFFER_SIZE;
+	out->extra[3] = &out->size;
+	out->extra[4] = CU_LAUNCH_PARAM_END;
+	return AQL_OK;
+}
+
+static int launch(struct nvq *s, const aql_dispatch_packet *d, uint64_t id)
+{
+	struct nv_dispatch l;
+	char why[200];
+	aql_status st = nv_dispatch_args(s->a, d, &l, why, sizeof(why));
+	CUresult r;
+
+	if (st != AQL_OK)
+		return fail_packet(s, id, st, "%s", why);
 	/*
 	 * Typed launches' completion stores stay owed: a kernel waits for no
 	 * signal, and a fault of this launch fails the timeline anyway. Those
@@ -702,21 +737,16 @@ static int launch(struct nvq *s, const aql_dispatch_packet *d, uint64_t id)
 	 */
 	if (s->owed_raw && !flush_writes(s))
 		return 0;
-	size = k->kernarg_size;
-	extra[0] = CU_LAUNCH_PARAM_BUFFER_POINTER;
-	extra[1] = (void *)(uintptr_t)d->kernarg_address;
-	extra[2] = CU_LAUNCH_PARAM_BUFFER_SIZE;
-	extra[3] = &size;
-	extra[4] = CU_LAUNCH_PARAM_END;
 	do
-		r = s->cu->cuLaunchKernel(k->fn, blocks[0], blocks[1], blocks[2], wg[0], wg[1],
-					  wg[2], dyn, s->stream, NULL, size ? extra : NULL);
+		r = s->cu->cuLaunchKernel(l.k->fn, l.blocks[0], l.blocks[1], l.blocks[2], l.wg[0],
+					  l.wg[1], l.wg[2], l.dyn, s->stream, NULL,
+					  l.size ? l.extra : NULL);
 	while (r != CUDA_SUCCESS && nv_enter_again(s->a, r));
 	if (r != CUDA_SUCCESS)
 		return fail_packet(s, id, AQL_ERR_DEVICE,
 				   "kernel %s, %ux%ux%u blocks of %ux%ux%u, %u bytes of dynamic shared memory: cuLaunchKernel failed: %s (%s)",
-				   k->name, blocks[0], blocks[1], blocks[2], wg[0], wg[1], wg[2], dyn,
-				   nv_result_name(r), nv_result_string(r));
+				   l.k->name, l.blocks[0], l.blocks[1], l.blocks[2], l.wg[0], l.wg[1],
+				   l.wg[2], l.dyn, nv_result_name(r), nv_result_string(r));
 	return 1;
 }
 

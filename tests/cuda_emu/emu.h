@@ -148,6 +148,7 @@ void emu_ctx_drain(struct CUctx_st *ctx);
 /* Functions (module.c). */
 struct emu_fn_launch {
 	const aql_kernel *kernel;	/* host build */
+	struct CUctx_st *ctx;		/* its module's context */
 	uint32_t static_lds;
 	_Atomic long *pending;		/* of its module */
 };

@@ -515,6 +515,7 @@ CUresult emu_fn_get(CUfunction fn, struct emu_fn_launch *out, uint32_t *max_thre
 	f = fn_find(fn);
 	if (f) {
 		out->kernel = f->kernel;
+		out->ctx = f->mod->ctx;
 		out->static_lds = f->kernel->group_segment_size;
 		out->pending = &f->mod->pending;
 		*max_threads = f->max_threads;
