@@ -166,6 +166,52 @@ struct aql_agent_ops {
 	 * CPU agent).
 	 */
 	aql_status (*ticks_to_ns)(aql_agent *agent, uint64_t tick, uint64_t *ns);
+	/*
+	 * Recorded graphs (graph/, include/aql/graph.h), for an agent that
+	 * replays them its own way (CUDA: a CUDA graph). All four or none;
+	 * NULL: the core writes the recorded packets into the queue's ring
+	 * at each replay, with one fetch-add and one doorbell (CPU, AMD).
+	 *
+	 * graph_build: at aql_graph_instantiate(), packets[0..count) as
+	 * recorded and in replay order: kernel dispatches and copies with the
+	 * barrier bit set and no completion signal (0), raw packets
+	 * (aql_graph_record_packet()) as the program wrote them, their own
+	 * signals included; kernel dispatches (kernarg_address points
+	 * into memory the executable graph owns until graph_destroy, host
+	 * memory the agent need not reach: copy it), copies as encode_copy
+	 * made them, BARRIER_AND/OR and BARRIER_VALUE packets (waits on
+	 * signals outside the graph). *out is the agent's graph. Errors: the
+	 * agent's (AQL_ERR_UNSUPPORTED for a packet it cannot put in a graph,
+	 * AQL_ERR_NOMEM, AQL_ERR_DEVICE), named; the instantiation fails.
+	 *
+	 * graph_update: packet index changed between replays
+	 * (aql_graph_exec_set_arg(), a buffer whose agent copy moved, a
+	 * replay on another queue rewriting hidden_queue_ptr): its kernarg
+	 * bytes, at the same address, are new. Never while graph_launch runs
+	 * for the same graph (the core holds the executable graph's lock
+	 * around both). Errors: the agent's, named; set_arg returns them
+	 * (its kernarg bytes are changed all the same).
+	 *
+	 * graph_launch: replay on queue (attached to agent, not in error)
+	 * after all the queue's earlier work, and make completion's value
+	 * drop below below once all of it has run (below is a threshold on
+	 * the queue's timeline signal, which completion is: the agent
+	 * decrements it by one, once for the whole replay, after the graph).
+	 * Copies of stale buffers that the replay needs went onto the queue
+	 * before the call, as packets (through queue_flush). Called under the
+	 * queue's launch lock and the buffer lock. Errors: those of queue
+	 * submission (AQL_ERR_QUEUE_ERROR, AQL_ERR_DEVICE), named; the graph
+	 * did not run then (the copies may have).
+	 *
+	 * graph_destroy: no replay of it is in flight (the core checks).
+	 */
+	aql_status (*graph_build)(aql_agent *agent, const aql_packet *packets, uint32_t count,
+				  void **out);
+	aql_status (*graph_update)(aql_agent *agent, void *graph, uint32_t index,
+				   const aql_packet *packet);
+	aql_status (*graph_launch)(aql_agent *agent, struct aql_queue_impl *queue, void *graph,
+				   aql_signal *completion, int64_t below);
+	void (*graph_destroy)(aql_agent *agent, void *graph);
 };
 
 /*

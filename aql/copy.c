@@ -8,6 +8,7 @@
 #include "util/error.h"
 #include "aql/queue_impl.h"
 #include "aql/timeline.h"
+#include "graph/graph_impl.h"
 
 aql_status aql_agent_mem_alloc(aql_agent *agent, size_t size, void **out)
 {
@@ -56,6 +57,8 @@ aql_status aql_queue_copy(aql_queue *queue, void *dst, const void *src, size_t s
 		return aql_fail(AQL_ERR_INVALID_ARG,
 				"aql_queue_copy: queue, dst and src are required, and at most %u dependencies",
 				AQL_TIMELINE_MAX_AFTER);
+	if (aql_graph_recording(queue, after, n))
+		return aql_graph_record_copy(queue, dst, src, size, after, n, done);
 	return aql_timeline_copy(queue, dst, src, size, after, n, done);
 }
 

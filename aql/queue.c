@@ -10,6 +10,7 @@
 #include "util/error.h"
 #include "util/spin.h"
 #include "aql/queue_impl.h"
+#include "graph/graph_impl.h"
 #include "aql/timeline.h"
 #include "mem/host_mem.h"
 #include "mem/pages.h"
@@ -230,6 +231,8 @@ aql_status aql_queue_destroy(aql_queue *queue)
 				"queue %llu: aql_queue_destroy from its own error callback; "
 				"inactivate it there and destroy it after the callback returns",
 				(unsigned long long)queue->amd->hsa.id);
+	if (__atomic_load_n(&q->graph, __ATOMIC_RELAXED))
+		aql_graph_queue_gone(q);
 	if (!__atomic_exchange_n(&q->detached, 1, __ATOMIC_ACQ_REL)) {
 		q->agent->ops->queue_detach(q->agent, q);
 		cancel_pending(q);

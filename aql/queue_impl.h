@@ -29,6 +29,7 @@ struct aql_queue_impl {
 	void *error_user;
 	struct aql_timeline *timeline;	/* typed launches and copies; lazily */
 	struct aql_queue_service *service;	/* set once; the live-queue lock */
+	struct aql_graph *graph;	/* the recording it records into, or NULL */
 	struct aql_queue_impl *next_live;	/* the live-queue list; its lock */
 	/* Set before attach (from the flags), then under priority_lock. */
 	enum aql_queue_priority priority;

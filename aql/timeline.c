@@ -9,6 +9,7 @@
 #include "aql/agent_impl.h"
 #include "aql/queue_impl.h"
 #include "aql/timeline.h"
+#include "graph/graph_impl.h"
 
 /* How long a launch waits for the oldest kernarg segment to come free. */
 #define KERNARG_WAIT_NS (60ull * 1000000000ull)
@@ -255,6 +256,10 @@ aql_status aql_completion_wait(aql_completion c, uint64_t timeout_ns)
 	if (st != AQL_OK)
 		return st;
 	/* The queue may be gone by now (destroy cancels): name, don't read it. */
+	if (value < 0 && c.signal == aql_graph_marker)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"completion of recorded work (node %lld of a graph): it runs only when the graph is replayed; wait for aql_graph_exec_replay()'s completion",
+				(long long)c.below - 1);
 	if (value < 0)
 		return aql_fail(AQL_ERR_QUEUE_ERROR,
 				"the work failed or was cancelled (signal value %lld)%s",

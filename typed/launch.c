@@ -14,6 +14,8 @@
 #include "aql/timeline.h"
 #include "loader/kernarg_impl.h"
 #include "typed/buffer_impl.h"
+#include "typed/launch_impl.h"
+#include "graph/graph_impl.h"
 #include "channel/channel_impl.h"
 #include "channel/printf_impl.h"
 #include "loader/type.h"
@@ -265,6 +267,28 @@ static aql_status check_args(const aql_kernel *k, const aql_arg *args, uint32_t 
 		}
 	}
 	return AQL_OK;
+}
+
+aql_status aql_launch_check_arg(const aql_kernel *k, uint32_t i, const aql_arg *v,
+				aql_agent *agent, int *writes, int *copy_in)
+{
+	const aql_kernel_arg *a = &k->metadata->args[i];
+	struct use u = { 0 };
+	aql_status st;
+
+	*writes = *copy_in = 0;
+	if (a->kind == AQL_ARG_BY_VALUE)
+		return check_value(k, i, a, v);
+	if (a->kind != AQL_ARG_GLOBAL_BUFFER)
+		return aql_fail(AQL_ERR_UNSUPPORTED,
+				"kernel '%s' argument %u '%s': kind %s is not supported by typed launches",
+				k->name, i, arg_name(a), aql_arg_kind_name(a->kind));
+	if (v->tag == AQL_ARGV_CHANNEL || is_channel(a))
+		return check_channel(k, i, a, v, agent);
+	st = check_buffer(k, i, a, v, &u);
+	*writes = u.writes;
+	*copy_in = u.copy_in;
+	return st;
 }
 
 /*
@@ -575,6 +599,13 @@ aql_status aql_launch(aql_queue *queue, const aql_kernel *kernel,
 	if (st == AQL_OK)
 		st = lds(kernel, config, &t->info, &packets[pre].dispatch);
 	if (st != AQL_OK) {
+		if (packets != stack)
+			free(packets);
+		return st;
+	}
+	if (__builtin_expect(aql_graph_recording(queue, config->after, config->after_count), 0)) {
+		st = aql_graph_record_launch(queue, kernel, config, args, n, &packets[pre].dispatch,
+					     kernel->metadata->arg_count > n ? &hidden : NULL, done);
 		if (packets != stack)
 			free(packets);
 		return st;

@@ -25,6 +25,7 @@
 #include <aql/copy.h>
 #include <aql/buffer.h>
 #include <aql/launch.h>
+#include <aql/graph.h>
 #include <aql/lds.h>
 #include <aql/file.h>
 #include <aql/channel.h>

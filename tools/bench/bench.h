@@ -164,6 +164,12 @@ int bench_launch_raw(struct ctx *ctx, struct result *res);
 int bench_launch_typed(struct ctx *ctx, struct result *res);
 int bench_launch_overhead(struct ctx *ctx, struct result *res);
 
+/* graph.c: recorded graphs against launches one by one, default mode. */
+int bench_graph_replay_host(struct ctx *ctx, struct result *res);
+int bench_graph_individual_host(struct ctx *ctx, struct result *res);
+int bench_graph_chain(struct ctx *ctx, struct result *res);
+int bench_graph_chain_individual(struct ctx *ctx, struct result *res);
+
 /* speed.c: kernels at loop speed on the CPU agent, part of the default mode. */
 int bench_plainc_stencil(struct ctx *ctx, struct result *res);
 int bench_kernel_stencil(struct ctx *ctx, struct result *res);
