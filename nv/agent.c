@@ -710,6 +710,10 @@ static const struct aql_agent_ops nv_agent_ops = {
 	.mem_unregister = mem_unregister,
 	.module_load = module_load,
 	.module_unload = module_unload,
+	.graph_build = nv_graph_build,
+	.graph_update = nv_graph_update,
+	.graph_launch = nv_graph_launch,
+	.graph_destroy = nv_graph_destroy,
 };
 
 static aql_status attr(struct nv_agent *a, int which, const char *what, int *out)

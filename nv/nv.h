@@ -144,6 +144,35 @@ aql_status nv_signal_reach(struct nv_agent *a, aql_signal *signal);
  * src, arg[2] size. */
 #define NV_FN_COPY 0xffffu
 
+/* The agent dispatch type of a graph replay (nv/graph.c): arg[0] is the
+ * struct nv_graph; the queue runs its segments in order. */
+#define NV_FN_GRAPH 0xfffeu
+
+/* Recorded packets [first, first + count): a CUDA graph of kernel nodes
+ * (exec not NULL), or one other packet, translated at each replay. */
+struct nv_graph_seg {
+	CUgraph graph;
+	CUgraphExec exec;
+	CUgraphNode *nodes;		/* nodes[i]: packet first + i */
+	uint32_t first, count;
+	aql_packet packet;
+};
+
+struct nv_graph {
+	struct nv_agent *a;
+	uint32_t nsegs;
+	struct nv_graph_seg segs[];
+};
+
+/* nv/graph.c: the graph ops of struct aql_agent_ops (aql/agent_impl.h). */
+aql_status nv_graph_build(aql_agent *agent, const aql_packet *packets, uint32_t count,
+			  void **out);
+aql_status nv_graph_update(aql_agent *agent, void *graph, uint32_t index,
+			   const aql_packet *packet);
+aql_status nv_graph_launch(aql_agent *agent, struct aql_queue_impl *queue, void *graph,
+			   aql_signal *completion, int64_t below);
+void nv_graph_destroy(aql_agent *agent, void *graph);
+
 /* A dispatch packet as cuLaunchKernel's (or a kernel node's) arguments. */
 struct nv_dispatch {
 	struct nv_kernel *k;

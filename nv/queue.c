@@ -930,10 +930,43 @@ static int copy(struct nvq *s, const aql_agent_dispatch_packet *p, uint64_t id)
 	return 1;
 }
 
+static int translate(struct nvq *s, const aql_packet *p, uint64_t id);
+
+/* A graph replay: its segments in order, a CUDA graph as one launch. */
+static int graph_replay(struct nvq *s, const aql_agent_dispatch_packet *p, uint64_t id)
+{
+	const struct nv_graph *g = (const struct nv_graph *)(uintptr_t)p->arg[0];
+	CUresult r;
+
+	for (uint32_t i = 0; i < g->nsegs; i++) {
+		const struct nv_graph_seg *seg = &g->segs[i];
+
+		if (!seg->exec) {
+			if (!translate(s, &seg->packet, id))
+				return 0;
+			continue;
+		}
+		/* As before a launch: raw packets' stores go first. */
+		if (s->owed_raw && !flush_writes(s))
+			return 0;
+		do
+			r = s->cu->cuGraphLaunch(seg->exec, s->stream);
+		while (r != CUDA_SUCCESS && nv_enter_again(s->a, r));
+		if (r != CUDA_SUCCESS)
+			return fail_packet(s, id, AQL_ERR_DEVICE,
+					   "a graph replay's %u launches (graph packets %u to %u): cuGraphLaunch failed: %s (%s)",
+					   seg->count, seg->first, seg->first + seg->count - 1,
+					   nv_result_name(r), nv_result_string(r));
+	}
+	return 1;
+}
+
 static int agent_dispatch(struct nvq *s, const aql_agent_dispatch_packet *p, uint64_t id)
 {
 	if (p->type == NV_FN_COPY)
 		return copy(s, p, id);
+	if (p->type == NV_FN_GRAPH)
+		return graph_replay(s, p, id);
 	return fail_packet(s, id, AQL_ERR_UNSUPPORTED,
 			   "agent dispatch type %u: the NVIDIA agent runs no registered functions",
 			   p->type);
@@ -1009,9 +1042,12 @@ static int translate(struct nvq *s, const aql_packet *p, uint64_t id)
 {
 	int ok;
 
-	/* Launches retry on a context changed behind aql's back; the rest
-	 * make sure of it first. */
-	if (aql_header_type(p->header) != AQL_PACKET_KERNEL_DISPATCH && nv_enter(s->a) != AQL_OK)
+	/* Launches and graph replays retry on a context changed behind aql's
+	 * back; the rest make sure of it first. */
+	if (aql_header_type(p->header) != AQL_PACKET_KERNEL_DISPATCH &&
+	    !(aql_header_type(p->header) == AQL_PACKET_AGENT_DISPATCH &&
+	      p->agent.type == NV_FN_GRAPH) &&
+	    nv_enter(s->a) != AQL_OK)
 		return fail_packet(s, id, AQL_ERR_DEVICE, "%s", aql_error_message());
 	switch (aql_header_type(p->header)) {
 	case AQL_PACKET_KERNEL_DISPATCH:
