@@ -17,7 +17,10 @@
  * CUDA graph as one cuGraphLaunch, and the completion is the store the
  * queue owes after them, as for a typed launch (nv/queue.c). Changed
  * arguments reach the executable graph through
- * cuGraphExecKernelNodeSetParams; a kept packet is replaced.
+ * cuGraphExecKernelNodeSetParams; a kept packet is replaced. A raw kernel
+ * dispatch recorded with aql_graph_record_packet() is a node too: its
+ * kernarg bytes are read at instantiation. A raw packet with a completion
+ * signal of its own is refused.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,6 +131,12 @@ aql_status nv_graph_build(aql_agent *agent, const aql_packet *packets, uint32_t 
 			return aql_fail(AQL_ERR_UNSUPPORTED,
 					"NVIDIA agent %u: graph packet %u: packet type %u cannot be replayed",
 					a->info.device_index, i, (unsigned)type);
+		/* Its completion would need a store of its own inside the
+		 * replay, which the queue's completion table does not track. */
+		if (packets[i].dispatch.completion_signal)
+			return aql_fail(AQL_ERR_UNSUPPORTED,
+					"NVIDIA agent %u: graph packet %u is a raw packet with a completion signal of its own; the CUDA agent replays only packets without one (record it with completion_signal 0, or wait for the replay's completion)",
+					a->info.device_index, i);
 		nsegs += !is_kernel(&packets[i]) || !i || !is_kernel(&packets[i - 1]);
 	}
 	st = nv_enter(a);

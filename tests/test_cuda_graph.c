@@ -148,6 +148,26 @@ static void test_time_step(void)
 	CHECK(wrong(y, 8.0f * RUN + 2.0f) == 0,
 	      "set_arg between two replays: the first kept a = 1, the second used 3");
 
+	/* A raw packet with a completion signal of its own is refused. */
+	{
+		aql_signal *own = th_signal(1);
+		aql_graph *raw = NULL;
+		aql_graph_exec *none = NULL;
+		aql_packet p = { 0 };
+
+		p.barrier.header = aql_packet_header(AQL_PACKET_BARRIER_AND, 1, AQL_FENCE_SYSTEM,
+						     AQL_FENCE_SYSTEM);
+		p.barrier.completion_signal = aql_signal_handle(own);
+		CHECK_OK(aql_graph_begin(q, &raw));
+		CHECK_OK(aql_graph_record_packet(q, &p));
+		CHECK_OK(aql_graph_end(raw));
+		CHECK(aql_graph_instantiate(raw, &none) == AQL_ERR_UNSUPPORTED &&
+		      th_error_has("completion signal of its own") && !none,
+		      "a raw packet with its own signal: %s", aql_error_message());
+		aql_graph_destroy(raw);
+		CHECK_OK(aql_signal_destroy(own));
+	}
+
 	/* Destroying it with a replay in flight is refused, naming it. */
 	gate = th_gate_close(q);
 	CHECK_OK(aql_graph_exec_replay(e, q, &done));
