@@ -22,13 +22,18 @@
  * kernarg bytes are read at instantiation. A raw packet with a completion
  * signal of its own is refused.
  */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "nv/nv.h"
 #include "aql/timeline.h"
+#include "util/clock.h"
 #include "util/error.h"
+
+/* How long a replay waits for the packets ahead of it to be written. */
+#define AHEAD_NS (60ull * 1000000000ull)
 
 /* A kernel node's parameters from a dispatch packet; d must outlive them. */
 static aql_status node_params(struct nv_agent *a, const aql_packet *p, uint32_t index,
@@ -211,7 +216,7 @@ aql_status nv_graph_launch(aql_agent *agent, struct aql_queue_impl *q, void *gra
 {
 	aql_queue *queue = &q->pub;
 	aql_packet p = { 0 };
-	uint64_t id = 0;
+	uint64_t id = 0, deadline;
 	uint16_t rest;
 	aql_status st;
 
@@ -229,5 +234,18 @@ aql_status nv_graph_launch(aql_agent *agent, struct aql_queue_impl *q, void *gra
 	aql_packet_publish(aql_queue_slot(queue, id), aql_timeline_header(AQL_PACKET_AGENT_DISPATCH),
 			   rest);
 	nv_queue_flush(agent, q, id);
+	/*
+	 * Translated before this returns, so that a later graph_update never
+	 * reaches a replay already submitted: only a slot ahead that another
+	 * producer reserved and has not written yet holds translation up (the
+	 * queue's thread translates once it is written; a failed queue
+	 * retires its slots too). The replay is submitted either way: past
+	 * the bound (a producer that never writes its slot) it is not waited
+	 * for any longer.
+	 */
+	deadline = aql_deadline(AHEAD_NS);
+	while (__atomic_load_n(&queue->amd->read_dispatch_id, __ATOMIC_ACQUIRE) <= id &&
+	       aql_now_ns() < deadline)
+		sched_yield();
 	return AQL_OK;
 }
