@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -537,6 +538,7 @@ aql_status aql_queue_wait_space(aql_queue *queue, uint64_t first, uint32_t n,
 		}
 		slept = 1;
 		/* Pairs with aql_queue_retire(): announce, then re-check. */
+		__atomic_store_n(&q->space_cpu, (uint32_t)sched_getcpu() + 1, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&q->space_waiters, 1, __ATOMIC_SEQ_CST);
 		seq = __atomic_load_n(&q->space_seq, __ATOMIC_ACQUIRE);
 		if (!has_space(queue, &first, n, reserved) &&

@@ -38,6 +38,9 @@ struct aql_queue_impl {
 	 * them. Own cache line: the processor reads it after every packet. */
 	uint32_t space_seq __attribute__((aligned(64)));
 	uint32_t space_waiters;
+	/* The CPU (+ 1) of the producer that last went to sleep on a full
+	 * ring; the CPU agent's processor joins it there. Relaxed. */
+	uint32_t space_cpu;
 	uint32_t error_once;
 	/* The agent runs none of the queue's packets any more (it stopped on
 	 * a failed packet): aql_queue_find_pending() skips it. Atomic. */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 
 #include <aql/signal.h>
@@ -152,7 +153,16 @@ void aql_signal_wake_waiters(aql_signal *signal)
 {
 	const struct aql_signal_events *ev = __atomic_load_n(&events, __ATOMIC_ACQUIRE);
 
-	aql_futex_bump_and_wake(&signal->wake_seq);
+	if (__atomic_exchange_n(&signal->sleeping, 0, __ATOMIC_SEQ_CST)) {
+		/* A queue's doorbell: its processor learns where its producer
+		 * runs (aql/host/host_agent.c, leave_producer_cpu()). */
+		if (signal->queue_ptr) {
+			__atomic_store_n(&signal->end_ts, (uint64_t)sched_getcpu() + 1,
+					 __ATOMIC_RELAXED);
+			__atomic_store_n(&signal->start_ts, aql_now_ns(), __ATOMIC_RELEASE);
+		}
+		aql_futex_bump_and_wake(&signal->wake_seq);
+	}
 	if (ev)
 		ev->wake(signal);
 }
@@ -213,6 +223,10 @@ static aql_status wait_sleeping(uint32_t n, const struct aql_wait_cond *conds,
 			words[i] = &conds[i].signal->wake_seq;
 			seqs[i] = __atomic_load_n(words[i], __ATOMIC_ACQUIRE);
 		}
+		/* After the sequence: a wake that took the flag before it was
+		 * set here bumps past seqs[], so the sleep below returns. */
+		for (uint32_t i = 0; i < n; i++)
+			__atomic_exchange_n(&conds[i].signal->sleeping, 1, __ATOMIC_SEQ_CST);
 		if (ev)
 			ev->arm(n, conds, tickets);
 		if (any_met(n, conds, index, observed)) {

@@ -233,7 +233,7 @@ static void check_signal(void)
 	F(hardware_doorbell_ptr);
 	F(event_mailbox_ptr);
 	F(event_id);
-	F(reserved1);
+	EXPECT_EQ(offsetof(aql_signal, sleeping), offsetof(amd_signal_t, reserved1));
 	F(start_ts);
 	F(end_ts);
 	F(queue_ptr);

@@ -2,6 +2,7 @@
 /* Signals: every op and order, waits that succeed and that time out, and
  * cross-thread wake-ups that would hang or time out if one were lost. */
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 #include <time.h>
 
@@ -184,6 +185,64 @@ static void test_no_lost_wakeups(void)
 	aql_signal_destroy(pp.s);
 }
 
+/*
+ * Two updaters per step and one sleeping waiter: the waiter, woken by the
+ * first add, must not go back to sleep past the second (a wake protocol
+ * that lets the first wake take the "asleep" mark of the next sleep loses
+ * the second add's wake). A wait whose wake was lost sleeps to its
+ * deadline and then finds the value met, so a wait that lasted that long
+ * is the failure; a wake that arrives takes milliseconds at worst.
+ */
+#define TWO_UPDATER_STEPS 20000
+#define LOST_WAKE_NS (10ull * 1000000000ull)
+
+struct two_updaters {
+	aql_signal *s;
+	int64_t ack;
+	int64_t stop;
+};
+
+static void *add_per_step(void *arg)
+{
+	struct two_updaters *tu = arg;
+
+	for (int64_t i = 1; i <= TWO_UPDATER_STEPS; i++) {
+		while (__atomic_load_n(&tu->ack, __ATOMIC_ACQUIRE) < i - 1)
+			if (__atomic_load_n(&tu->stop, __ATOMIC_RELAXED))
+				return NULL;
+			else
+				sched_yield();
+		aql_signal_add(tu->s, 1, AQL_RELEASE);
+	}
+	return NULL;
+}
+
+static void test_two_updaters(void)
+{
+	struct two_updaters tu = { th_signal(0), 0, 0 };
+	pthread_t t[2];
+	int64_t i;
+
+	for (int k = 0; k < 2; k++)
+		pthread_create(&t[k], NULL, add_per_step, &tu);
+	for (i = 1; i <= TWO_UPDATER_STEPS; i++) {
+		uint64_t start = now_ns();
+
+		if (aql_signal_wait(tu.s, AQL_COND_GTE, 2 * i, LOST_WAKE_NS,
+				    AQL_WAIT_BLOCKED, NULL) != AQL_OK ||
+		    now_ns() - start >= LOST_WAKE_NS)
+			break;
+		__atomic_store_n(&tu.ack, i, __ATOMIC_RELEASE);
+	}
+	__atomic_store_n(&tu.stop, 1, __ATOMIC_RELAXED);
+	for (int k = 0; k < 2; k++)
+		pthread_join(t[k], NULL);
+	CHECK(i > TWO_UPDATER_STEPS, "lost wake-up at step %lld: the wait for %lld slept "
+	      "to its deadline (value now %lld)", (long long)i, (long long)(2 * i),
+	      (long long)tu.s->value);
+	aql_signal_destroy(tu.s);
+}
+
 int main(void)
 {
 	test_ops();
@@ -192,5 +251,6 @@ int main(void)
 	test_wake();
 	test_wait_any();
 	test_no_lost_wakeups();
+	test_two_updaters();
 	return th_finish();
 }

@@ -25,6 +25,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -32,6 +33,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
+#include <sys/syscall.h>
 
 #include <aql/channel.h>
 #include <aql/mem.h>
@@ -84,6 +86,8 @@ struct processor {
 	struct aql_wg_exec *exec;
 	pthread_t thread;
 	struct aql_spin spin;		/* idle polls; the thread's own */
+	cpu_set_t allowed;		/* the thread's CPUs when it started */
+	int joined;			/* runs on its producer's CPU only */
 	/* The thread's id, 0 until it stored it; and its nice value then. */
 	uint32_t tid;
 	int base_nice;
@@ -371,6 +375,68 @@ static enum outcome process(struct processor *p, aql_packet *slot, uint16_t head
  */
 #define ANNOUNCED_POLL_NS 100000u
 
+/*
+ * Where the processor runs, beside busy threads (more runnable threads than
+ * CPUs). Two placements are stable, and each suits one kind of work:
+ * - On the CPU of the thread that feeds it, the two take turns: a producer
+ *   that fills the ring sleeps, the processor drains it at once and wakes
+ *   it, so the pair keeps a whole CPU. When a producer sleeps on a full
+ *   ring, the processor joins its CPU (join_producer_cpu()), until the
+ *   ring runs dry.
+ * - Apart from it, a waiter that polls for a completion can get one: on
+ *   the same CPU the processor runs only once the poll is preempted, and
+ *   a round trip costs a time slice. A wake-up that came from this very
+ *   CPU, with no producer asleep on a full ring, and that waited
+ *   STARVED_NS or more for the CPU shows that; the processor then leaves
+ *   that CPU (runs on the CPUs it started with, less that one).
+ * A wake-up from a waiter that sleeps at once comes sooner than STARVED_NS
+ * and changes nothing. Failures to move are harmless and ignored.
+ */
+#define STARVED_NS 50000u
+
+static int cpu_usable(const struct processor *p, int cpu)
+{
+	return cpu >= 0 && cpu < CPU_SETSIZE && CPU_COUNT(&p->allowed) >= 2 &&
+	       CPU_ISSET(cpu, &p->allowed);
+}
+
+static void leave_producer_cpu(struct processor *p, const aql_signal *db, uint64_t slept,
+			       uint64_t now)
+{
+	uint64_t woken = __atomic_load_n(&db->start_ts, __ATOMIC_ACQUIRE);
+	int cpu = (int)__atomic_load_n(&db->end_ts, __ATOMIC_RELAXED) - 1;
+	cpu_set_t set;
+
+	if (woken < slept || now - woken < STARVED_NS || !cpu_usable(p, cpu) ||
+	    __atomic_load_n(&p->q->space_waiters, __ATOMIC_RELAXED) || sched_getcpu() != cpu)
+		return;
+	set = p->allowed;
+	CPU_CLR(cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
+/* Every quarter ring (as the wake-ups of aql_queue_retire()). */
+static void join_producer_cpu(struct processor *p)
+{
+	int cpu = (int)__atomic_load_n(&p->q->space_cpu, __ATOMIC_RELAXED) - 1;
+	cpu_set_t set;
+
+	if (!__atomic_load_n(&p->q->space_waiters, __ATOMIC_RELAXED) || !cpu_usable(p, cpu) ||
+	    sched_getcpu() == cpu)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) == 0)
+		p->joined = 1;
+}
+
+/* The ring ran dry: the producer no longer waits for this processor. */
+static void unjoin(struct processor *p)
+{
+	if (p->joined && sched_setaffinity(0, sizeof(p->allowed), &p->allowed) == 0)
+		p->joined = 0;
+}
+
 static void wait_for_packet(struct processor *p, aql_packet *slot, uint64_t id)
 {
 	aql_signal *db = p->q->pub.doorbell;
@@ -390,15 +456,58 @@ static void wait_for_packet(struct processor *p, aql_packet *slot, uint64_t id)
 			break;
 		aql_cpu_relax();
 	}
+	unjoin(p);
 	rung = aql_signal_load(db, AQL_ACQUIRE);
 	conds[0] = (struct aql_wait_cond){ db, -1, rung, AQL_COND_NE };
 	if (aql_header_type(__atomic_load_n(&slot->header, __ATOMIC_ACQUIRE)) ==
-	    AQL_PACKET_INVALID)
+	    AQL_PACKET_INVALID) {
+		uint64_t slept = aql_now_ns();
+
 		wait_or_stop(p, conds, 1, 0,
 			     rung >= (int64_t)id ? aql_deadline(ANNOUNCED_POLL_NS) : UINT64_MAX);
+		leave_producer_cpu(p, db, slept, aql_now_ns());
+	}
 	now = aql_now_ns();
 out:
 	aql_spin_learn(&p->spin, max, now - start);
+}
+
+/*
+ * Ask for short time slices (Linux 6.12+: sched_attr.sched_runtime of a
+ * SCHED_OTHER thread is its EEVDF slice request, kernel/sched/syscalls.c).
+ * Beside a busy thread a woken processor with the default slice waits for
+ * that thread's slice to run out, up to a tick or more; one whose slice is
+ * shorter preempts it at once (PREEMPT_SHORT), and its share of the CPU is
+ * unchanged. The nice value is passed on as it is. Older kernels ignore
+ * or refuse the request; either leaves the thread as it was.
+ */
+#define PROCESSOR_SLICE_NS 100000u
+
+/* The kernel's struct sched_attr as of SCHED_ATTR_SIZE_VER0 (48 bytes):
+ * <linux/sched/types.h> clashes with <sched.h>. */
+struct processor_sched_attr {
+	uint32_t size;
+	uint32_t sched_policy;
+	uint64_t sched_flags;
+	int32_t sched_nice;
+	uint32_t sched_priority;
+	uint64_t sched_runtime;
+	uint64_t sched_deadline;
+	uint64_t sched_period;
+};
+
+static void ask_short_slices(void)
+{
+	struct processor_sched_attr attr = {
+		.size = sizeof(attr),
+		.sched_policy = SCHED_OTHER,
+		.sched_runtime = PROCESSOR_SLICE_NS,
+	};
+
+	errno = 0;
+	attr.sched_nice = getpriority(PRIO_PROCESS, 0);
+	if (errno == 0)
+		syscall(SYS_sched_setattr, 0, &attr, 0);
 }
 
 static void *processor_main(void *arg)
@@ -408,6 +517,9 @@ static void *processor_main(void *arg)
 	uint64_t id = q->amd->read_dispatch_id;
 	struct aql_wait_cond none[1];
 
+	ask_short_slices();
+	if (sched_getaffinity(0, sizeof(p->allowed), &p->allowed))
+		CPU_ZERO(&p->allowed);
 	__atomic_store_n(&p->tid, (uint32_t)gettid(), __ATOMIC_RELEASE);
 	aql_futex_wake_all(&p->tid);
 	while (!stopping(p)) {
@@ -420,7 +532,8 @@ static void *processor_main(void *arg)
 		}
 		switch (process(p, slot, header, id)) {
 		case DONE:
-			id++;
+			if ((++id & (q->mask >> 2)) == 0)
+				join_producer_cpu(p);
 			break;
 		case FAILED:
 			/* The queue is dead; sleep until it is destroyed. */

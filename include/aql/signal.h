@@ -5,15 +5,20 @@
  * processor unchanged.
  *
  * Waking blocked host waiters: amd_signal_t's two reserved words at offset 56
- * hold a futex sequence number and a waiter count. No device writes them.
- * Every value-changing op is "update value; read waiters with a seq_cst
- * read-modify-write; if non-zero, bump the sequence and wake". A waiter does
- * "waiters++ (seq_cst RMW); read the sequence; re-check value; sleep only if
- * the sequence is unchanged". RMWs of one word are totally ordered: if the
- * updater's comes second it sees the waiter and wakes it; if the waiter's
- * comes second it reads from the updater's, synchronises with it and sees
- * the new value. No wake-up is lost, and an op with no waiter makes no
- * system call. The RMW hits the line the value op just wrote.
+ * hold a futex sequence number and a waiter count, and its reserved1 a
+ * "someone may sleep" flag. No device writes them. Every value-changing op
+ * is "update value; read waiters with a seq_cst read-modify-write; if
+ * non-zero, take the flag (seq_cst exchange) and, if it was set, bump the
+ * sequence and wake". A waiter does "waiters++ (seq_cst RMW); set the flag
+ * (seq_cst); read the sequence; re-check value; sleep only if the sequence
+ * is unchanged". RMWs of one word are totally ordered: if the updater's
+ * comes second it sees the waiter (and the flag, or a wake that another
+ * updater made after taking it) and wakes it; if the waiter's comes second
+ * it reads from the updater's, synchronises with it and sees the new value.
+ * No wake-up is lost, an op with no waiter makes no system call, and of
+ * the ops that find a waiter asleep only the first makes one: a waiter
+ * woken but not yet running (beside busy threads, for milliseconds) costs
+ * the ops after it nothing. The RMW hits the line the value op just wrote.
  */
 #ifndef AQL_SIGNAL_H
 #define AQL_SIGNAL_H
@@ -41,9 +46,12 @@ typedef struct __attribute__((aligned(64))) aql_signal {
 	};
 	uint64_t event_mailbox_ptr;
 	uint32_t event_id;
-	uint32_t reserved1;
+	uint32_t sleeping;		/* amd_signal_t reserved1: see above */
 	/* Profiling: the packet's start and end in its agent's ticks (ns
-	 * on the CPU agent; aql_signal_dispatch_time() converts). */
+	 * on the CPU agent; aql_signal_dispatch_time() converts). A queue's
+	 * doorbell (queue_ptr set) is never stamped; there they hold when
+	 * (aql_now_ns()) and from which CPU (+ 1) a store last woke the
+	 * queue's sleeping processor. */
 	uint64_t start_ts;
 	uint64_t end_ts;
 	uint64_t queue_ptr;
