@@ -3,7 +3,9 @@
  * CUDA queues (nv/queue.c) against the emulated driver (tests/cuda_emu/):
  * raw packets and typed launches on a stream, dependencies as stream waits
  * or host functions, completions, cross-agent chains, pageable copies,
- * faults and destroy; priorities (the stream's, at creation only).
+ * faults and destroy; priorities (the stream's, at creation only); the
+ * driver calls a typed launch makes on its thread (one), and a context
+ * changed behind aql's back.
  *
  * Usage: test_cuda_queue HOST_OBJECT [PTX] [--fault]
  * HOST_OBJECT is saxpy's host build (the emulation runs it), PTX its PTX
