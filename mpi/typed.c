@@ -51,7 +51,8 @@ aql_status aql_mpi_fail(int err, const char *call, const char *what, MPI_Comm co
 	MPI_Comm_rank(comm, &rank);
 	return aql_error_set(AQL_ERR_SYSTEM, "%s of %s failed on rank %d (peer %d, tag %d): %s%s",
 			     call, what, rank, peer, tag,
-			     cls == MPI_ERR_TRUNCATE ? "MPI_ERR_TRUNCATE: " : "", text);
+			     cls == MPI_ERR_TRUNCATE && !strstr(text, "MPI_ERR_TRUNCATE") ?
+			     "MPI_ERR_TRUNCATE: " : "", text);
 }
 
 /* One element of type: predefined, or a new contiguous run of its bytes. */

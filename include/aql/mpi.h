@@ -31,6 +31,8 @@
 #include <stdint.h>
 #include <mpi.h>
 #include <aql/buffer.h>
+#include <aql/completion.h>
+#include <aql/queue.h>
 #include <aql/status.h>
 
 #ifdef __cplusplus
@@ -122,6 +124,69 @@ aql_status aql_mpi_allreduce(aql_buf *send, aql_buf *recv, MPI_Op op, MPI_Comm c
  */
 aql_status aql_mpi_gather(aql_buf *send, const aql_mpi_layout *layout, aql_buf *recv, int root,
 			  MPI_Comm comm);
+
+/*
+ * Queue-ordered communication: a send, receive or allreduce put into an
+ * aql queue (of any agent), ordered like any other packet. It starts once
+ * the packets submitted to queue before it have completed (a barrier
+ * packet marks that), and the packets submitted to queue after it wait
+ * for it (a barrier packet on its completion); *done (may be NULL) gets
+ * its completion, for launches on other queues (cfg.after) or a host
+ * wait. No host thread waits in between: libaql-mpi's communication agent,
+ * a thread of its own started on first use, posts the operation with
+ * MPI_Isend / MPI_Irecv / MPI_Iallreduce when it may start and tests it
+ * until it ends.
+ *
+ * MPI's thread level (MPI_Query_thread()): MPI_THREAD_MULTIPLE: the
+ * agent calls MPI beside the program's threads. MPI_THREAD_SERIALIZED:
+ * the agent calls MPI only while queue-ordered work is pending, and the
+ * program must make no MPI call (the blocking aql_mpi_* ones included)
+ * until that work has ended (its completions). MPI_THREAD_FUNNELED and MPI_THREAD_SINGLE: refused
+ * (AQL_ERR_UNSUPPORTED naming the level): only the main thread may call
+ * MPI there.
+ *
+ * Data: a send reads buf's host storage once the operation starts; where
+ * buf's storage is on an agent with memory of its own, a copy back to the
+ * host (aql_buf_to_host()) is queued before it on queue, whose agent must
+ * be that agent. A receive (and allreduce's result) writes the host
+ * storage, so the buffer must be on no agent yet or on one that shares
+ * the host's memory (the CPU agent): into a GPU agent's buffer it is
+ * AQL_ERR_UNSUPPORTED in this version (receive with aql_mpi_recv()).
+ *
+ * Faults: an MPI call that returns an error (on a communicator with
+ * MPI_ERRORS_RETURN), a truncated message included, puts queue into its
+ * error state (aql_queue_set_error()) with MPI's error string, this rank,
+ * the peer and the tag; *done's signal becomes -1, and the packets behind
+ * it are dropped. Errors: those of aql_mpi_describe(), AQL_ERR_UNSUPPORTED
+ * (thread level, receive into a GPU agent's buffer), AQL_ERR_INVALID_ARG
+ * (a buffer on another agent than queue's), those of aql_queue_submit()
+ * and aql_buf_to_host(). Thread safe.
+ */
+aql_status aql_mpi_enqueue_send(aql_queue *queue, aql_buf *buf, const aql_mpi_layout *layout,
+				int dest, int tag, MPI_Comm comm, aql_completion *done);
+aql_status aql_mpi_enqueue_recv(aql_queue *queue, aql_buf *buf, const aql_mpi_layout *layout,
+				int source, int tag, MPI_Comm comm, aql_completion *done);
+/* Every element of send into recv with op, as aql_mpi_allreduce(); send NULL: in place. */
+aql_status aql_mpi_enqueue_allreduce(aql_queue *queue, aql_buf *send, aql_buf *recv, MPI_Op op,
+				     MPI_Comm comm, aql_completion *done);
+
+/*
+ * Cancel the queue-ordered operations of queue that have not ended:
+ * those not started are dropped, a posted receive is cancelled
+ * (MPI_Cancel), a posted send or allreduce is waited for (MPI cannot take
+ * them back); each one's completion signal becomes -1 unless it had
+ * completed. Returns once none of queue's operations is left. Call it
+ * before aql_queue_destroy() of a queue with pending receives: libaql
+ * does not call it for you. Errors: AQL_ERR_INVALID_ARG (NULL). Thread safe.
+ */
+aql_status aql_mpi_cancel(aql_queue *queue);
+
+/*
+ * Stop the communication agent (after cancelling everything pending, as
+ * aql_mpi_cancel() does for each queue); call before MPI_Finalize(). A
+ * later enqueue starts it again. Thread safe.
+ */
+void aql_mpi_shutdown(void);
 
 /*
  * Whether the MPI library says it takes device pointers of agents of
