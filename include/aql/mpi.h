@@ -157,7 +157,9 @@ aql_status aql_mpi_gather(aql_buf *send, const aql_mpi_layout *layout, aql_buf *
  * MPI_ERRORS_RETURN), a truncated message included, puts queue into its
  * error state (aql_queue_set_error()) with MPI's error string, this rank,
  * the peer and the tag; *done's signal becomes -1, and the packets behind
- * it are dropped. Errors: those of aql_mpi_describe(), AQL_ERR_UNSUPPORTED
+ * it are dropped. The queue's error callback then runs on the
+ * communication agent's thread, which must not call libaql-mpi from it.
+ * Errors: those of aql_mpi_describe(), AQL_ERR_UNSUPPORTED
  * (thread level, receive into a GPU agent's buffer), AQL_ERR_INVALID_ARG
  * (a buffer on another agent than queue's), those of aql_queue_submit()
  * and aql_buf_to_host(). Thread safe.
