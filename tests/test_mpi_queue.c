@@ -11,8 +11,12 @@
  * with MPI's string, the rank, the peer and the tag, and drop what comes
  * after; aql_mpi_cancel() cancels a pending receive.
  *
+ * With AQL_TEST_AGENT=nvidia or amd (and the GPU build of the kernels),
+ * the agent of its own memory whose launch a send follows is the emulated
+ * CUDA or KFD agent, and only that ordering test runs.
+ *
  * Usage: mpiexec -n N test_mpi_queue LAUNCH_KERNELS.host.so
- *        [multiple|serialized|funneled]   (the thread level asked for)
+ *        [multiple|serialized|funneled] [LAUNCH_KERNELS.{ptx,hsaco}]
  */
 #include <string.h>
 
@@ -24,7 +28,7 @@ enum { M = 1000 };
 
 static int rank, size, provided = -1;
 static MPI_Comm comm;
-static const aql_kernel *add;
+static const aql_kernel *add, *add_sep;	/* on the CPU agent, on sep */
 
 static int next(void)
 {
@@ -57,12 +61,18 @@ static aql_queue *new_queue(aql_agent *agent)
 	return q;
 }
 
-static aql_status launch_add(aql_queue *q, aql_buf *b, int32_t v, const aql_completion *after,
-			     aql_completion *done)
+static aql_status launch_k(aql_queue *q, const aql_kernel *k, aql_buf *b, int32_t v,
+			   const aql_completion *after, aql_completion *done)
 {
 	aql_launch_config c = { .grid = { M }, .after = after, .after_count = after ? 1 : 0 };
 
-	return AQL_LAUNCH(q, add, &c, done, AQL_ARG(b), AQL_ARG(v), AQL_ARG((uint32_t)M));
+	return AQL_LAUNCH(q, k, &c, done, AQL_ARG(b), AQL_ARG(v), AQL_ARG((uint32_t)M));
+}
+
+static aql_status launch_add(aql_queue *q, aql_buf *b, int32_t v, const aql_completion *after,
+			     aql_completion *done)
+{
+	return launch_k(q, add, b, v, after, done);
 }
 
 static int count_bad(aql_buf *b, int32_t base)
@@ -91,7 +101,7 @@ static void test_order(aql_agent *sep)
 		h[i] = i + 1000 * rank;
 	/* Behind a closed gate: +5 on the separate-memory agent, then two sends. */
 	gate = th_gate_close(qs);
-	CHECK_OK(launch_add(qs, d, 5, NULL, NULL));
+	CHECK_OK(launch_k(qs, add_sep, d, 5, NULL, NULL));
 	CHECK_OK(aql_mpi_enqueue_send(qs, d, NULL, next(), 1, comm, &sdone));
 	CHECK_OK(aql_mpi_enqueue_send(qs, d, NULL, next(), 2, comm, &s2done));
 	/* A receive, then +1 in the same queue with no dependency given. */
@@ -238,13 +248,13 @@ static void test_faults(void)
 int main(int argc, char **argv)
 {
 	aql_host_agent_config cfg = { .workers = 2, .separate_memory = 1 };
-	const char *level = argc == 3 ? argv[2] : "multiple";
+	const char *level = argc >= 3 ? argv[2] : "multiple";
 	int want = MPI_THREAD_MULTIPLE, st;
+	aql_code_object *co, *co_sep = NULL;
 	aql_agent *sep = NULL;
-	aql_code_object *co;
 
-	if (argc != 2 && argc != 3) {
-		fprintf(stderr, "usage: mpiexec -n N test_mpi_queue LAUNCH_KERNELS.host.so [multiple|serialized|funneled]\n");
+	if (argc < 2 || argc > 4) {
+		fprintf(stderr, "usage: mpiexec -n N test_mpi_queue LAUNCH_KERNELS.host.so [multiple|serialized|funneled] [LAUNCH_KERNELS.{ptx,hsaco}]\n");
 		return 2;
 	}
 	if (!strcmp(level, "serialized"))
@@ -265,10 +275,19 @@ int main(int argc, char **argv)
 	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 	printf("rank %d of %d: asked for thread level %d (%s), MPI provides %d\n", rank, size, want,
 	       level, provided);
-	co = th_load_kernels(argv[1], NULL);
-	CHECK_OK(aql_code_object_kernel(co, "add_i32", &add));
-	CHECK_OK(aql_host_agent_create(&cfg, &sep));
-	if (add && sep && provided < MPI_THREAD_SERIALIZED) {
+	/* The agent of its own memory: the test agent (an emulated GPU), or a CPU agent. */
+	CHECK_OK(aql_code_object_load_file(th_agent(), argv[1], NULL, &co));
+	if (co)
+		CHECK_OK(aql_code_object_kernel(co, "add_i32", &add));
+	if (th_test_gpu()) {
+		sep = th_test_agent();
+		co_sep = th_load_kernels(argv[1], argc == 4 ? argv[3] : NULL);
+		CHECK_OK(aql_code_object_kernel(co_sep, "add_i32", &add_sep));
+	} else {
+		CHECK_OK(aql_host_agent_create(&cfg, &sep));
+		add_sep = add;
+	}
+	if (add && add_sep && sep && provided < MPI_THREAD_SERIALIZED) {
 		aql_queue *q = new_queue(th_agent());
 		aql_buf *b = new_buf(M, "funneled");
 
@@ -277,14 +296,19 @@ int main(int argc, char **argv)
 		      "queue-ordered MPI refused below MPI_THREAD_SERIALIZED");
 		CHECK_OK(aql_buf_destroy(b));
 		CHECK_OK(aql_queue_destroy(q));
-	} else if (add && sep) {
+	} else if (add && add_sep && sep) {
 		test_order(sep);
-		test_allreduce();
-		test_faults();
+		if (!th_test_gpu()) {
+			test_allreduce();
+			test_faults();
+		}
 	}
 	aql_mpi_shutdown();
 	CHECK_OK(aql_code_object_destroy(co));
-	CHECK_OK(aql_agent_destroy(sep));
+	if (co_sep)
+		CHECK_OK(aql_code_object_destroy(co_sep));
+	else
+		CHECK_OK(aql_agent_destroy(sep));
 	MPI_Comm_free(&comm);
 	st = th_finish();
 	MPI_Finalize();
