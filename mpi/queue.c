@@ -32,8 +32,9 @@ struct qstate {
 	struct qstate *next;
 	aql_queue *queue;
 	aql_signal *started, *ended;
-	uint64_t enqueued;
-	uint32_t pending;	/* operations not yet ended */
+	pthread_mutex_t submit;	/* an operation's index and packets */
+	uint64_t enqueued;	/* under submit */
+	uint32_t pending;	/* operations not yet ended; under the agent's lock */
 };
 
 struct op {
@@ -228,6 +229,7 @@ static aql_status queue_state(aql_queue *queue, struct qstate **out)
 		free(qs);
 		return AQL_ERR_NOMEM;
 	}
+	pthread_mutex_init(&qs->submit, NULL);
 	qs->queue = queue;
 	qs->next = agent.queues;
 	agent.queues = qs;
@@ -309,6 +311,7 @@ static aql_status enqueue(aql_queue *queue, struct op *o, aql_buf *buf, aql_buf 
 	aql_buf_info info;
 	uint64_t first;
 	aql_status st;
+	int started;
 
 	if (!queue || !buf) {
 		free(o);
@@ -337,42 +340,53 @@ static aql_status enqueue(aql_queue *queue, struct op *o, aql_buf *buf, aql_buf 
 		free(o);
 		return st;
 	}
-	/* The index and the packets together: operations on one queue from
-	 * several threads get their indices in their packets' order. */
 	o->qs = qs;
-	o->index = qs->enqueued;
 	o->ptr = (char *)aql_buf_host_storage(buf) + first * info.type->size;
 	snprintf(o->name, sizeof(o->name), "%s", info.name);
+	pthread_mutex_unlock(&agent.lock);
+
+	/* The index and the packets together, under the queue's own lock, so
+	 * that operations from several threads get indices in their packets'
+	 * order; not under the agent's, which must go on while a full queue
+	 * makes this wait. */
+	pthread_mutex_lock(&qs->submit);
+	o->index = qs->enqueued;
 	hold.value = END0 - (int64_t)o->index;
 	hold.signal = aql_signal_handle(qs->ended);
 	start.completion_signal = aql_signal_handle(qs->started);
 	st = stage_out(queue, o->kind == OP_RECV ? NULL : send ? send : buf);
 	if (st == AQL_OK)
 		st = aql_queue_submit(queue, (const aql_packet *)&start);
-	if (st == AQL_OK) {
+	started = st == AQL_OK;
+	if (started) {
 		/* The start barrier is in: from here the operation counts. */
 		qs->enqueued++;
-		qs->pending++;
 		st = aql_queue_submit(queue, (const aql_packet *)&hold);
-		o->next = agent.head;
-		agent.head = o;
-		if (!agent.running) {
-			agent.stop = 0;
-			if (pthread_create(&agent.thread, NULL, agent_main, NULL) == 0)
-				agent.running = 1;
-			else
-				o->cancel = 1;
-		}
-		pthread_cond_signal(&agent.wake);
-		if (done)
-			*done = (aql_completion){ qs->ended, END0 - (int64_t)o->index, NULL };
+	}
+	pthread_mutex_unlock(&qs->submit);
+
+	pthread_mutex_lock(&agent.lock);
+	if (!started) {
+		if (o->derived)
+			MPI_Type_free(&o->datatype);
 		pthread_mutex_unlock(&agent.lock);
+		free(o);
 		return st;
 	}
-	if (o->derived)
-		MPI_Type_free(&o->datatype);
+	qs->pending++;
+	o->next = agent.head;
+	agent.head = o;
+	if (!agent.running) {
+		agent.stop = 0;
+		if (pthread_create(&agent.thread, NULL, agent_main, NULL) == 0)
+			agent.running = 1;
+		else
+			o->cancel = 1;
+	}
+	pthread_cond_signal(&agent.wake);
+	if (done)
+		*done = (aql_completion){ qs->ended, END0 - (int64_t)o->index, NULL };
 	pthread_mutex_unlock(&agent.lock);
-	free(o);
 	return st;
 }
 
@@ -459,6 +473,7 @@ static void free_state(struct qstate *qs)
 	}
 	aql_signal_destroy(qs->started);
 	aql_signal_destroy(qs->ended);
+	pthread_mutex_destroy(&qs->submit);
 	free(qs);
 }
 

@@ -177,9 +177,13 @@ aql_status aql_mpi_enqueue_allreduce(aql_queue *queue, aql_buf *send, aql_buf *r
  * those not started are dropped, a posted receive is cancelled
  * (MPI_Cancel), a posted send or allreduce is waited for (MPI cannot take
  * them back); each one's completion signal becomes -1 unless it had
- * completed. Returns once none of queue's operations is left. Call it
- * before aql_queue_destroy() of a queue with pending receives: libaql
- * does not call it for you. Errors: AQL_ERR_INVALID_ARG (NULL). Thread safe.
+ * completed; if any was cancelled, the queue enters its error state
+ * (the packets behind them are dropped). Returns once none of queue's
+ * operations is left, and frees libaql-mpi's state for queue (its
+ * operations' completions with it). Call it before aql_queue_destroy() of
+ * a queue that had queue-ordered operations: libaql does not call it for
+ * you. Errors: AQL_ERR_INVALID_ARG (NULL). Thread safe, but not
+ * concurrently with an enqueue on the same queue.
  */
 aql_status aql_mpi_cancel(aql_queue *queue);
 
