@@ -152,6 +152,9 @@ aql_status aql_mpi_gather(aql_buf *send, const aql_mpi_layout *layout, aql_buf *
  * storage, so the buffer must be on no agent yet or on one that shares
  * the host's memory (the CPU agent): into a GPU agent's buffer it is
  * AQL_ERR_UNSUPPORTED in this version (receive with aql_mpi_recv()).
+ * Buffers do not count these operations as work in flight: host access
+ * or a launch on another queue not ordered after *done is not refused
+ * while one uses the buffer.
  *
  * Faults: an MPI call that returns an error (on a communicator with
  * MPI_ERRORS_RETURN), a truncated message included, puts queue into its
