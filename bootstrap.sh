@@ -28,8 +28,11 @@ exec 3>&1 1>&2
 # llvm-readelf's notes) is the real HIP library tests/bundles checks;
 # rocminfo (built for ROCr) runs on aql's libhsa-runtime64 (tests/hsa);
 # python3-matplotlib draws aql-bench --plot's pictures (tools/aql-bench-plot).
+# MPICH and Open MPI both: libaql-mpi (mpi/) is tested against each
+# (pkg-config mpich and ompi-c; Debian's alternatives make one of them
+# the default mpicc, which the installed libaql-mpi uses: docs/mpi.md).
 packages=(gcc meson ninja-build pkg-config python3 libelf-dev liburing-dev libdrm-dev
-	zlib1g-dev libzstd-dev)
+	zlib1g-dev libzstd-dev mpich libmpich-dev openmpi-bin libopenmpi-dev)
 [ $light = 1 ] || packages+=(libhsa-runtime-dev spin librocrand1 python3-yaml python3-matplotlib
 	clang-14 lld-14 llvm-14 clang-tools-14 libclang-rt-14-dev
 	clang-16 lld-16 llvm-16 libamd-comgr-dev rocminfo clang-19 lld-19)

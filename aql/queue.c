@@ -295,6 +295,15 @@ aql_status aql_queue_inactivate(aql_queue *queue)
 	return AQL_OK;
 }
 
+aql_status aql_queue_set_error(aql_queue *queue, aql_status status, const char *message)
+{
+	if (!queue || !message || status == AQL_OK)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"aql_queue_set_error: a queue, a failing status and a message are required");
+	aql_queue_fail(aql_queue_impl(queue), status, "%s", message);
+	return aql_queue_inactivate(queue);
+}
+
 /*
  * The packet at id if it is in flight. The header is loaded with acquire,
  * so that the body read after it is the one published with it. Meanwhile

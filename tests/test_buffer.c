@@ -125,6 +125,8 @@ static void test_views(void)
 	CHECK(aql_buf_slice(b, UINT64_MAX, 2, &v) == AQL_ERR_INVALID_ARG, "wrapping slice accepted");
 	CHECK_OK(aql_buf_slice(parts[1], 1, 2, &v));
 	CHECK_OK(aql_buf_slice(v, 1, 1, &vv));
+	CHECK(aql_buf_host_storage(vv) == aql_buf_data(vv, uint32_t) && !aql_buf_host_storage(NULL),
+	      "a view's host storage is its first element's");
 	CHECK_OK(aql_buf_get_info(vv, &info));
 	CHECK(info.first == 6 && info.count == 1 && strstr(info.name, "[6:7]"),
 	      "a view of a view: first %llu name %s", (unsigned long long)info.first, info.name);

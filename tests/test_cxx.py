@@ -9,7 +9,8 @@ tree's include/ and libaql.so and run it with its kernel: it checks its
 own result. -Wno-missing-field-initializers: C++'s -Wextra reports the
 zero-filled members of a designated initializer, which C does not.
 In a sanitized build only the compiler of the build's own family links
-(its sanitizer runtime); the other compiles without running."""
+(its sanitizer runtime); the other compiles without running. aql/mpi.h
+is included where --mpi-include names <mpi.h>'s folder."""
 import argparse
 import os
 import shutil
@@ -82,6 +83,8 @@ def main():
                     help='NAME:SOURCE:KERNEL[:cuda]')
     ap.add_argument('--cuda-emu-dir')
     ap.add_argument('--cuda-emu-kernels')
+    ap.add_argument('--mpi-include', action='append', default=[],
+                    help="<mpi.h>'s folder, for aql/mpi.h (left out without it)")
     a = ap.parse_args()
 
     cxx = compilers()
@@ -90,7 +93,8 @@ def main():
         return 77
     include = os.path.abspath(a.include)
     lib = os.path.abspath(a.lib)
-    headers = sorted(h for h in os.listdir(os.path.join(include, 'aql')) if h.endswith('.h'))
+    headers = sorted(h for h in os.listdir(os.path.join(include, 'aql'))
+                     if h.endswith('.h') and (h != 'mpi.h' or a.mpi_include))
     failures, checks = [], 0
     with tempfile.TemporaryDirectory() as tmp:
         tu = os.path.join(tmp, 'headers.cc')
@@ -103,6 +107,9 @@ def main():
             for std in ['c++17', 'c++20']:
                 base = [c, '-std=' + std, '-Wall', '-Wextra', '-Werror',
                         '-Wno-missing-field-initializers', '-I', include] + san
+                # aql/mpi.h with the C API only: MPI's C++ bindings need their own library.
+                for d in a.mpi_include:
+                    base += ['-isystem', d, '-DOMPI_SKIP_MPICXX', '-DMPICH_SKIP_MPICXX']
                 link = ['-x', 'none', '-Wl,-rpath,' + os.path.dirname(lib), lib]
                 units = [('headers', tu, None, False)]
                 for spec in a.program:

@@ -8,7 +8,9 @@ libaql.so, libaql.a and aql.pc go to <libdir>, the headers to
 <includedir>/aql/, and libhsa-runtime64.so.1 (with hsa-runtime64.pc) to
 <libdir>/aql/ only: in <libdir> it would come before ROCr's in the
 loader's search and replace it for every program (meson_options.txt,
-hsa_system)."""
+hsa_system).
+With --mpi, libaql-mpi.so, aql/mpi.h and aql-mpi.pc too, and a program
+built and linked with `pkg-config --cflags --libs aql-mpi`."""
 import argparse
 import ctypes
 import os
@@ -34,6 +36,21 @@ int main(void)
 '''
 
 
+MPI_PROGRAM = r'''
+#include <aql/mpi.h>
+
+int main(int argc, char **argv)
+{
+	MPI_Datatype t;
+
+	MPI_Init(&argc, &argv);
+	aql_mpi_type(AQL_TYPE(float), &t);
+	MPI_Finalize();
+	return t != MPI_FLOAT;
+}
+'''
+
+
 def fail(msg):
     print('FAIL: ' + msg)
     sys.exit(1)
@@ -49,6 +66,7 @@ def main():
     ap.add_argument('--cc', required=True)
     ap.add_argument('--hsa', action='store_true', help='libhsa-runtime64 is built')
     ap.add_argument('--hsa-system', action='store_true', help='built with -Dhsa_system=true')
+    ap.add_argument('--mpi', action='store_true', help='libaql-mpi is built')
     ap.add_argument('--sanitize', default='none', help="the build's b_sanitize")
     a = ap.parse_args()
 
@@ -104,6 +122,32 @@ def main():
                            capture_output=True, text=True)
         if r.returncode or r.stdout != 'aql linked\n':
             fail('the program: rc %d, %r %r' % (r.returncode, r.stdout, r.stderr))
+        if a.mpi:
+            if not os.path.exists(os.path.join(incdir, 'aql', 'mpi.h')):
+                fail('aql/mpi.h is not in ' + incdir)
+            for f in ('libaql-mpi.so', 'pkgconfig/aql-mpi.pc'):
+                if not os.path.exists(os.path.join(libdir, f)):
+                    fail('%s is not in %s' % (f, libdir))
+            r = subprocess.run(['pkg-config', '--cflags', '--libs', 'aql-mpi'], env=env,
+                               capture_output=True, text=True)
+            if r.returncode or '-laql-mpi' not in r.stdout.split():
+                fail('pkg-config --cflags --libs aql-mpi: %s%s' % (r.stdout, r.stderr))
+            mpi_flags = r.stdout.split()
+            # The MPI it requires is the system's, outside the staged tree:
+            # its flags without the sysroot.
+            r = subprocess.run(['pkg-config', '--print-requires', 'aql-mpi'], env=env,
+                               capture_output=True, text=True, check=True)
+            for req in r.stdout.split():
+                if req != 'aql':
+                    mpi_flags += subprocess.run(['pkg-config', '--cflags', '--libs', req],
+                                                capture_output=True, text=True,
+                                                check=True).stdout.split()
+            with open(src, 'w') as f:
+                f.write(MPI_PROGRAM)
+            r = subprocess.run([a.cc, '-std=c17', src, '-o', exe + '-mpi'] + san + mpi_flags,
+                               capture_output=True, text=True)
+            if r.returncode:
+                fail('building an MPI program against the staged tree: ' + r.stderr)
         # Its RUNPATH finds libaql.so.0 one level up, with no LD_LIBRARY_PATH
         # for it. Not under sanitizers: their runtime must load first.
         if a.hsa and not a.hsa_system and a.sanitize == 'none':

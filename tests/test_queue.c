@@ -466,6 +466,38 @@ static void test_inactivate(void)
 	aql_signal_destroy(held);
 }
 
+/*
+ * aql_queue_set_error(), for work run beside the queue (libaql-mpi): the
+ * callback gets the message, the queue keeps it, the waiting packet is
+ * dropped and submissions fail; the first error stays.
+ */
+static void test_set_error(void)
+{
+	aql_queue *q = th_queue(8, AQL_QUEUE_MULTI, 0);
+	aql_signal *gate = th_signal(1), *held = th_signal(1);
+	unsigned calls = __atomic_load_n(&th_error_calls, __ATOMIC_ACQUIRE);
+	aql_packet p = gated(gate, held);
+	const char *message = NULL;
+
+	CHECK_OK(th_submit(q, &p));
+	CHECK(aql_queue_set_error(q, AQL_OK, "no") == AQL_ERR_INVALID_ARG &&
+	      aql_queue_set_error(NULL, AQL_ERR_QUEUE_ERROR, "no") == AQL_ERR_INVALID_ARG,
+	      "a NULL queue or AQL_OK refused");
+	CHECK_OK(aql_queue_set_error(q, AQL_ERR_SYSTEM, "MPI_Irecv failed on rank 1 (peer 0, tag 5)"));
+	CHECK(th_wait_done(held) == -1, "the waiting packet was not dropped");
+	CHECK(aql_queue_error(q, &message) == AQL_ERR_SYSTEM && strstr(message, "tag 5"),
+	      "error state: \"%s\"", message ? message : "");
+	CHECK(__atomic_load_n(&th_error_calls, __ATOMIC_ACQUIRE) == calls + 1 &&
+	      strstr(th_last_error, "peer 0"), "the error callback: \"%s\"", th_last_error);
+	CHECK_OK(aql_queue_set_error(q, AQL_ERR_QUEUE_ERROR, "second"));
+	CHECK(aql_queue_error(q, &message) == AQL_ERR_SYSTEM && !strstr(message, "second"),
+	      "the first error stays: \"%s\"", message ? message : "");
+	CHECK(aql_queue_submit(q, &p) == AQL_ERR_QUEUE_ERROR, "a submission was accepted");
+	CHECK_OK(aql_queue_destroy(q));
+	aql_signal_destroy(gate);
+	aql_signal_destroy(held);
+}
+
 static struct {
 	aql_status inactivate, destroy;
 	char message[256];
@@ -520,6 +552,7 @@ static void test_inactivate_from_callback(void)
 int main(void)
 {
 	test_inactivate();
+	test_set_error();
 	test_inactivate_from_callback();
 	test_first_packet_after_park();
 	test_doorbell_ahead();

@@ -367,6 +367,11 @@ static void *host_access(aql_buf *b, const aql_type *type, int write)
 	return (char *)r->host + bytes_of(r, b->first);
 }
 
+void *aql_buf_host_storage(aql_buf *b)
+{
+	return b ? (char *)b->root->host + bytes_of(b->root, b->first) : NULL;
+}
+
 void *aql_buf_host(aql_buf *b, const aql_type *type)
 {
 	return host_access(b, type, 1);

@@ -46,6 +46,16 @@ aql_status aql_fail(aql_status status, const char *fmt, ...)
 	return status;
 }
 
+aql_status aql_error_set(aql_status status, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	set_message(fmt, ap);
+	va_end(ap);
+	return status;
+}
+
 aql_status aql_fail_errno(aql_status status, int err, const char *fmt, ...)
 {
 	va_list ap;

@@ -191,6 +191,15 @@ const void *aql_buf_host_const(aql_buf *buf, const aql_type *type);
 #define aql_buf_data_const(buf, T) ((const T *)aql_buf_host_const((buf), AQL_TYPE(T)))
 
 /*
+ * The host storage of buf's first element, with no check and no copy: for
+ * a library that hands it to another transport in queue order
+ * (libaql-mpi). The caller orders its use after the work that uses the
+ * range, and after aql_buf_to_host() where an agent with memory of its
+ * own holds the current copy. NULL if buf is NULL. Thread safe.
+ */
+void *aql_buf_host_storage(aql_buf *buf);
+
+/*
  * Make the agent's copy of buf's range current on agent, on queue: copies
  * only what the host changed since. *done (may be NULL: wait here) gets
  * the completion. Errors: AQL_ERR_BUSY (work in flight on another queue

@@ -193,6 +193,18 @@ aql_status aql_queue_destroy(aql_queue *queue);
 aql_status aql_queue_inactivate(aql_queue *queue);
 
 /*
+ * Put the queue into its error state for work that runs beside it in its
+ * order (libaql-mpi's communication agent), as a failed packet does: the
+ * error callback runs with status and message, aql_queue_error() returns
+ * them, and the packet processor stops as aql_queue_inactivate() stops it
+ * (packets not yet started are dropped, their completion signals set to
+ * -1). A queue already in its error state keeps its first error.
+ * Errors: AQL_ERR_INVALID_ARG (NULL, status AQL_OK). Thread safe; not
+ * concurrently with aql_queue_destroy() of the queue.
+ */
+aql_status aql_queue_set_error(aql_queue *queue, aql_status status, const char *message);
+
+/*
  * The queue's error state: AQL_OK, or the status it stopped with; *message
  * (if not NULL) gets the reason. Thread safe.
  */

@@ -40,6 +40,14 @@ const char *aql_status_str(aql_status status);
  */
 const char *aql_error_message(void);
 
+/*
+ * Set this thread's aql_error_message() from printf-style arguments and
+ * return status: for libraries built on libaql's public API (libaql-mpi),
+ * so that their failures read like libaql's own. Thread safe.
+ */
+aql_status aql_error_set(aql_status status, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 #ifdef __cplusplus
 }
 #endif

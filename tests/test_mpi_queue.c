@@ -1,0 +1,316 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Queue-ordered MPI (aql_mpi_enqueue_*, libaql-mpi's communication agent),
+ * on 2 or more ranks, CPU agents: a send waits for the launch before it in
+ * its queue (held behind a closed gate, nothing is sent) and sends what
+ * that launch wrote on an agent with memory of its own; a launch after a
+ * receive in the same queue, and a launch on another queue after its
+ * completion, see the received data; an allreduce in a queue; a receive
+ * into a GPU-style buffer is refused; faults: a truncated message and a
+ * send to a rank that does not exist put the queue into its error state
+ * with MPI's string, the rank, the peer and the tag, and drop what comes
+ * after; aql_mpi_cancel() cancels a pending receive.
+ *
+ * With AQL_TEST_AGENT=nvidia or amd (and the GPU build of the kernels),
+ * the agent of its own memory whose launch a send follows is the emulated
+ * CUDA or KFD agent, and only that ordering test runs.
+ *
+ * Usage: mpiexec -n N test_mpi_queue LAUNCH_KERNELS.host.so
+ *        [multiple|serialized|funneled] [LAUNCH_KERNELS.{ptx,hsaco}]
+ */
+#include <string.h>
+
+#include <aql/mpi.h>
+
+#include "helpers.h"
+
+enum { M = 1000 };
+
+static int rank, size, provided = -1;
+static MPI_Comm comm;
+static const aql_kernel *add, *add_sep;	/* on the CPU agent, on sep */
+
+static int next(void)
+{
+	return (rank + 1) % size;
+}
+
+static int prev(void)
+{
+	return (rank + size - 1) % size;
+}
+
+static aql_buf *new_buf(uint64_t count, const char *name)
+{
+	aql_buf_config c = { .name = name };
+	aql_buf *b = NULL;
+
+	CHECK_OK(aql_buf_create(AQL_TYPE(int32_t), count, AQL_INOUT, &c, &b));
+	if (!b)
+		th_stop("no buffer");
+	return b;
+}
+
+static aql_queue *new_queue(aql_agent *agent)
+{
+	aql_queue *q = NULL;
+
+	CHECK_OK(aql_queue_create(agent, NULL, &q));
+	if (!q)
+		th_stop("no queue");
+	return q;
+}
+
+static aql_status launch_k(aql_queue *q, const aql_kernel *k, aql_buf *b, int32_t v,
+			   const aql_completion *after, aql_completion *done)
+{
+	aql_launch_config c = { .grid = { M }, .after = after, .after_count = after ? 1 : 0 };
+
+	return AQL_LAUNCH(q, k, &c, done, AQL_ARG(b), AQL_ARG(v), AQL_ARG((uint32_t)M));
+}
+
+static aql_status launch_add(aql_queue *q, aql_buf *b, int32_t v, const aql_completion *after,
+			     aql_completion *done)
+{
+	return launch_k(q, add, b, v, after, done);
+}
+
+static int count_bad(aql_buf *b, int32_t base)
+{
+	const int32_t *h = aql_buf_data_const(b, int32_t);
+	int bad = 0;
+
+	if (!h)
+		return -1;
+	for (int i = 0; i < M; i++)
+		bad += h[i] != i + base;
+	return bad;
+}
+
+static void test_order(aql_agent *sep)
+{
+	aql_queue *q = new_queue(th_agent()), *q2 = new_queue(th_agent()), *qs = new_queue(sep);
+	aql_buf *d = new_buf(M, "halo out"), *e = new_buf(M, "halo in"), *g = new_buf(M, "halo in 2");
+	aql_completion sdone = { 0 }, s2done = { 0 }, rdone = { 0 }, gdone = { 0 }, ldone = { 0 },
+		       l2done = { 0 };
+	int32_t *h = aql_buf_data(d, int32_t);
+	aql_signal *gate;
+	int bad;
+
+	for (int i = 0; h && i < M; i++)
+		h[i] = i + 1000 * rank;
+	/* Behind a closed gate: +5 on the separate-memory agent, then two sends. */
+	gate = th_gate_close(qs);
+	CHECK_OK(launch_k(qs, add_sep, d, 5, NULL, NULL));
+	CHECK_OK(aql_mpi_enqueue_send(qs, d, NULL, next(), 1, comm, &sdone));
+	CHECK_OK(aql_mpi_enqueue_send(qs, d, NULL, next(), 2, comm, &s2done));
+	/* A receive, then +1 in the same queue with no dependency given. */
+	CHECK_OK(aql_mpi_enqueue_recv(q, e, NULL, prev(), 1, comm, &rdone));
+	CHECK_OK(launch_add(q, e, 1, NULL, &ldone));
+	/* Another receive, and +3 on another queue after its completion. */
+	CHECK_OK(aql_mpi_enqueue_recv(q, g, NULL, prev(), 2, comm, &gdone));
+	CHECK_OK(launch_add(q2, g, 3, &gdone, &l2done));
+	th_sleep_ms(100);
+	CHECK(!aql_completion_done(sdone) && !aql_completion_done(s2done),
+	      "no send ended while the gate held the launch before them");
+	/* Every rank's gate is still closed here: no receive can have ended.
+	 * (MPI_THREAD_SERIALIZED forbids the barrier while work is pending.) */
+	if (provided == MPI_THREAD_MULTIPLE) {
+		MPI_Barrier(comm);
+		CHECK(!aql_completion_done(rdone) && !aql_completion_done(ldone) &&
+		      !aql_completion_done(l2done),
+		      "nothing after a receive ended before its message was sent (recv %d launch %d)",
+		      aql_completion_done(rdone), aql_completion_done(ldone));
+		MPI_Barrier(comm);
+	}
+	th_gate_open(gate);
+	CHECK_DONE(aql_completion_wait(ldone, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(l2done, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(s2done, TH_TIMEOUT_NS));
+	CHECK(aql_completion_done(sdone) && aql_completion_done(rdone) &&
+	      aql_completion_done(gdone), "every operation ended");
+	bad = count_bad(e, 1000 * prev() + 5 + 1);
+	CHECK(bad == 0, "received, then +1 in queue order: %d of %d wrong", bad, M);
+	bad = count_bad(g, 1000 * prev() + 5 + 3);
+	CHECK(bad == 0, "received, then +3 on another queue: %d of %d wrong", bad, M);
+	/* A queue-ordered receive into a buffer on an agent of its own is not built. */
+	CHECK(aql_mpi_enqueue_recv(qs, d, NULL, prev(), 3, comm, NULL) == AQL_ERR_UNSUPPORTED &&
+	      th_error_has("halo out") && th_error_has("memory of its own"),
+	      "a receive into a separate agent's buffer refused");
+	aql_signal_destroy(gate);
+	CHECK_OK(aql_mpi_cancel(q));
+	CHECK_OK(aql_mpi_cancel(q2));
+	CHECK_OK(aql_mpi_cancel(qs));
+	CHECK_OK(aql_buf_destroy(d));
+	CHECK_OK(aql_buf_destroy(e));
+	CHECK_OK(aql_buf_destroy(g));
+	CHECK_OK(aql_queue_destroy(q));
+	CHECK_OK(aql_queue_destroy(q2));
+	CHECK_OK(aql_queue_destroy(qs));
+}
+
+static void test_allreduce(void)
+{
+	aql_queue *q = new_queue(th_agent());
+	aql_buf *s = new_buf(M, "sum");
+	int32_t *h = aql_buf_data(s, int32_t);
+	aql_completion done;
+	int bad;
+
+	for (int i = 0; h && i < M; i++)
+		h[i] = i + rank;
+	CHECK_OK(aql_mpi_enqueue_allreduce(q, NULL, s, MPI_SUM, comm, NULL));
+	CHECK_OK(launch_add(q, s, 1, NULL, &done));
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
+	/* sum over ranks of (i + r) = size * i + size * (size - 1) / 2; then +1 */
+	h = aql_buf_data(s, int32_t);
+	bad = 0;
+	for (int i = 0; h && i < M; i++)
+		bad += h[i] != size * i + size * (size - 1) / 2 + 1;
+	CHECK(h && bad == 0, "allreduce in queue order: %d wrong", bad);
+	CHECK_OK(aql_mpi_cancel(q));
+	CHECK_OK(aql_buf_destroy(s));
+	CHECK_OK(aql_queue_destroy(q));
+}
+
+static int queue_error_has(aql_queue *q, const char *needle)
+{
+	const char *msg = "";
+
+	if (aql_queue_error(q, &msg) == AQL_OK)
+		return 0;
+	if (strstr(msg, needle))
+		return 1;
+	fprintf(stderr, "  queue error \"%s\" lacks \"%s\"\n", msg, needle);
+	return 0;
+}
+
+static void test_faults(void)
+{
+	aql_queue *q = new_queue(th_agent());
+	aql_buf *ten = new_buf(10, "ten"), *five = new_buf(5, "five"), *x = new_buf(M, "after");
+	aql_completion done, after;
+	char want[64];
+
+	/* Truncation: rank 0 sends ten, rank 1 receives into five. */
+	if (rank == 0)
+		CHECK_OK(aql_mpi_send(ten, NULL, 1, 50, comm));
+	if (rank == 1) {
+		/* Gated, so that the launch is in before the receive can fail. */
+		aql_signal *gate = th_gate_close(q);
+
+		CHECK_OK(aql_mpi_enqueue_recv(q, five, NULL, 0, 50, comm, &done));
+		CHECK_OK(launch_add(q, x, 1, NULL, &after));
+		th_gate_open(gate);
+		CHECK(th_done(aql_completion_wait(done, TH_TIMEOUT_NS)) == AQL_ERR_QUEUE_ERROR,
+		      "a truncated receive fails");
+		CHECK(th_done(aql_completion_wait(after, TH_TIMEOUT_NS)) == AQL_ERR_QUEUE_ERROR,
+		      "the launch behind it is dropped");
+		CHECK(queue_error_has(q, "MPI_ERR_TRUNCATE") &&
+		      queue_error_has(q, "of five failed on rank 1 (peer 0, tag 50)"),
+		      "the queue names the truncation");
+		aql_signal_destroy(gate);
+	}
+	CHECK_OK(aql_mpi_cancel(q));
+	CHECK_OK(aql_queue_destroy(q));
+
+	/* A failed MPI call: a send to a rank that does not exist. */
+	q = new_queue(th_agent());
+	CHECK_OK(aql_mpi_enqueue_send(q, ten, NULL, size + 3, 51, comm, &done));
+	CHECK(th_done(aql_completion_wait(done, TH_TIMEOUT_NS)) == AQL_ERR_QUEUE_ERROR,
+	      "a send to rank %d fails", size + 3);
+	snprintf(want, sizeof(want), "on rank %d (peer %d, tag 51)", rank, size + 3);
+	CHECK(queue_error_has(q, "MPI_Isend of ten") && queue_error_has(q, want),
+	      "the queue names the call, rank, peer and tag");
+	CHECK(aql_mpi_enqueue_send(q, ten, NULL, next(), 52, comm, NULL) == AQL_ERR_QUEUE_ERROR,
+	      "a queue in its error state takes no more");
+	CHECK_OK(aql_mpi_cancel(q));
+	CHECK_OK(aql_queue_destroy(q));
+
+	/* Cancel: a receive nobody sends to, and a launch behind it. */
+	q = new_queue(th_agent());
+	CHECK_OK(aql_mpi_enqueue_recv(q, five, NULL, prev(), 53, comm, &done));
+	CHECK_OK(launch_add(q, x, 1, NULL, &after));
+	th_sleep_ms(50);
+	CHECK(!aql_completion_done(done) && !aql_completion_done(after), "the receive is pending");
+	CHECK_OK(aql_mpi_cancel(q));
+	CHECK(aql_signal_load(done.signal, AQL_ACQUIRE) < 0,
+	      "the cancelled receive's completion is -1");
+	CHECK(th_done(aql_completion_wait(after, TH_TIMEOUT_NS)) == AQL_ERR_QUEUE_ERROR,
+	      "the launch behind it is dropped");
+	CHECK(queue_error_has(q, "cancelled"), "the queue says it was cancelled");
+	CHECK_OK(aql_queue_destroy(q));
+	CHECK_OK(aql_buf_destroy(ten));
+	CHECK_OK(aql_buf_destroy(five));
+	CHECK_OK(aql_buf_destroy(x));
+}
+
+int main(int argc, char **argv)
+{
+	aql_host_agent_config cfg = { .workers = 2, .separate_memory = 1 };
+	const char *level = argc >= 3 ? argv[2] : "multiple";
+	int want = MPI_THREAD_MULTIPLE, st;
+	aql_code_object *co, *co_sep = NULL;
+	aql_agent *sep = NULL;
+
+	if (argc < 2 || argc > 4) {
+		fprintf(stderr, "usage: mpiexec -n N test_mpi_queue LAUNCH_KERNELS.host.so [multiple|serialized|funneled] [LAUNCH_KERNELS.{ptx,hsaco}]\n");
+		return 2;
+	}
+	if (!strcmp(level, "serialized"))
+		want = MPI_THREAD_SERIALIZED;
+	else if (!strcmp(level, "funneled"))
+		want = MPI_THREAD_FUNNELED;
+	MPI_Init_thread(&argc, &argv, want, &provided);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	if (size < 2) {
+		fprintf(stderr, "test_mpi_queue needs 2 or more ranks (mpiexec -n 2)\n");
+		MPI_Finalize();
+		return 2;
+	}
+	MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+	MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+	/* MPICH 4.0.2 raises MPI_Test's errors on MPI_COMM_WORLD (docs/mpi.md). */
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	printf("rank %d of %d: asked for thread level %d (%s), MPI provides %d\n", rank, size, want,
+	       level, provided);
+	/* The agent of its own memory: the test agent (an emulated GPU), or a CPU agent. */
+	CHECK_OK(aql_code_object_load_file(th_agent(), argv[1], NULL, &co));
+	if (co)
+		CHECK_OK(aql_code_object_kernel(co, "add_i32", &add));
+	if (th_test_gpu()) {
+		sep = th_test_agent();
+		co_sep = th_load_kernels(argv[1], argc == 4 ? argv[3] : NULL);
+		CHECK_OK(aql_code_object_kernel(co_sep, "add_i32", &add_sep));
+	} else {
+		CHECK_OK(aql_host_agent_create(&cfg, &sep));
+		add_sep = add;
+	}
+	if (add && add_sep && sep && provided < MPI_THREAD_SERIALIZED) {
+		aql_queue *q = new_queue(th_agent());
+		aql_buf *b = new_buf(M, "funneled");
+
+		CHECK(aql_mpi_enqueue_send(q, b, NULL, next(), 1, comm, NULL) == AQL_ERR_UNSUPPORTED &&
+		      th_error_has("MPI_THREAD_FUNNELED") && th_error_has("MPI_THREAD_SERIALIZED"),
+		      "queue-ordered MPI refused below MPI_THREAD_SERIALIZED");
+		CHECK_OK(aql_buf_destroy(b));
+		CHECK_OK(aql_queue_destroy(q));
+	} else if (add && add_sep && sep) {
+		test_order(sep);
+		if (!th_test_gpu()) {
+			test_allreduce();
+			test_faults();
+		}
+	}
+	aql_mpi_shutdown();
+	CHECK_OK(aql_code_object_destroy(co));
+	if (co_sep)
+		CHECK_OK(aql_code_object_destroy(co_sep));
+	else
+		CHECK_OK(aql_agent_destroy(sep));
+	MPI_Comm_free(&comm);
+	st = th_finish();
+	MPI_Finalize();
+	return st;
+}
