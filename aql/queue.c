@@ -203,8 +203,7 @@ aql_status aql_queue_set_priority(aql_queue *queue, enum aql_queue_priority prio
 	return st;
 }
 
-/* Packets that never ran: fail their completion signals so no waiter hangs. */
-static void cancel_pending(struct aql_queue_impl *q)
+void aql_queue_cancel_pending(struct aql_queue_impl *q)
 {
 	uint64_t id = q->pub.amd->read_dispatch_id;
 	uint64_t end = __atomic_load_n(&q->pub.amd->write_dispatch_id, __ATOMIC_ACQUIRE);
@@ -236,7 +235,7 @@ aql_status aql_queue_destroy(aql_queue *queue)
 		aql_graph_queue_gone(q);
 	if (!__atomic_exchange_n(&q->detached, 1, __ATOMIC_ACQ_REL)) {
 		q->agent->ops->queue_detach(q->agent, q);
-		cancel_pending(q);
+		aql_queue_cancel_pending(q);
 	} else if (q->agent_state) {
 		/* Inactivated from its error callback: the detach is ours. */
 		q->agent->ops->queue_detach(q->agent, q);
@@ -291,7 +290,7 @@ aql_status aql_queue_inactivate(aql_queue *queue)
 	if (in_callback != q)
 		q->agent->ops->queue_detach(q->agent, q);
 	aql_queue_halt(q);
-	cancel_pending(q);
+	aql_queue_cancel_pending(q);
 	return AQL_OK;
 }
 
