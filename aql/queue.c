@@ -211,9 +211,13 @@ void aql_queue_cancel_pending(struct aql_queue_impl *q)
 	for (; id < end && end - id <= q->pub.size; id++) {
 		aql_packet *slot = aql_queue_slot(&q->pub, id);
 		uint16_t header = __atomic_load_n(&slot->header, __ATOMIC_ACQUIRE);
-		uint64_t signal = slot->dispatch.completion_signal;
+		uint64_t signal;
 
-		if (aql_header_type(header) != AQL_PACKET_INVALID && signal)
+		/* A slot still being written is its producer's: not read. */
+		if (aql_header_type(header) == AQL_PACKET_INVALID)
+			continue;
+		signal = slot->dispatch.completion_signal;
+		if (signal)
 			aql_signal_store(aql_signal_from_handle(signal), -1, AQL_RELEASE);
 	}
 }
