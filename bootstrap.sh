@@ -26,10 +26,11 @@ exec 3>&1 1>&2
 # spin checks the channel protocol's model (tests/model); zlib and zstd
 # decompress offload bundles; librocrand1 (and python3-yaml for
 # llvm-readelf's notes) is the real HIP library tests/bundles checks;
-# rocminfo (built for ROCr) runs on aql's libhsa-runtime64 (tests/hsa).
+# rocminfo (built for ROCr) runs on aql's libhsa-runtime64 (tests/hsa);
+# python3-matplotlib draws aql-bench --plot's pictures (tools/aql-bench-plot).
 packages=(gcc meson ninja-build pkg-config python3 libelf-dev liburing-dev libdrm-dev
 	zlib1g-dev libzstd-dev)
-[ $light = 1 ] || packages+=(libhsa-runtime-dev spin librocrand1 python3-yaml
+[ $light = 1 ] || packages+=(libhsa-runtime-dev spin librocrand1 python3-yaml python3-matplotlib
 	clang-14 lld-14 llvm-14 clang-tools-14 libclang-rt-14-dev
 	clang-16 lld-16 llvm-16 libamd-comgr-dev rocminfo clang-19 lld-19)
 missing=()

@@ -541,12 +541,18 @@ aql_status aql_queue_wait_space(aql_queue *queue, uint64_t first, uint32_t n,
 		}
 		slept = 1;
 		/* Pairs with aql_queue_retire(): announce, then re-check. */
-		__atomic_store_n(&q->space_cpu, (uint32_t)sched_getcpu() + 1, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&q->space_waiters, 1, __ATOMIC_SEQ_CST);
 		seq = __atomic_load_n(&q->space_seq, __ATOMIC_ACQUIRE);
 		if (!has_space(queue, &first, n, reserved) &&
-		    !__atomic_load_n(&queue->error, __ATOMIC_ACQUIRE))
+		    !__atomic_load_n(&queue->error, __ATOMIC_ACQUIRE)) {
+			uint64_t asleep = aql_now_ns(), woken;
+
 			aql_futex_wait(&q->space_seq, seq, wake_by(queue, deadline));
+			woken = __atomic_load_n(&q->space_woken, __ATOMIC_RELAXED);
+			if (woken > asleep && aql_now_ns() - woken >= AQL_QUEUE_STARVED_NS)
+				__atomic_store_n(&q->space_cpu, (uint32_t)sched_getcpu() + 1,
+						 __ATOMIC_RELAXED);
+		}
 		__atomic_fetch_sub(&q->space_waiters, 1, __ATOMIC_RELAXED);
 	}
 	aql_spin_learn(&space_spin, SPACE_SPIN_NS, slept ? aql_now_ns() - start : 0);

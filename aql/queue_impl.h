@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <aql/queue.h>
 
+#include "util/clock.h"
 #include "util/futex.h"
 
 /*
@@ -38,8 +39,11 @@ struct aql_queue_impl {
 	 * them. Own cache line: the processor reads it after every packet. */
 	uint32_t space_seq __attribute__((aligned(64)));
 	uint32_t space_waiters;
-	/* The CPU (+ 1) of the producer that last went to sleep on a full
-	 * ring; the CPU agent's processor joins it there. Relaxed. */
+	/* When the processor last woke producers (aql_now_ns()), and the CPU
+	 * (+ 1) of a producer that, woken from a full ring, then waited
+	 * AQL_QUEUE_STARVED_NS or more for a CPU: a request that the CPU
+	 * agent's processor takes and moves there. Relaxed. */
+	uint64_t space_woken;
 	uint32_t space_cpu;
 	uint32_t error_once;
 	/* The agent runs none of the queue's packets any more (it stopped on
@@ -49,6 +53,12 @@ struct aql_queue_impl {
 	uint32_t detached;
 	char error_message[256];
 };
+
+/*
+ * A thread woken from a sleep that then waited this long for a CPU was
+ * starved: beside busy threads, the scheduler left it queued behind one.
+ */
+#define AQL_QUEUE_STARVED_NS 50000u
 
 static inline struct aql_queue_impl *aql_queue_impl(aql_queue *queue)
 {
@@ -63,8 +73,10 @@ static inline struct aql_queue_impl *aql_queue_impl(aql_queue *queue)
  */
 static inline void aql_queue_wake_space(struct aql_queue_impl *q)
 {
-	if (__atomic_load_n(&q->space_waiters, __ATOMIC_SEQ_CST))
+	if (__atomic_load_n(&q->space_waiters, __ATOMIC_SEQ_CST)) {
+		__atomic_store_n(&q->space_woken, aql_now_ns(), __ATOMIC_RELAXED);
 		aql_futex_bump_and_wake(&q->space_seq);
+	}
 }
 
 /*

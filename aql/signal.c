@@ -84,16 +84,17 @@ aql_status aql_signal_create(int64_t initial, aql_signal **out)
 		st = pool_grow();
 	s = pool_free;
 	if (st == AQL_OK)
-		pool_free = (aql_signal *)(uintptr_t)s->queue_ptr;
+		pool_free = (aql_signal *)(uintptr_t)__atomic_load_n(&s->queue_ptr, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&pool_lock);
 	if (st != AQL_OK)
 		return st;
 	/* The wait words stay as they are: a late waker may still read them.
 	 * So do the event fields: they are the block's (aql_signal_events). */
 	s->kind = AQL_SIGNAL_KIND_USER;
-	s->start_ts = 0;
-	s->end_ts = 0;
-	s->queue_ptr = 0;
+	/* Relaxed atomics: a late waker may still read queue_ptr. */
+	__atomic_store_n(&s->start_ts, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->end_ts, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->queue_ptr, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->value, initial, __ATOMIC_RELEASE);
 	*out = s;
 	return AQL_OK;
@@ -138,7 +139,7 @@ aql_status aql_signal_destroy(aql_signal *signal)
 				(unsigned long long)queue_id);
 	pthread_mutex_lock(&pool_lock);
 	signal->kind = AQL_SIGNAL_KIND_INVALID;
-	signal->queue_ptr = (uint64_t)(uintptr_t)pool_free;
+	__atomic_store_n(&signal->queue_ptr, (uint64_t)(uintptr_t)pool_free, __ATOMIC_RELAXED);
 	pool_free = signal;
 	pthread_mutex_unlock(&pool_lock);
 	return AQL_OK;
@@ -152,16 +153,21 @@ aql_status aql_signal_destroy(aql_signal *signal)
 void aql_signal_wake_waiters(aql_signal *signal)
 {
 	const struct aql_signal_events *ev = __atomic_load_n(&events, __ATOMIC_ACQUIRE);
+	uint32_t mark = __atomic_fetch_add(&signal->sleeping, 0, __ATOMIC_SEQ_CST), two = 2;
 
-	if (__atomic_exchange_n(&signal->sleeping, 0, __ATOMIC_SEQ_CST)) {
-		/* A queue's doorbell: its processor learns where its producer
-		 * runs (aql/host/host_agent.c, leave_producer_cpu()). */
-		if (signal->queue_ptr) {
+	if (mark) {
+		__atomic_compare_exchange_n(&signal->sleeping, &mark, 2, 0, __ATOMIC_SEQ_CST,
+					    __ATOMIC_RELAXED);
+		/* A queue's doorbell: its processor learns when and from where
+		 * its producer woke it (aql/host/host_agent.c). */
+		if (__atomic_load_n(&signal->queue_ptr, __ATOMIC_RELAXED)) {
 			__atomic_store_n(&signal->end_ts, (uint64_t)sched_getcpu() + 1,
 					 __ATOMIC_RELAXED);
 			__atomic_store_n(&signal->start_ts, aql_now_ns(), __ATOMIC_RELEASE);
 		}
 		aql_futex_bump_and_wake(&signal->wake_seq);
+		__atomic_compare_exchange_n(&signal->sleeping, &two, 0, 0, __ATOMIC_SEQ_CST,
+					    __ATOMIC_RELAXED);
 	}
 	if (ev)
 		ev->wake(signal);

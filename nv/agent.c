@@ -52,20 +52,44 @@ static struct agent *agent_of(aql_agent *agent)
 	return (struct agent *)agent;
 }
 
+/* The context this thread last found or made current in nv_enter(). */
+static __thread CUcontext noted;
+
 aql_status nv_enter(struct nv_agent *a)
 {
 	CUcontext cur = NULL;
 	CUresult r = a->cu->cuCtxGetCurrent(&cur);
 
+	noted = NULL;
 	if (r != CUDA_SUCCESS)
 		return nv_fail(r, "cuCtxGetCurrent", "NVIDIA agent %u", a->info.device_index);
-	if (cur == a->ctx)
-		return AQL_OK;
-	r = a->cu->cuCtxSetCurrent(a->ctx);
-	if (r != CUDA_SUCCESS)
-		return nv_fail(r, "cuCtxSetCurrent", "NVIDIA agent %u: making its context current",
-			       a->info.device_index);
+	if (cur != a->ctx) {
+		r = a->cu->cuCtxSetCurrent(a->ctx);
+		if (r != CUDA_SUCCESS)
+			return nv_fail(r, "cuCtxSetCurrent",
+				       "NVIDIA agent %u: making its context current",
+				       a->info.device_index);
+	}
+	noted = a->ctx;
 	return AQL_OK;
+}
+
+aql_status nv_enter_noted(struct nv_agent *a)
+{
+	return noted == a->ctx ? AQL_OK : nv_enter(a);
+}
+
+int nv_enter_again(struct nv_agent *a, CUresult r)
+{
+	CUcontext cur = NULL;
+
+	if (r != CUDA_ERROR_INVALID_CONTEXT && r != CUDA_ERROR_INVALID_HANDLE &&
+	    r != CUDA_ERROR_CONTEXT_IS_DESTROYED)
+		return 0;
+	noted = NULL;
+	if (a->cu->cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur == a->ctx)
+		return 0;
+	return nv_enter(a) == AQL_OK;
 }
 
 /* ---- registered host ranges ---- */
@@ -686,6 +710,10 @@ static const struct aql_agent_ops nv_agent_ops = {
 	.mem_unregister = mem_unregister,
 	.module_load = module_load,
 	.module_unload = module_unload,
+	.graph_build = nv_graph_build,
+	.graph_update = nv_graph_update,
+	.graph_launch = nv_graph_launch,
+	.graph_destroy = nv_graph_destroy,
 };
 
 static aql_status attr(struct nv_agent *a, int which, const char *what, int *out)

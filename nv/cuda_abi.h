@@ -204,6 +204,23 @@ _Static_assert(sizeof(CUstreamBatchMemOpParams) == 48, "CUstreamBatchMemOpParams
 #define CU_LAUNCH_PARAM_BUFFER_POINTER ((void *)0x01)
 #define CU_LAUNCH_PARAM_BUFFER_SIZE ((void *)0x02)
 
+/* A kernel node of a graph: CUDA 12's CUDA_KERNEL_NODE_PARAMS_v2, which
+ * cuGraphAddKernelNode and cuGraphExecKernelNodeSetParams take at ABI
+ * 12000 (their _v2 forms). kern and ctx are read only when func is NULL. */
+typedef struct CUkern_st *CUkernel;
+typedef struct {
+	CUfunction func;
+	unsigned int gridDimX, gridDimY, gridDimZ;
+	unsigned int blockDimX, blockDimY, blockDimZ;
+	unsigned int sharedMemBytes;
+	void **kernelParams;
+	void **extra;
+	CUkernel kern;
+	CUcontext ctx;
+} CUDA_KERNEL_NODE_PARAMS;
+
+_Static_assert(sizeof(CUDA_KERNEL_NODE_PARAMS) == 72, "CUDA_KERNEL_NODE_PARAMS_v2 is 72 bytes");
+
 /* Stream capture, for the CUDA-graph peer in aql-bench. */
 enum { CU_STREAM_CAPTURE_MODE_GLOBAL = 0, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
        CU_STREAM_CAPTURE_MODE_RELAXED = 2 };
@@ -303,6 +320,12 @@ typedef CUresult (*cu_get_proc_address_v2_fn)(const char *symbol, void **pfn, in
 						  unsigned long long flags))                 \
 	X(cuGraphLaunch, CUresult, (CUgraphExec exec, CUstream stream))                      \
 	X(cuGraphExecDestroy, CUresult, (CUgraphExec exec))                                  \
-	X(cuGraphDestroy, CUresult, (CUgraph graph))
+	X(cuGraphDestroy, CUresult, (CUgraph graph))                                         \
+	X(cuGraphCreate, CUresult, (CUgraph *graph, unsigned int flags))                     \
+	X(cuGraphAddKernelNode, CUresult, (CUgraphNode *node, CUgraph graph,                 \
+					   const CUgraphNode *deps, size_t ndeps,            \
+					   const CUDA_KERNEL_NODE_PARAMS *params))           \
+	X(cuGraphExecKernelNodeSetParams, CUresult, (CUgraphExec exec, CUgraphNode node,     \
+						     const CUDA_KERNEL_NODE_PARAMS *params))
 
 #endif

@@ -106,6 +106,22 @@ static inline struct nv_agent *nv_agent_of(aql_agent *agent)
 aql_status nv_enter(struct nv_agent *a);
 
 /*
+ * nv_enter() without a driver call when the thread's last nv_enter() left
+ * a's context current: the hot path of a launch makes one driver call.
+ * Code may change the thread's context behind aql's back (the runtime
+ * API, cuCtxSetCurrent), so a call made after it that fails is passed to
+ * nv_enter_again().
+ */
+aql_status nv_enter_noted(struct nv_agent *a);
+
+/*
+ * After a driver call refused with r: 1 when r says the context was wrong
+ * and it was, and a's context is now current (call again); 0 when the
+ * error stands. Thread safe.
+ */
+int nv_enter_again(struct nv_agent *a, CUresult r);
+
+/*
  * Whether [ptr, ptr + size) is host memory the device reaches (registered
  * with the context, or cuMemHostAlloc'ed). A block of a default pool
  * (they live until exit) not yet registered has its chunks registered
@@ -127,6 +143,53 @@ aql_status nv_signal_reach(struct nv_agent *a, aql_signal *signal);
 /* The agent dispatch type of a copy (encode_copy): arg[0] dst, arg[1]
  * src, arg[2] size. */
 #define NV_FN_COPY 0xffffu
+
+/* The agent dispatch type of a graph replay (nv/graph.c): arg[0] is the
+ * struct nv_graph; the queue runs its segments in order. */
+#define NV_FN_GRAPH 0xfffeu
+
+/* Recorded packets [first, first + count): a CUDA graph of kernel nodes
+ * (exec not NULL), or one other packet, translated at each replay. */
+struct nv_graph_seg {
+	CUgraph graph;
+	CUgraphExec exec;
+	CUgraphNode *nodes;		/* nodes[i]: packet first + i */
+	uint32_t first, count;
+	aql_packet packet;
+};
+
+struct nv_graph {
+	struct nv_agent *a;
+	uint32_t nsegs;
+	struct nv_graph_seg segs[];
+};
+
+/* nv/graph.c: the graph ops of struct aql_agent_ops (aql/agent_impl.h). */
+aql_status nv_graph_build(aql_agent *agent, const aql_packet *packets, uint32_t count,
+			  void **out);
+aql_status nv_graph_update(aql_agent *agent, void *graph, uint32_t index,
+			   const aql_packet *packet);
+aql_status nv_graph_launch(aql_agent *agent, struct aql_queue_impl *queue, void *graph,
+			   aql_signal *completion, int64_t below);
+void nv_graph_destroy(aql_agent *agent, void *graph);
+
+/* A dispatch packet as cuLaunchKernel's (or a kernel node's) arguments. */
+struct nv_dispatch {
+	struct nv_kernel *k;
+	uint32_t blocks[3], wg[3];
+	uint32_t dyn;			/* dynamic shared memory */
+	size_t size;			/* of the parameter buffer */
+	void *extra[5];			/* the buffer: extra[3] points to size */
+};
+
+/*
+ * Check d as a queue checks a dispatch packet and fill *out (which must
+ * not move before its extra is used); the kernel is allowed its dynamic
+ * shared memory. AQL_OK, or AQL_ERR_QUEUE_ERROR / AQL_ERR_DEVICE with why
+ * in why[len] (not the thread's error message). Thread safe.
+ */
+aql_status nv_dispatch_args(struct nv_agent *a, const aql_dispatch_packet *d,
+			    struct nv_dispatch *out, char *why, size_t len);
 
 /* nv/queue.c: the queue half of struct aql_agent_ops. */
 aql_status nv_queue_attach(aql_agent *agent, struct aql_queue_impl *queue);

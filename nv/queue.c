@@ -469,7 +469,9 @@ static int flush_writes(struct nvq *s)
 	first->writeValue.value64 = s->batch_last + 1;
 	*last = *first;
 	last->writeValue.address = (CUdeviceptr)(uintptr_t)&s->landed->value;
-	r = s->cu->cuStreamBatchMemOp(s->stream, s->nwrites + 2, s->ops, 0);
+	do
+		r = s->cu->cuStreamBatchMemOp(s->stream, s->nwrites + 2, s->ops, 0);
+	while (r != CUDA_SUCCESS && nv_enter_again(s->a, r));
 	if (r != CUDA_SUCCESS) {
 		fail_batch(s);
 		return fail_call(s, s->batch_last, r, "cuStreamBatchMemOp",
@@ -495,6 +497,7 @@ static int stored(struct nvq *s, uint64_t id)
 		return 1;
 	if (progress(s->started) <= id)
 		return 0;
+	nv_enter(s->a);
 	deadline = aql_deadline(STALL_NS);
 	while (progress(s->landed) <= id) {
 		CUresult r = s->cu->cuStreamQuery(s->stream);
@@ -627,68 +630,105 @@ static int host_waits(struct nvq *s, const struct aql_wait_cond *conds, uint32_t
 
 /* ---- packets ---- */
 
-static int launch(struct nvq *s, const aql_dispatch_packet *d, uint64_t id)
+aql_status nv_dispatch_args(struct nv_agent *a, const aql_dispatch_packet *d,
+			    struct nv_dispatch *out, char *why, size_t len)
 {
 	struct nv_kernel *k = (struct nv_kernel *)(uintptr_t)d->kernel_object;
-	const aql_agent_info *info = &s->a->info;
+	const aql_agent_info *info = &a->info;
 	const uint32_t *grid = &d->grid_size_x;
 	const uint16_t *wg = &d->workgroup_size_x;
-	uint32_t dims = d->setup & AQL_DISPATCH_DIMS_MASK, blocks[3], dyn, allowed;
+	uint32_t dims = d->setup & AQL_DISPATCH_DIMS_MASK, dyn, allowed;
 	uint64_t items = 1;
-	size_t size;
-	void *extra[5];
 	CUresult r;
 
-	if (d->setup > 3 || dims == 0)
-		return fail_packet(s, id, AQL_ERR_QUEUE_ERROR,
-				   "setup 0x%x: grid dimensions must be 1, 2 or 3", d->setup);
-	if (!k)
-		return fail_packet(s, id, AQL_ERR_QUEUE_ERROR, "kernel_object is null");
+	if (d->setup > 3 || dims == 0) {
+		snprintf(why, len, "setup 0x%x: grid dimensions must be 1, 2 or 3", d->setup);
+		return AQL_ERR_QUEUE_ERROR;
+	}
+	if (!k) {
+		snprintf(why, len, "kernel_object is null");
+		return AQL_ERR_QUEUE_ERROR;
+	}
 	for (uint32_t i = 0; i < 3; i++) {
-		if (i < dims && (grid[i] == 0 || wg[i] == 0))
-			return fail_packet(s, id, AQL_ERR_QUEUE_ERROR, "zero %s size in dimension %u",
-					   grid[i] == 0 ? "grid" : "work-group", i);
-		if (i >= dims && (grid[i] != 1 || wg[i] != 1))
-			return fail_packet(s, id, AQL_ERR_QUEUE_ERROR,
-					   "dimension %u is unused (grid has %u) but its grid size is %u and work-group size %u; both must be 1",
-					   i, dims, grid[i], wg[i]);
-		if (wg[i] > info->max_workgroup_dim[i])
-			return fail_packet(s, id, AQL_ERR_QUEUE_ERROR,
-					   "work-group size %u in dimension %u exceeds the device's %u",
-					   wg[i], i, info->max_workgroup_dim[i]);
-		blocks[i] = grid[i] / wg[i] + (grid[i] % wg[i] != 0);
+		if (i < dims && (grid[i] == 0 || wg[i] == 0)) {
+			snprintf(why, len, "zero %s size in dimension %u",
+				 grid[i] == 0 ? "grid" : "work-group", i);
+			return AQL_ERR_QUEUE_ERROR;
+		}
+		if (i >= dims && (grid[i] != 1 || wg[i] != 1)) {
+			snprintf(why, len,
+				 "dimension %u is unused (grid has %u) but its grid size is %u and work-group size %u; both must be 1",
+				 i, dims, grid[i], wg[i]);
+			return AQL_ERR_QUEUE_ERROR;
+		}
+		if (wg[i] > info->max_workgroup_dim[i]) {
+			snprintf(why, len, "work-group size %u in dimension %u exceeds the device's %u",
+				 wg[i], i, info->max_workgroup_dim[i]);
+			return AQL_ERR_QUEUE_ERROR;
+		}
+		out->blocks[i] = grid[i] / wg[i] + (grid[i] % wg[i] != 0);
+		out->wg[i] = wg[i];
 		items *= wg[i];
 	}
-	if (k->max_threads && items > k->max_threads)
-		return fail_packet(s, id, AQL_ERR_QUEUE_ERROR,
-				   "work-group of %llu work-items exceeds kernel %s's maximum of %u",
-				   (unsigned long long)items, k->name, k->max_threads);
-	if (k->kernarg_size && !d->kernarg_address)
-		return fail_packet(s, id, AQL_ERR_QUEUE_ERROR,
-				   "kernarg_address is null but kernel %s takes %u bytes of arguments",
-				   k->name, k->kernarg_size);
+	if (k->max_threads && items > k->max_threads) {
+		snprintf(why, len, "work-group of %llu work-items exceeds kernel %s's maximum of %u",
+			 (unsigned long long)items, k->name, k->max_threads);
+		return AQL_ERR_QUEUE_ERROR;
+	}
+	if (k->kernarg_size && !d->kernarg_address) {
+		snprintf(why, len, "kernarg_address is null but kernel %s takes %u bytes of arguments",
+			 k->name, k->kernarg_size);
+		return AQL_ERR_QUEUE_ERROR;
+	}
 	if (d->group_segment_size < k->static_lds ||
-	    d->group_segment_size > info->max_group_segment_size)
-		return fail_packet(s, id, AQL_ERR_QUEUE_ERROR,
-				   "group_segment_size %u is outside [%u, %u] (kernel %s's static size, device limit)",
-				   d->group_segment_size, k->static_lds,
-				   info->max_group_segment_size, k->name);
+	    d->group_segment_size > info->max_group_segment_size) {
+		snprintf(why, len,
+			 "group_segment_size %u is outside [%u, %u] (kernel %s's static size, device limit)",
+			 d->group_segment_size, k->static_lds, info->max_group_segment_size, k->name);
+		return AQL_ERR_QUEUE_ERROR;
+	}
 	dyn = d->group_segment_size - k->static_lds;
 	/* Beyond the default a kernel must ask for its dynamic shared memory;
 	 * once per kernel and size, by whichever queue gets there first. */
 	allowed = __atomic_load_n(&k->dynamic_lds_allowed, __ATOMIC_ACQUIRE);
 	if (d->group_segment_size > info->default_group_segment_size && dyn > allowed) {
-		r = s->cu->cuFuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+		if (nv_enter(a) != AQL_OK) {
+			snprintf(why, len, "%s", aql_error_message());
+			return AQL_ERR_DEVICE;
+		}
+		r = a->cu->cuFuncSetAttribute(k->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
 					      (int)dyn);
-		if (r != CUDA_SUCCESS)
-			return fail_packet(s, id, AQL_ERR_DEVICE,
-					   "kernel %s: %u bytes of dynamic shared memory: cuFuncSetAttribute failed: %s (%s)",
-					   k->name, dyn, nv_result_name(r), nv_result_string(r));
+		if (r != CUDA_SUCCESS) {
+			snprintf(why, len,
+				 "kernel %s: %u bytes of dynamic shared memory: cuFuncSetAttribute failed: %s (%s)",
+				 k->name, dyn, nv_result_name(r), nv_result_string(r));
+			return AQL_ERR_DEVICE;
+		}
 		while (allowed < dyn &&
 		       !__atomic_compare_exchange_n(&k->dynamic_lds_allowed, &allowed, dyn, 0,
 						    __ATOMIC_RELEASE, __ATOMIC_ACQUIRE))
 			;
 	}
+	out->k = k;
+	out->dyn = dyn;
+	out->size = k->kernarg_size;
+	out->extra[0] = CU_LAUNCH_PARAM_BUFFER_POINTER;
+	out->extra[1] = (void *)(uintptr_t)d->kernarg_address;
+	out->extra[2] = CU_LAUNCH_PARAM_BUFFER_SIZE;
+	out->extra[3] = &out->size;
+	out->extra[4] = CU_LAUNCH_PARAM_END;
+	return AQL_OK;
+}
+
+static int launch(struct nvq *s, const aql_dispatch_packet *d, uint64_t id)
+{
+	struct nv_dispatch l;
+	char why[200];
+	aql_status st = nv_dispatch_args(s->a, d, &l, why, sizeof(why));
+	CUresult r;
+
+	if (st != AQL_OK)
+		return fail_packet(s, id, st, "%s", why);
 	/*
 	 * Typed launches' completion stores stay owed: a kernel waits for no
 	 * signal, and a fault of this launch fails the timeline anyway. Those
@@ -697,19 +737,16 @@ static int launch(struct nvq *s, const aql_dispatch_packet *d, uint64_t id)
 	 */
 	if (s->owed_raw && !flush_writes(s))
 		return 0;
-	size = k->kernarg_size;
-	extra[0] = CU_LAUNCH_PARAM_BUFFER_POINTER;
-	extra[1] = (void *)(uintptr_t)d->kernarg_address;
-	extra[2] = CU_LAUNCH_PARAM_BUFFER_SIZE;
-	extra[3] = &size;
-	extra[4] = CU_LAUNCH_PARAM_END;
-	r = s->cu->cuLaunchKernel(k->fn, blocks[0], blocks[1], blocks[2], wg[0], wg[1], wg[2],
-				  dyn, s->stream, NULL, size ? extra : NULL);
+	do
+		r = s->cu->cuLaunchKernel(l.k->fn, l.blocks[0], l.blocks[1], l.blocks[2], l.wg[0],
+					  l.wg[1], l.wg[2], l.dyn, s->stream, NULL,
+					  l.size ? l.extra : NULL);
+	while (r != CUDA_SUCCESS && nv_enter_again(s->a, r));
 	if (r != CUDA_SUCCESS)
 		return fail_packet(s, id, AQL_ERR_DEVICE,
 				   "kernel %s, %ux%ux%u blocks of %ux%ux%u, %u bytes of dynamic shared memory: cuLaunchKernel failed: %s (%s)",
-				   k->name, blocks[0], blocks[1], blocks[2], wg[0], wg[1], wg[2], dyn,
-				   nv_result_name(r), nv_result_string(r));
+				   l.k->name, l.blocks[0], l.blocks[1], l.blocks[2], l.wg[0], l.wg[1],
+				   l.wg[2], l.dyn, nv_result_name(r), nv_result_string(r));
 	return 1;
 }
 
@@ -893,10 +930,43 @@ static int copy(struct nvq *s, const aql_agent_dispatch_packet *p, uint64_t id)
 	return 1;
 }
 
+static int translate(struct nvq *s, const aql_packet *p, uint64_t id);
+
+/* A graph replay: its segments in order, a CUDA graph as one launch. */
+static int graph_replay(struct nvq *s, const aql_agent_dispatch_packet *p, uint64_t id)
+{
+	const struct nv_graph *g = (const struct nv_graph *)(uintptr_t)p->arg[0];
+	CUresult r;
+
+	for (uint32_t i = 0; i < g->nsegs; i++) {
+		const struct nv_graph_seg *seg = &g->segs[i];
+
+		if (!seg->exec) {
+			if (!translate(s, &seg->packet, id))
+				return 0;
+			continue;
+		}
+		/* As before a launch: raw packets' stores go first. */
+		if (s->owed_raw && !flush_writes(s))
+			return 0;
+		do
+			r = s->cu->cuGraphLaunch(seg->exec, s->stream);
+		while (r != CUDA_SUCCESS && nv_enter_again(s->a, r));
+		if (r != CUDA_SUCCESS)
+			return fail_packet(s, id, AQL_ERR_DEVICE,
+					   "a graph replay's %u launches (graph packets %u to %u): cuGraphLaunch failed: %s (%s)",
+					   seg->count, seg->first, seg->first + seg->count - 1,
+					   nv_result_name(r), nv_result_string(r));
+	}
+	return 1;
+}
+
 static int agent_dispatch(struct nvq *s, const aql_agent_dispatch_packet *p, uint64_t id)
 {
 	if (p->type == NV_FN_COPY)
 		return copy(s, p, id);
+	if (p->type == NV_FN_GRAPH)
+		return graph_replay(s, p, id);
 	return fail_packet(s, id, AQL_ERR_UNSUPPORTED,
 			   "agent dispatch type %u: the NVIDIA agent runs no registered functions",
 			   p->type);
@@ -972,6 +1042,13 @@ static int translate(struct nvq *s, const aql_packet *p, uint64_t id)
 {
 	int ok;
 
+	/* Launches and graph replays retry on a context changed behind aql's
+	 * back; the rest make sure of it first. */
+	if (aql_header_type(p->header) != AQL_PACKET_KERNEL_DISPATCH &&
+	    !(aql_header_type(p->header) == AQL_PACKET_AGENT_DISPATCH &&
+	      p->agent.type == NV_FN_GRAPH) &&
+	    nv_enter(s->a) != AQL_OK)
+		return fail_packet(s, id, AQL_ERR_DEVICE, "%s", aql_error_message());
 	switch (aql_header_type(p->header)) {
 	case AQL_PACKET_KERNEL_DISPATCH:
 		ok = launch(s, &p->dispatch, id);
@@ -1016,7 +1093,7 @@ static void translate_ready(struct nvq *s)
 			cancel_ring(s);
 		return;
 	}
-	if (nv_enter(s->a) != AQL_OK) {
+	if (nv_enter_noted(s->a) != AQL_OK) {
 		fail_packet(s, s->next, AQL_ERR_DEVICE, "%s", aql_error_message());
 		return;
 	}
@@ -1042,10 +1119,9 @@ static void translate_ready(struct nvq *s)
 		if (!complete(s, signal, id))
 			break;
 	}
-	/* Owed stores wait only behind work still running: on an idle stream
-	 * (every earlier store landed) nothing later would carry them sooner,
-	 * and a round trip would pay for the request's extra call. */
-	if (s->owed_raw || s->failed || (s->nwrites && progress(s->landed) >= first))
+	/* Typed stores stay owed even on an idle stream: a launch makes one
+	 * driver call, and whoever observes the completion asks for it. */
+	if (s->owed_raw || s->failed)
 		flush_writes(s);
 	/* Only with its completion store on the stream too (or failed) is a
 	 * packet finished once the stream is idle. */
@@ -1104,7 +1180,7 @@ void nv_queue_request(aql_agent *agent, struct aql_queue_impl *q)
 	/* Nothing owed, the common case: no lock, no driver call. */
 	if (s && __atomic_load_n(&s->owed, __ATOMIC_RELAXED)) {
 		pthread_mutex_lock(&s->lock);
-		if (s->nwrites && nv_enter(s->a) == AQL_OK)
+		if (s->nwrites && nv_enter_noted(s->a) == AQL_OK)
 			flush_writes(s);
 		pthread_mutex_unlock(&s->lock);
 	}

@@ -3,7 +3,9 @@
  * CUDA queues (nv/queue.c) against the emulated driver (tests/cuda_emu/):
  * raw packets and typed launches on a stream, dependencies as stream waits
  * or host functions, completions, cross-agent chains, pageable copies,
- * faults and destroy; priorities (the stream's, at creation only).
+ * faults and destroy; priorities (the stream's, at creation only); the
+ * driver calls a typed launch makes on its thread (one), and a context
+ * changed behind aql's back.
  *
  * Usage: test_cuda_queue HOST_OBJECT [PTX] [--fault]
  * HOST_OBJECT is saxpy's host build (the emulation runs it), PTX its PTX
@@ -43,6 +45,9 @@ struct saxpy_args {
 static aql_agent *gpu;
 static const aql_kernel *saxpy;
 static aqlemu_stats_fn emu_stats;
+static aqlemu_thread_calls_fn thread_calls;
+static CUresult (*stream_query)(CUstream stream);
+static CUresult (*set_current)(CUcontext ctx);
 static CUresult (*stream_priority)(CUstream stream, int *priority);
 static int device_path;
 
@@ -623,6 +628,132 @@ static void test_owed_stores(void)
 	CHECK_OK(aql_signal_destroy(done));
 }
 
+/*
+ * A typed launch makes one driver call on its thread, cuLaunchKernel: its
+ * completion store is owed until someone can observe it. Each way of
+ * observing it below must still see every launch complete, or hang.
+ */
+#define CALL_LAUNCHES 48u
+#define BUSY_LAUNCHES 200u
+
+static uint64_t calls_now(void)
+{
+	return thread_calls ? thread_calls() : 0;
+}
+
+static void test_launch_calls(void)
+{
+	aql_queue *q = gpu_queue(1024), *cpu = th_queue(64, AQL_QUEUE_MULTI, 0);
+	aql_launch_config cfg = { .grid = { N } };
+	aql_completion c[CALL_LAUNCHES], d;
+	aql_buf *x = NULL, *y = NULL;
+	uint64_t calls, back = 0, one = 1;
+	aql_signal *gate;
+	aql_packet p;
+	uint32_t launches = 1, bad = 0;
+	int64_t v = 0;
+
+	CHECK_OK(aql_buf_create(AQL_TYPE(float), N, AQL_IN, NULL, &x));
+	CHECK_OK(aql_buf_create(AQL_TYPE(float), N, AQL_INOUT, NULL, &y));
+	if (!x || !y)
+		th_stop("no typed buffers");
+	for (uint32_t i = 0; i < N; i++) {
+		aql_buf_data(x, float)[i] = (float)i;
+		aql_buf_data(y, float)[i] = 0.0f;
+	}
+	/* The first launch moves the buffers; then they stay on the device. */
+	CHECK_OK(AQL_LAUNCH(q, saxpy, &cfg, &c[0], AQL_ARG(1.0f), AQL_ARG(x), AQL_ARG(y),
+			    AQL_ARG(N)));
+	CHECK_DONE(aql_completion_wait(c[0], TH_TIMEOUT_NS));
+
+	/* Each on an idle stream, as a GPU faster than the host finds it, and
+	 * asked for by nobody: their stores stay owed. */
+	calls = 0;
+	for (uint32_t i = 0; i < CALL_LAUNCHES; i++) {
+		uint64_t before = calls_now(), deadline = aql_deadline(TH_TIMEOUT_NS);
+
+		CHECK_OK(AQL_LAUNCH(q, saxpy, &cfg, &c[i], AQL_ARG(1.0f), AQL_ARG(x), AQL_ARG(y),
+				    AQL_ARG(N)));
+		calls += calls_now() - before;
+		while (stream_query(nv_queue_stream(aql_queue_impl(q))) == CUDA_ERROR_NOT_READY &&
+		       aql_now_ns() < deadline)
+			th_sleep_ms(1);
+	}
+	launches += CALL_LAUNCHES;
+	if (thread_calls && device_path)
+		CHECK(calls == CALL_LAUNCHES,
+		      "%u typed launches, each on an idle stream, made %llu driver calls on their thread: one each (cuLaunchKernel)",
+		      CALL_LAUNCHES, (unsigned long long)calls);
+	/* Nobody asks: the queue's own bound delivers the stores. */
+	CHECK_DONE(aql_signal_wait(c[CALL_LAUNCHES - 1].signal, AQL_COND_LT,
+				   c[CALL_LAUNCHES - 1].below, TH_TIMEOUT_NS, AQL_WAIT_BLOCKED, &v));
+	for (uint32_t i = 0; i < CALL_LAUNCHES; i++)
+		bad += !aql_completion_done(c[i]);
+	CHECK(bad == 0, "%u of %u launches not complete after the last one", bad, CALL_LAUNCHES);
+
+	/* The thread's context changed behind aql's back: the launch finds
+	 * out from the driver's refusal and makes it current again. */
+	if (set_current) {
+		CHECK(set_current(NULL) == CUDA_SUCCESS, "cuCtxSetCurrent(NULL)");
+		CHECK_OK(AQL_LAUNCH(q, saxpy, &cfg, &c[0], AQL_ARG(1.0f), AQL_ARG(x), AQL_ARG(y),
+				    AQL_ARG(N)));
+		launches++;
+		CHECK_DONE(aql_completion_wait(c[0], TH_TIMEOUT_NS));
+	}
+
+	/* Behind a closed gate: full batches go out, one call per 64. */
+	gate = th_signal(1);
+	p = barrier_and(gate, NULL);
+	CHECK_OK(th_submit(q, &p));
+	/* Translated by the queue's thread, not by the first launch. */
+	th_wait_read_index(q, __atomic_load_n(&q->amd->write_dispatch_id, __ATOMIC_ACQUIRE));
+	calls = calls_now();
+	for (uint32_t i = 0; i < BUSY_LAUNCHES; i++)
+		CHECK_OK(AQL_LAUNCH(q, saxpy, &cfg, &c[0], AQL_ARG(1.0f), AQL_ARG(x), AQL_ARG(y),
+				    AQL_ARG(N)));
+	calls = calls_now() - calls;
+	launches += BUSY_LAUNCHES;
+	if (thread_calls && device_path)
+		CHECK(calls <= BUSY_LAUNCHES + BUSY_LAUNCHES / 64,
+		      "%u typed launches on a busy stream made %llu driver calls on their thread: one each and one per batch of 64 stores",
+		      BUSY_LAUNCHES, (unsigned long long)calls);
+	aql_signal_store(gate, 0, AQL_RELEASE);
+	/* A later cfg.after on another agent asks for it. */
+	CHECK_OK(aql_queue_copy(cpu, &back, &one, sizeof(one), &c[0], 1, &d));
+	CHECK_DONE(aql_completion_wait(d, TH_TIMEOUT_NS));
+	CHECK(back == 1 && aql_completion_done(c[0]), "a CPU copy after the last launch ran after it");
+	CHECK_OK(aql_signal_destroy(gate));
+
+	/* A raw packet of the same queue waits for the last launch. */
+	CHECK_OK(AQL_LAUNCH(q, saxpy, &cfg, &c[0], AQL_ARG(1.0f), AQL_ARG(x), AQL_ARG(y),
+			    AQL_ARG(N)));
+	launches++;
+	gate = th_signal(1);
+	p = barrier_value(c[0].signal, AQL_COND_LT, c[0].below, -1, gate);
+	CHECK_OK(th_submit(q, &p));
+	CHECK(th_wait_done(gate) == 0, "a raw packet waited for its queue's typed launch");
+	CHECK_OK(aql_signal_destroy(gate));
+
+	/* Destroyed with stores owed: made, not lost. */
+	for (uint32_t i = 0; i < 10; i++)
+		CHECK_OK(AQL_LAUNCH(q, saxpy, &cfg, &c[0], AQL_ARG(1.0f), AQL_ARG(x),
+				    AQL_ARG(y), AQL_ARG(N)));
+	launches += 10;
+	CHECK_OK(aql_queue_destroy(q));
+	v = aql_signal_load(c[0].signal, AQL_ACQUIRE);
+	CHECK(v >= 0 && v < c[0].below, "the last launch completed at destroy: value %lld, below %lld",
+	      (long long)v, (long long)c[0].below);
+	/* Every launch ran once: y = launches * x. */
+	bad = 0;
+	for (uint32_t i = 0; i < N; i++)
+		bad += aql_buf_data(y, float)[i] != (float)launches * (float)i;
+	CHECK(bad == 0, "%u of %u results wrong after %u launches (y[1] = %g)", bad, N, launches,
+	      (double)aql_buf_data(y, float)[1]);
+	CHECK_OK(aql_buf_destroy(x));
+	CHECK_OK(aql_buf_destroy(y));
+	CHECK_OK(aql_queue_destroy(cpu));
+}
+
 /* Several threads submit typed copies and raw packets to one queue. */
 #define STRESS_THREADS 4
 #define STRESS_ROUNDS 200
@@ -872,9 +1003,12 @@ int main(int argc, char **argv)
 	}
 	emu = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_NOW);
 	*(void **)&emu_stats = emu ? dlsym(emu, "aqlemu_stats") : NULL;
+	*(void **)&thread_calls = emu ? dlsym(emu, "aqlemu_thread_calls") : NULL;
+	*(void **)&stream_query = emu ? dlsym(emu, "cuStreamQuery") : NULL;
+	*(void **)&set_current = emu ? dlsym(emu, "cuCtxSetCurrent") : NULL;
 	*(void **)&stream_priority = emu ? dlsym(emu, "cuStreamGetPriority") : NULL;
-	if (!stream_priority) {
-		fprintf(stderr, "libcuda.so.1 has no cuStreamGetPriority\n");
+	if (!stream_priority || !stream_query) {
+		fprintf(stderr, "libcuda.so.1 has no cuStreamGetPriority or cuStreamQuery\n");
 		return 1;
 	}
 	if (!emu_stats && !hil) {
@@ -907,6 +1041,8 @@ int main(int argc, char **argv)
 		test_pageable_copy();
 		test_destroy_in_flight();
 		test_owed_stores();
+		if (saxpy)
+			test_launch_calls();
 		test_stress();
 		/* Never on the emulation: it would run the write on the host. */
 		if (!emu_stats && saxpy)

@@ -14,15 +14,22 @@
  *	--agent cuda	cuda.c: the CUDA agent, vs the raw driver API
  *	--agent amd	amd.c: the AMD agent over /dev/kfd
  *
+ * --plot DIR also writes the run's JSON lines to DIR/aql-bench-MODE.json
+ * and has tools/aql-bench-plot draw each latency row's distribution next
+ * to its peer's (DIR/aql-bench-MODE.png and .svg).
+ *
  * The goals printed at the end are reported, never enforced: the exit
  * status only says whether every run succeeded.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench/bench.h"
@@ -82,6 +89,9 @@ static int run_mode(struct ctx *ctx, const struct mode *m)
 		res = &ctx->results[ctx->nresults];
 		memset(res, 0, sizeof(*res));
 		res->metric = m->benches[i].metric;
+		for (size_t j = 0; j < m->npeers; j++)
+			if (!strcmp(m->peers[j].metric, res->metric))
+				res->peer = m->peers[j].peer;
 		if (m->benches[i].run(ctx, res))
 			return -1;
 		ctx->nresults++;
@@ -187,6 +197,7 @@ static void usage(FILE *f)
 		"       aql-bench [--json] [--quick] --read FILE\n"
 		"       aql-bench [--json] [--quick] --channel\n"
 		"       aql-bench [--json] [--quick] --agent cuda|amd\n"
+		"       any of these but --contention with --plot DIR\n"
 		"\n"
 		"Dispatch microbenchmarks on the default agent, with machine\n"
 		"baselines from the same run and the goals they are judged by.\n"
@@ -215,6 +226,11 @@ static void usage(FILE *f)
 		"               launch overhead of an empty kernel, and copy\n"
 		"               bandwidth, on AMD agent 0 (exit 77 when\n"
 		"               there is no AMD agent)\n"
+		"  --plot DIR   also write the JSON lines to DIR/aql-bench-MODE.json\n"
+		"               and draw each latency row's distribution next\n"
+		"               to its peer's (DIR/aql-bench-MODE.png, .svg) with\n"
+		"               aql-bench-plot (matplotlib; AQL_BENCH_PLOT: the\n"
+		"               script to run instead)\n"
 		"  --help       show this text\n"
 		"\n"
 		"Goals are reported, not enforced; the exit status is non-zero\n"
@@ -246,6 +262,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "read", required_argument, NULL, 'r' },
 		{ "channel", no_argument, NULL, 'c' },
 		{ "agent", required_argument, NULL, 'a' },
+		{ "plot", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -257,6 +274,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	o->contention = 0;
 	o->mode = "dispatch";
 	o->path = NULL;
+	o->plot = NULL;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
@@ -300,6 +318,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			o->mode = optarg;
 			o->path = NULL;
 			break;
+		case 'p':
+			o->plot = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 1;
@@ -318,7 +339,79 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		fprintf(stderr, "aql-bench: --contention runs the default mode only\n");
 		return -1;
 	}
+	if (o->contention && o->plot) {
+		fprintf(stderr, "aql-bench: --plot draws one run, not the two of --contention\n");
+		return -1;
+	}
 	return 0;
+}
+
+/* The first of AQL_BENCH_PLOT, the source tree's script, the installed one. */
+static const char *plot_script(void)
+{
+	const char *env = getenv("AQL_BENCH_PLOT");
+
+	if (env && *env)
+		return env;
+	if (!access(AQL_BENCH_PLOT_SRC, X_OK))
+		return AQL_BENCH_PLOT_SRC;
+	return AQL_BENCH_PLOT_INSTALLED;
+}
+
+/*
+ * --plot DIR: the run's JSON lines into DIR/aql-bench-MODE.json (stdout
+ * pointed at the file meanwhile), then the script draws them. 0, 77 when
+ * the script says matplotlib is missing, or 1, having said why.
+ */
+static int plot(const struct ctx *ctx, const struct mode *m, const char *dir)
+{
+	const char *script = plot_script();
+	char json[4096];
+	int fd, saved, status;
+	pid_t pid;
+
+	if (mkdir(dir, 0777) && errno != EEXIST) {
+		fprintf(stderr, "aql-bench: --plot %s: %s\n", dir, strerror(errno));
+		return 1;
+	}
+	if ((size_t)snprintf(json, sizeof(json), "%s/aql-bench-%s.json", dir, m->name) >=
+	    sizeof(json)) {
+		fprintf(stderr, "aql-bench: --plot: the folder's name is too long\n");
+		return 1;
+	}
+	fflush(stdout);
+	fd = open(json, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	saved = fd < 0 ? -1 : dup(STDOUT_FILENO);
+	if (fd < 0 || saved < 0 || dup2(fd, STDOUT_FILENO) < 0) {
+		fprintf(stderr, "aql-bench: --plot: writing %s: %s\n", json, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		if (saved >= 0)
+			close(saved);
+		return 1;
+	}
+	close(fd);
+	print_json(ctx, m);
+	fflush(stdout);
+	dup2(saved, STDOUT_FILENO);
+	close(saved);
+	pid = fork();
+	if (pid == 0) {
+		execl(script, script, "--mode", m->name, "--out", dir, json, (char *)NULL);
+		fprintf(stderr, "aql-bench: --plot: running %s: %s\n", script, strerror(errno));
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid) {
+		fprintf(stderr, "aql-bench: --plot: running %s: %s\n", script, strerror(errno));
+		return 1;
+	}
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == BENCH_SKIP)
+		return BENCH_SKIP;
+	fprintf(stderr, "aql-bench: --plot: %s failed (status %d); the JSON lines are in %s\n",
+		script, WIFEXITED(status) ? WEXITSTATUS(status) : -1, json);
+	return 1;
 }
 
 int main(int argc, char **argv)
@@ -347,6 +440,8 @@ int main(int argc, char **argv)
 			print_json(&ctx, m);
 		else
 			print_table(&ctx, m);
+		if (o.plot)
+			rc = plot(&ctx, m, o.plot);
 	}
 	if (m->cleanup)
 		m->cleanup(&ctx);

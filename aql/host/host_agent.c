@@ -86,8 +86,6 @@ struct processor {
 	struct aql_wg_exec *exec;
 	pthread_t thread;
 	struct aql_spin spin;		/* idle polls; the thread's own */
-	cpu_set_t allowed;		/* the thread's CPUs when it started */
-	int joined;			/* runs on its producer's CPU only */
 	/* The thread's id, 0 until it stored it; and its nice value then. */
 	uint32_t tid;
 	int base_nice;
@@ -381,24 +379,38 @@ static enum outcome process(struct processor *p, aql_packet *slot, uint16_t head
  * CPUs). Two placements are stable, and each suits one kind of work:
  * - On the CPU of the thread that feeds it, the two take turns: a producer
  *   that fills the ring sleeps, the processor drains it at once and wakes
- *   it, so the pair keeps a whole CPU. When a producer sleeps on a full
- *   ring, the processor joins its CPU (join_producer_cpu()), until the
- *   ring runs dry.
- * - Apart from it, a waiter that polls for a completion can get one: on
- *   the same CPU the processor runs only once the poll is preempted, and
- *   a round trip costs a time slice. A wake-up that came from this very
- *   CPU, with no producer asleep on a full ring, and that waited
- *   STARVED_NS or more for the CPU shows that; the processor then leaves
- *   that CPU (runs on the CPUs it started with, less that one).
- * A wake-up from a waiter that sleeps at once comes sooner than STARVED_NS
- * and changes nothing. Failures to move are harmless and ignored.
+ *   it, and the pair keeps a whole CPU. Apart, each waits for its own CPU
+ *   after every hand-off. So when the producer of a SINGLE queue, woken
+ *   from a full ring, was starved (aql_queue_wait_space()), the processor
+ *   moves to its CPU (join_producer_cpu()).
+ * - Apart from it, a waiter that polls for a completion gets one: on the
+ *   same CPU the processor runs only once the poll is preempted, and a
+ *   round trip costs a time slice. A wake-up that came from this very CPU,
+ *   with no producer asleep on a full ring, and that waited
+ *   AQL_QUEUE_STARVED_NS or more for the CPU shows that; the processor
+ *   then moves off that CPU (leave_producer_cpu()). A waiter that sleeps
+ *   at once lets it run sooner, and changes nothing.
+ * A move changes the thread's CPU, not where it may run: the affinity is
+ * set for the move and put back at once, so the scheduler stays free to
+ * balance, and a later change by the program is kept. Failures are
+ * harmless and ignored.
  */
-#define STARVED_NS 50000u
-
-static int cpu_usable(const struct processor *p, int cpu)
+static void move_processor(int cpu, int away)
 {
-	return cpu >= 0 && cpu < CPU_SETSIZE && CPU_COUNT(&p->allowed) >= 2 &&
-	       CPU_ISSET(cpu, &p->allowed);
+	cpu_set_t allowed, set;
+
+	if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getaffinity(0, sizeof(allowed), &allowed) ||
+	    CPU_COUNT(&allowed) < 2 || !CPU_ISSET(cpu, &allowed))
+		return;
+	if (away) {
+		set = allowed;
+		CPU_CLR(cpu, &set);
+	} else {
+		CPU_ZERO(&set);
+		CPU_SET(cpu, &set);
+	}
+	if (sched_setaffinity(0, sizeof(set), &set) == 0)
+		sched_setaffinity(0, sizeof(allowed), &allowed);
 }
 
 static void leave_producer_cpu(struct processor *p, const aql_signal *db, uint64_t slept,
@@ -406,36 +418,25 @@ static void leave_producer_cpu(struct processor *p, const aql_signal *db, uint64
 {
 	uint64_t woken = __atomic_load_n(&db->start_ts, __ATOMIC_ACQUIRE);
 	int cpu = (int)__atomic_load_n(&db->end_ts, __ATOMIC_RELAXED) - 1;
-	cpu_set_t set;
 
-	if (woken < slept || now - woken < STARVED_NS || !cpu_usable(p, cpu) ||
-	    __atomic_load_n(&p->q->space_waiters, __ATOMIC_RELAXED) || sched_getcpu() != cpu)
-		return;
-	set = p->allowed;
-	CPU_CLR(cpu, &set);
-	sched_setaffinity(0, sizeof(set), &set);
+	if (woken >= slept && now - woken >= AQL_QUEUE_STARVED_NS &&
+	    !__atomic_load_n(&p->q->space_waiters, __ATOMIC_RELAXED) && cpu >= 0 &&
+	    sched_getcpu() == cpu)
+		move_processor(cpu, 1);
 }
 
-/* Every quarter ring (as the wake-ups of aql_queue_retire()). */
+/* Every quarter ring (as the wake-ups of aql_queue_retire()). Only a
+ * SINGLE queue has one producer whose CPU is worth joining. */
 static void join_producer_cpu(struct processor *p)
 {
-	int cpu = (int)__atomic_load_n(&p->q->space_cpu, __ATOMIC_RELAXED) - 1;
-	cpu_set_t set;
+	int cpu;
 
-	if (!__atomic_load_n(&p->q->space_waiters, __ATOMIC_RELAXED) || !cpu_usable(p, cpu) ||
-	    sched_getcpu() == cpu)
+	if (p->q->pub.type != AQL_QUEUE_SINGLE ||
+	    !__atomic_load_n(&p->q->space_cpu, __ATOMIC_RELAXED))
 		return;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	if (sched_setaffinity(0, sizeof(set), &set) == 0)
-		p->joined = 1;
-}
-
-/* The ring ran dry: the producer no longer waits for this processor. */
-static void unjoin(struct processor *p)
-{
-	if (p->joined && sched_setaffinity(0, sizeof(p->allowed), &p->allowed) == 0)
-		p->joined = 0;
+	cpu = (int)__atomic_exchange_n(&p->q->space_cpu, 0, __ATOMIC_RELAXED) - 1;
+	if (cpu >= 0 && sched_getcpu() != cpu)
+		move_processor(cpu, 0);
 }
 
 static void wait_for_packet(struct processor *p, aql_packet *slot, uint64_t id)
@@ -457,7 +458,6 @@ static void wait_for_packet(struct processor *p, aql_packet *slot, uint64_t id)
 			break;
 		aql_cpu_relax();
 	}
-	unjoin(p);
 	rung = aql_signal_load(db, AQL_ACQUIRE);
 	conds[0] = (struct aql_wait_cond){ db, -1, rung, AQL_COND_NE };
 	if (aql_header_type(__atomic_load_n(&slot->header, __ATOMIC_ACQUIRE)) ==
@@ -475,12 +475,14 @@ out:
 
 /*
  * Ask for short time slices (Linux 6.12+: sched_attr.sched_runtime of a
- * SCHED_OTHER thread is its EEVDF slice request, kernel/sched/syscalls.c).
+ * fair thread is its EEVDF slice request, kernel/sched/syscalls.c).
  * Beside a busy thread a woken processor with the default slice waits for
  * that thread's slice to run out, up to a tick or more; one whose slice is
  * shorter preempts it at once (PREEMPT_SHORT), and its share of the CPU is
- * unchanged. The nice value is passed on as it is. Older kernels ignore
- * or refuse the request; either leaves the thread as it was.
+ * unchanged. Only a SCHED_OTHER or SCHED_BATCH thread (as inherited from
+ * its creator) asks, keeping its policy, nice value and flags; a shorter
+ * request is kept. Older kernels ignore sched_runtime there. Threads a
+ * kernel starts on the processor inherit the slice.
  */
 #define PROCESSOR_SLICE_NS 100000u
 
@@ -499,16 +501,15 @@ struct processor_sched_attr {
 
 static void ask_short_slices(void)
 {
-	struct processor_sched_attr attr = {
-		.size = sizeof(attr),
-		.sched_policy = SCHED_OTHER,
-		.sched_runtime = PROCESSOR_SLICE_NS,
-	};
+	struct processor_sched_attr attr;
 
-	errno = 0;
-	attr.sched_nice = getpriority(PRIO_PROCESS, 0);
-	if (errno == 0)
-		syscall(SYS_sched_setattr, 0, &attr, 0);
+	if (syscall(SYS_sched_getattr, 0, &attr, sizeof(attr), 0) ||
+	    (attr.sched_policy != SCHED_OTHER && attr.sched_policy != SCHED_BATCH) ||
+	    (attr.sched_runtime && attr.sched_runtime <= PROCESSOR_SLICE_NS))
+		return;
+	attr.size = sizeof(attr);
+	attr.sched_runtime = PROCESSOR_SLICE_NS;
+	syscall(SYS_sched_setattr, 0, &attr, 0);
 }
 
 static void *processor_main(void *arg)
@@ -519,8 +520,6 @@ static void *processor_main(void *arg)
 	struct aql_wait_cond none[1];
 
 	ask_short_slices();
-	if (sched_getaffinity(0, sizeof(p->allowed), &p->allowed))
-		CPU_ZERO(&p->allowed);
 	__atomic_store_n(&p->tid, (uint32_t)gettid(), __ATOMIC_RELEASE);
 	aql_futex_wake_all(&p->tid);
 	while (!stopping(p)) {

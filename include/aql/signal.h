@@ -6,19 +6,22 @@
  *
  * Waking blocked host waiters: amd_signal_t's two reserved words at offset 56
  * hold a futex sequence number and a waiter count, and its reserved1 a
- * "someone may sleep" flag. No device writes them. Every value-changing op
- * is "update value; read waiters with a seq_cst read-modify-write; if
- * non-zero, take the flag (seq_cst exchange) and, if it was set, bump the
- * sequence and wake". A waiter does "waiters++ (seq_cst RMW); set the flag
- * (seq_cst); read the sequence; re-check value; sleep only if the sequence
- * is unchanged". RMWs of one word are totally ordered: if the updater's
- * comes second it sees the waiter (and the flag, or a wake that another
- * updater made after taking it) and wakes it; if the waiter's comes second
- * it reads from the updater's, synchronises with it and sees the new value.
- * No wake-up is lost, an op with no waiter makes no system call, and of
- * the ops that find a waiter asleep only the first makes one: a waiter
- * woken but not yet running (beside busy threads, for milliseconds) costs
- * the ops after it nothing. The RMW hits the line the value op just wrote.
+ * sleep mark (0 none, 1 someone may sleep, 2 a wake-up is under way). No
+ * device writes them. A waiter does "waiters++ (seq_cst RMW); read the
+ * sequence; mark 1 (seq_cst exchange); re-check value; sleep only if the
+ * sequence is unchanged". Every value-changing op is "update value; read
+ * waiters with a seq_cst RMW; if non-zero, read the mark with a seq_cst
+ * RMW; if it is not 0, mark 2, bump the sequence, wake, and put 0 back
+ * unless a waiter marked 1 meanwhile". RMWs of one word are totally
+ * ordered, and each reads from the one before it: an op whose RMW comes
+ * after the waiter's sees it and wakes it (or sees 0, which only a wake
+ * that began after the waiter read the sequence puts back, once it has
+ * woken); a waiter whose RMW comes after the op's synchronises with it and
+ * sees the new value. No wake-up is lost or left to a thread that may be
+ * preempted, an op with no waiter makes no system call, and once a wake-up
+ * is done the ops after it make none: a waiter woken but not yet running
+ * (beside busy threads, for milliseconds) costs them nothing. The first
+ * RMW hits the line the value op just wrote.
  */
 #ifndef AQL_SIGNAL_H
 #define AQL_SIGNAL_H
@@ -46,7 +49,7 @@ typedef struct __attribute__((aligned(64))) aql_signal {
 	};
 	uint64_t event_mailbox_ptr;
 	uint32_t event_id;
-	uint32_t sleeping;		/* amd_signal_t reserved1: see above */
+	uint32_t sleeping;		/* amd_signal_t reserved1: the sleep mark */
 	/* Profiling: the packet's start and end in its agent's ticks (ns
 	 * on the CPU agent; aql_signal_dispatch_time() converts). A queue's
 	 * doorbell (queue_ptr set) is never stamped; there they hold when

@@ -19,11 +19,18 @@ struct aqlemu_stats {
 	uint64_t mem_op_writes;		/* stream write-value operations done */
 	uint64_t graph_launches;	/* cuGraphLaunch calls */
 	uint64_t ptx_jit_links;		/* PTX modules checked with nvJitLink */
+	uint64_t driver_calls;		/* entry points called, by every thread */
 };
 
 typedef int (*aqlemu_stats_fn)(struct aqlemu_stats *out);
 
 /* Copy the counters to *out. Returns 0, or -1 if out is NULL. Thread safe. */
 int aqlemu_stats(struct aqlemu_stats *out);
+
+typedef uint64_t (*aqlemu_thread_calls_fn)(void);
+
+/* Driver entry points the calling thread called so far (cuGetProcAddress
+ * and the error-name lookups included): what a call of aql cost it. */
+uint64_t aqlemu_thread_calls(void);
 
 #endif

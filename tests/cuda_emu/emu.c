@@ -24,6 +24,7 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, uint64_t 
 struct emu emu = { .lock = PTHREAD_MUTEX_INITIALIZER, .fail_after = -1 };
 EMU_TLS CUcontext emu_current;
 EMU_TLS int emu_in_host_fn;
+EMU_TLS uint64_t emu_thread_calls;
 
 /*
  * Device memory: one arena per device, apart from every host allocation,
@@ -405,6 +406,7 @@ static CUresult do_init(void)
 
 CUresult cuInit(unsigned int flags)
 {
+	EMU_ENTRY();
 	CUresult r;
 
 	if (is_stub())
@@ -424,6 +426,7 @@ CUresult cuInit(unsigned int flags)
 
 CUresult cuDriverGetVersion(int *version)
 {
+	EMU_ENTRY();
 	/* Callable before cuInit (cuDriverGetVersion reference). */
 	if (is_stub())
 		return CUDA_ERROR_STUB_LIBRARY;
@@ -435,6 +438,7 @@ CUresult cuDriverGetVersion(int *version)
 
 CUresult cuDeviceGetCount(int *count)
 {
+	EMU_ENTRY();
 	CUresult r = emu_gate();
 
 	if (r != CUDA_SUCCESS)
@@ -459,6 +463,7 @@ static CUresult check_device(CUdevice dev)
 
 CUresult cuDeviceGet(CUdevice *device, int ordinal)
 {
+	EMU_ENTRY();
 	CUresult r = emu_gate();
 
 	if (r != CUDA_SUCCESS)
@@ -473,6 +478,7 @@ CUresult cuDeviceGet(CUdevice *device, int ordinal)
 
 CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
 {
+	EMU_ENTRY();
 	CUresult r = check_device(dev);
 
 	if (r != CUDA_SUCCESS)
@@ -526,6 +532,7 @@ static int attribute(int attrib, int dev, int *value)
 
 CUresult cuDeviceGetAttribute(int *value, int attrib, CUdevice dev)
 {
+	EMU_ENTRY();
 	CUresult r = check_device(dev);
 
 	if (r != CUDA_SUCCESS)
@@ -539,6 +546,7 @@ CUresult cuDeviceGetAttribute(int *value, int attrib, CUdevice dev)
 
 CUresult cuDeviceTotalMem(size_t *bytes, CUdevice dev)
 {
+	EMU_ENTRY();
 	CUresult r = check_device(dev);
 
 	if (r != CUDA_SUCCESS)
@@ -553,6 +561,7 @@ CUresult cuDeviceTotalMem(size_t *bytes, CUdevice dev)
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
 {
+	EMU_ENTRY();
 	CUresult r = check_device(dev);
 
 	if (r != CUDA_SUCCESS)
@@ -577,6 +586,7 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice dev)
 
 CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
 {
+	EMU_ENTRY();
 	CUresult r = check_device(dev);
 	struct CUctx_st *c;
 	int last;
@@ -605,6 +615,7 @@ CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
 
 CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
 {
+	EMU_ENTRY();
 	CUresult r = check_device(dev);
 
 	if (r != CUDA_SUCCESS)
@@ -620,6 +631,7 @@ CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *acti
 
 CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags)
 {
+	EMU_ENTRY();
 	CUresult r = check_device(dev);
 	unsigned sched = flags & 0x07;
 
@@ -638,6 +650,7 @@ CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags)
 
 CUresult cuCtxGetCurrent(CUcontext *ctx)
 {
+	EMU_ENTRY();
 	CUresult r = emu_gate();
 
 	if (r != CUDA_SUCCESS)
@@ -651,6 +664,7 @@ CUresult cuCtxGetCurrent(CUcontext *ctx)
 
 CUresult cuCtxSetCurrent(CUcontext ctx)
 {
+	EMU_ENTRY();
 	CUresult r = emu_gate();
 	int ok;
 
@@ -673,6 +687,7 @@ CUresult cuCtxSetCurrent(CUcontext ctx)
 
 CUresult cuCtxSynchronize(void)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	CUresult r = emu_ctx(&c);
 
@@ -686,6 +701,7 @@ CUresult cuCtxSynchronize(void)
 
 CUresult cuMemGetInfo(size_t *free_bytes, size_t *total_bytes)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	CUresult r = emu_ctx(&c);
 
@@ -702,6 +718,7 @@ CUresult cuMemGetInfo(size_t *free_bytes, size_t *total_bytes)
 
 CUresult cuMemAlloc(CUdeviceptr *ptr, size_t size)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	CUresult r = emu_ctx(&c);
 
@@ -740,6 +757,7 @@ CUresult cuMemAlloc(CUdeviceptr *ptr, size_t size)
 
 CUresult cuMemFree(CUdeviceptr ptr)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	CUresult r = ctx_for_release(&c);
 	struct range *a;
@@ -761,6 +779,7 @@ CUresult cuMemFree(CUdeviceptr ptr)
 
 CUresult cuMemHostAlloc(void **ptr, size_t size, unsigned int flags)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	CUresult r = emu_ctx(&c);
 	void *p;
@@ -786,6 +805,7 @@ CUresult cuMemHostAlloc(void **ptr, size_t size, unsigned int flags)
 
 CUresult cuMemFreeHost(void *ptr)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	CUresult r = ctx_for_release(&c);
 	struct range *h;
@@ -808,6 +828,7 @@ CUresult cuMemFreeHost(void *ptr)
 
 CUresult cuMemHostRegister(void *ptr, size_t size, unsigned int flags)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	CUresult r = emu_ctx(&c);
 
@@ -834,6 +855,7 @@ CUresult cuMemHostRegister(void *ptr, size_t size, unsigned int flags)
 
 CUresult cuMemHostUnregister(void *ptr)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	CUresult r = ctx_for_release(&c);
 	struct range *h;
@@ -854,6 +876,7 @@ CUresult cuMemHostUnregister(void *ptr)
 
 CUresult cuMemHostGetDevicePointer(CUdeviceptr *dev, void *host, unsigned int flags)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	CUresult r = emu_ctx(&c);
 
@@ -870,6 +893,7 @@ CUresult cuMemHostGetDevicePointer(CUdeviceptr *dev, void *host, unsigned int fl
 
 CUresult cuPointerGetAttribute(void *data, int attrib, CUdeviceptr ptr)
 {
+	EMU_ENTRY();
 	CUresult r = emu_gate();
 	struct range *a, found;
 	int device;
@@ -952,36 +976,43 @@ static CUresult copy(uintptr_t dst, int dst_dev, uintptr_t src, int src_dev, siz
 
 CUresult cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t size)
 {
+	EMU_ENTRY();
 	return copy((uintptr_t)dst, 1, (uintptr_t)src, 0, size, NULL, 0);
 }
 
 CUresult cuMemcpyDtoH(void *dst, CUdeviceptr src, size_t size)
 {
+	EMU_ENTRY();
 	return copy((uintptr_t)dst, 0, (uintptr_t)src, 1, size, NULL, 0);
 }
 
 CUresult cuMemcpyDtoD(CUdeviceptr dst, CUdeviceptr src, size_t size)
 {
+	EMU_ENTRY();
 	return copy((uintptr_t)dst, 1, (uintptr_t)src, 1, size, NULL, 0);
 }
 
 CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t size, CUstream stream)
 {
+	EMU_ENTRY();
 	return copy((uintptr_t)dst, 1, (uintptr_t)src, 0, size, stream, 1);
 }
 
 CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr src, size_t size, CUstream stream)
 {
+	EMU_ENTRY();
 	return copy((uintptr_t)dst, 0, (uintptr_t)src, 1, size, stream, 1);
 }
 
 CUresult cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t size, CUstream stream)
 {
+	EMU_ENTRY();
 	return copy((uintptr_t)dst, 1, (uintptr_t)src, 1, size, stream, 1);
 }
 
 CUresult cuMemsetD8(CUdeviceptr dst, unsigned char value, size_t n)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUstream_st *s;
 	CUresult r = emu_ctx(&c);
@@ -1073,11 +1104,13 @@ static CUresult error_lookup(CUresult code, const char **str, int name)
 
 CUresult cuGetErrorName(CUresult error, const char **str)
 {
+	EMU_ENTRY();
 	return error_lookup(error, str, 1);
 }
 
 CUresult cuGetErrorString(CUresult error, const char **str)
 {
+	EMU_ENTRY();
 	return error_lookup(error, str, 0);
 }
 
@@ -1096,6 +1129,7 @@ static const struct {
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, uint64_t flags,
 			     int *status)
 {
+	EMU_ENTRY();
 	if (is_stub())
 		return CUDA_ERROR_STUB_LIBRARY;
 	if (!symbol || !pfn || (flags & ~(uint64_t)0x7))
@@ -1139,5 +1173,11 @@ int aqlemu_stats(struct aqlemu_stats *out)
 	out->mem_op_writes = atomic_load(&emu.stats.mem_op_writes);
 	out->graph_launches = atomic_load(&emu.stats.graph_launches);
 	out->ptx_jit_links = atomic_load(&emu.stats.ptx_jit_links);
+	out->driver_calls = atomic_load(&emu.stats.driver_calls);
 	return 0;
+}
+
+uint64_t aqlemu_thread_calls(void)
+{
+	return emu_thread_calls;
 }

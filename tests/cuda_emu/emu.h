@@ -59,7 +59,8 @@ struct emu {
 	struct aqlemu_stats_atomic {
 		_Atomic uint64_t launches, launch_faults, pageable_sync_copies,
 			host_funcs_run, host_funcs_skipped, mem_op_waits,
-			mem_op_writes, graph_launches, ptx_jit_links;
+			mem_op_writes, graph_launches, ptx_jit_links,
+			driver_calls;
 	} stats;
 };
 
@@ -76,6 +77,18 @@ extern struct emu emu;
 #define EMU_TLS __thread __attribute__((tls_model("initial-exec")))
 extern EMU_TLS CUcontext emu_current;
 extern EMU_TLS int emu_in_host_fn;
+
+/* Driver calls the calling thread made (aqlemu_thread_calls). */
+extern EMU_TLS uint64_t emu_thread_calls;
+
+/* The first statement of every driver entry point: it is counted, in all
+ * and for the calling thread, so tests can assert what a launch costs. */
+#define EMU_ENTRY()                                                           \
+	do {                                                                  \
+		emu_thread_calls++;                                           \
+		atomic_fetch_add_explicit(&emu.stats.driver_calls, 1,         \
+					  memory_order_relaxed);              \
+	} while (0)
 
 /* The checks every entry point makes: stub mode, cuInit, host function. */
 CUresult emu_gate(void);
@@ -135,6 +148,7 @@ void emu_ctx_drain(struct CUctx_st *ctx);
 /* Functions (module.c). */
 struct emu_fn_launch {
 	const aql_kernel *kernel;	/* host build */
+	struct CUctx_st *ctx;		/* its module's context */
 	uint32_t static_lds;
 	_Atomic long *pending;		/* of its module */
 };

@@ -398,6 +398,7 @@ static CUresult from_fatbin(const unsigned char *image, const struct jit_logs *l
 CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int n, int *options,
 			    void **values)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUmod_st *m;
 	struct jit_logs logs;
@@ -474,6 +475,7 @@ CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int n,
 
 CUresult cuModuleUnload(CUmodule module)
 {
+	EMU_ENTRY();
 	CUresult r = emu_gate();
 	struct CUmod_st *m;
 	unsigned spins = 0;
@@ -513,6 +515,7 @@ CUresult emu_fn_get(CUfunction fn, struct emu_fn_launch *out, uint32_t *max_thre
 	f = fn_find(fn);
 	if (f) {
 		out->kernel = f->kernel;
+		out->ctx = f->mod->ctx;
 		out->static_lds = f->kernel->group_segment_size;
 		out->pending = &f->mod->pending;
 		*max_threads = f->max_threads;
@@ -525,6 +528,7 @@ CUresult emu_fn_get(CUfunction fn, struct emu_fn_launch *out, uint32_t *max_thre
 
 CUresult cuModuleGetFunction(CUfunction *fn, CUmodule module, const char *name)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	CUresult r = emu_ctx(&c);
 	struct CUmod_st *m;
@@ -550,6 +554,7 @@ CUresult cuModuleGetFunction(CUfunction *fn, CUmodule module, const char *name)
 
 CUresult cuModuleGetGlobal(CUdeviceptr *ptr, size_t *bytes, CUmodule module, const char *name)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	CUresult r = emu_ctx(&c);
 	struct CUmod_st *m;
@@ -571,6 +576,7 @@ CUresult cuModuleGetGlobal(CUdeviceptr *ptr, size_t *bytes, CUmodule module, con
 
 CUresult cuFuncGetAttribute(int *value, int attrib, CUfunction fn)
 {
+	EMU_ENTRY();
 	CUresult r = emu_gate();
 	struct CUfunc_st *f;
 
@@ -618,6 +624,7 @@ CUresult cuFuncGetAttribute(int *value, int attrib, CUfunction fn)
 
 CUresult cuFuncSetAttribute(CUfunction fn, int attrib, int value)
 {
+	EMU_ENTRY();
 	CUresult r = emu_gate();
 	struct CUfunc_st *f;
 

@@ -39,15 +39,30 @@ struct op {
 	};
 };
 
+/* A node of a graph made with cuGraphCreate: launch index of its graph. */
+struct CUgraphNode_st {
+	struct CUgraph_st *graph;
+	size_t index;
+};
+
+/*
+ * Launches in an order that respects every dependency: captured ones in
+ * capture order, explicit nodes in the order they were added (a node's
+ * dependencies exist before it, so that order is topological). The
+ * emulation runs a graph's launches one after another.
+ */
 struct CUgraph_st {
 	struct kernel_op *launches;
 	size_t n, cap;
+	int explicit_nodes;		/* from cuGraphCreate */
+	struct CUgraphNode_st **nodes;	/* explicit: nodes[i] is launch i */
 	struct CUgraph_st *next;	/* live graphs */
 };
 
 struct CUgraphExec_st {
 	struct kernel_op *launches;
 	size_t n;
+	struct CUgraphNode_st **nodes;	/* the graph's at instantiation (compared, never read) */
 	struct CUgraphExec_st *next;
 };
 
@@ -501,6 +516,7 @@ void emu_ctx_drain(struct CUctx_st *c)
 
 CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	CUresult r = emu_ctx(&c);
 
@@ -516,6 +532,7 @@ CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest)
 
 CUresult cuStreamCreateWithPriority(CUstream *stream, unsigned int flags, int priority)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUstream_st *s;
 	CUresult r = emu_ctx(&c);
@@ -540,6 +557,7 @@ CUresult cuStreamCreateWithPriority(CUstream *stream, unsigned int flags, int pr
 	return CUDA_SUCCESS;
 }
 
+/* Counted once, by cuStreamCreateWithPriority. */
 CUresult cuStreamCreate(CUstream *stream, unsigned int flags)
 {
 	return cuStreamCreateWithPriority(stream, flags, 0);
@@ -549,6 +567,7 @@ CUresult cuStreamCreate(CUstream *stream, unsigned int flags)
  * any thread (the stream knows its context). */
 CUresult cuStreamGetPriority(CUstream stream, int *priority)
 {
+	EMU_ENTRY();
 	CUresult r = emu_gate();
 
 	if (r != CUDA_SUCCESS)
@@ -568,6 +587,7 @@ CUresult cuStreamGetPriority(CUstream stream, int *priority)
 
 CUresult cuStreamDestroy(CUstream stream)
 {
+	EMU_ENTRY();
 	CUresult r = emu_gate();
 	struct CUstream_st *s;
 
@@ -589,6 +609,7 @@ CUresult cuStreamDestroy(CUstream stream)
 
 CUresult cuStreamQuery(CUstream stream)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUstream_st *s;
 	CUresult r = emu_ctx(&c);
@@ -608,6 +629,7 @@ CUresult cuStreamQuery(CUstream stream)
 
 CUresult cuStreamSynchronize(CUstream stream)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUstream_st *s;
 	CUresult r = emu_ctx(&c);
@@ -621,6 +643,7 @@ CUresult cuStreamSynchronize(CUstream stream)
 
 CUresult cuLaunchHostFunc(CUstream stream, CUhostFn fn, void *user)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUstream_st *s;
 	struct op *op;
@@ -681,6 +704,7 @@ static struct op *mem_op(enum op_kind kind, CUdeviceptr addr, uint64_t value, un
 CUresult cuStreamWaitValue64(CUstream stream, CUdeviceptr addr, uint64_t value,
 			     unsigned int flags)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUstream_st *s;
 	struct op *op;
@@ -701,6 +725,7 @@ CUresult cuStreamWaitValue64(CUstream stream, CUdeviceptr addr, uint64_t value,
 CUresult cuStreamWriteValue64(CUstream stream, CUdeviceptr addr, uint64_t value,
 			      unsigned int flags)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUstream_st *s;
 	struct op *op;
@@ -721,6 +746,7 @@ CUresult cuStreamWriteValue64(CUstream stream, CUdeviceptr addr, uint64_t value,
 CUresult cuStreamBatchMemOp(CUstream stream, unsigned int count, CUstreamBatchMemOpParams *ops,
 			    unsigned int flags)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUstream_st *s;
 	CUresult r = emu_ctx(&c);
@@ -807,6 +833,7 @@ static CUresult event_get(struct CUctx_st *c, CUevent h, struct CUevent_st **out
 
 CUresult cuEventCreate(CUevent *event, unsigned int flags)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUevent_st *e;
 	CUresult r = emu_ctx(&c);
@@ -833,6 +860,7 @@ CUresult cuEventCreate(CUevent *event, unsigned int flags)
 
 CUresult cuEventRecord(CUevent event, CUstream stream)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUstream_st *s;
 	struct CUevent_st *e;
@@ -856,6 +884,7 @@ CUresult cuEventRecord(CUevent event, CUstream stream)
 
 CUresult cuEventQuery(CUevent event)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUevent_st *e;
 	CUresult r = emu_ctx(&c);
@@ -871,6 +900,7 @@ CUresult cuEventQuery(CUevent event)
 
 CUresult cuEventSynchronize(CUevent event)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUevent_st *e;
 	CUresult r = emu_ctx(&c);
@@ -888,6 +918,7 @@ CUresult cuEventSynchronize(CUevent event)
 
 CUresult cuEventDestroy(CUevent event)
 {
+	EMU_ENTRY();
 	CUresult r = emu_gate();
 	struct CUevent_st *e;
 
@@ -906,6 +937,7 @@ CUresult cuEventDestroy(CUevent event)
 
 CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUevent_st *a, *b;
 	CUresult r = emu_ctx(&c);
@@ -934,6 +966,7 @@ CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end)
 
 CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUstream_st *s;
 	struct CUevent_st *e;
@@ -1024,27 +1057,26 @@ static void *param_block(const aql_ptx_entry *entry, const struct emu_fn_launch 
 	return k;
 }
 
-CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigned int gz,
-			unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,
-			CUstream stream, void **params, void **extra)
+/*
+ * A launch's operation, checked at the call, not when the kernel runs (ref
+ * §3.8): block and grid dimensions within the device's limits, threads
+ * within the function's, dynamic shared memory within what it allows, the
+ * parameters in one right form (copied). Shared by cuLaunchKernel and the
+ * graph calls.
+ */
+static CUresult kernel_op_fill(struct kernel_op *k, CUfunction fn, const unsigned int grid[3],
+			       const unsigned int block[3], unsigned int shared, void **params,
+			       void **extra)
 {
-	struct CUctx_st *c;
-	struct CUstream_st *s;
 	struct emu_fn_launch fl;
 	const aql_ptx_entry *entry;
 	uint32_t max_threads, dyn_max;
-	struct op *op;
-	CUresult r = emu_ctx(&c);
+	unsigned int gx = grid[0], gy = grid[1], gz = grid[2];
+	unsigned int bx = block[0], by = block[1], bz = block[2];
+	CUresult r = emu_fn_get(fn, &fl, &max_threads, &dyn_max, &entry);
 
-	if (r == CUDA_SUCCESS)
-		r = emu_fn_get(fn, &fl, &max_threads, &dyn_max, &entry);
-	if (r == CUDA_SUCCESS)
-		r = emu_stream_get(c, stream, &s);
 	if (r != CUDA_SUCCESS)
 		return r;
-	/* Checked at the call, not when the kernel runs (ref §3.8): block
-	 * and grid dimensions within the device's limits, threads within the
-	 * function's, dynamic shared memory within what it allows. */
 	if (bx == 0 || by == 0 || bz == 0 || bx > 1024 || by > 1024 || bz > 64 ||
 	    (uint64_t)bx * by * bz > max_threads)
 		return CUDA_ERROR_INVALID_VALUE;
@@ -1056,23 +1088,42 @@ CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigne
 	if ((uint64_t)gx * bx > UINT32_MAX || (uint64_t)gy * by > UINT32_MAX ||
 	    (uint64_t)gz * bz > UINT32_MAX)
 		return CUDA_ERROR_NOT_SUPPORTED;
+	k->kernarg = param_block(entry, &fl, params, extra, &k->kernarg_size, &r);
+	if (!k->kernarg)
+		return r;
+	k->fn = fn;
+	k->fl = fl;
+	for (int i = 0; i < 3; i++) {
+		k->grid[i] = grid[i];
+		k->block[i] = (uint16_t)block[i];
+	}
+	k->shared = shared;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigned int gz,
+			unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared,
+			CUstream stream, void **params, void **extra)
+{
+	EMU_ENTRY();
+	const unsigned int grid[3] = { gx, gy, gz }, block[3] = { bx, by, bz };
+	struct CUctx_st *c;
+	struct CUstream_st *s;
+	struct op *op;
+	CUresult r = emu_ctx(&c);
+
+	if (r == CUDA_SUCCESS)
+		r = emu_stream_get(c, stream, &s);
+	if (r != CUDA_SUCCESS)
+		return r;
 	op = op_new(OP_KERNEL);
 	if (!op)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	op->k.kernarg = param_block(entry, &fl, params, extra, &op->k.kernarg_size, &r);
-	if (!op->k.kernarg) {
+	r = kernel_op_fill(&op->k, fn, grid, block, shared, params, extra);
+	if (r != CUDA_SUCCESS) {
 		free(op);
 		return r;
 	}
-	op->k.fn = fn;
-	op->k.fl = fl;
-	op->k.grid[0] = gx;
-	op->k.grid[1] = gy;
-	op->k.grid[2] = gz;
-	op->k.block[0] = (uint16_t)bx;
-	op->k.block[1] = (uint16_t)by;
-	op->k.block[2] = (uint16_t)bz;
-	op->k.shared = shared;
 	return submit(s, op);
 }
 
@@ -1080,6 +1131,7 @@ CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigne
 
 CUresult cuStreamBeginCapture(CUstream stream, int mode)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUstream_st *s;
 	struct CUgraph_st *g;
@@ -1110,6 +1162,7 @@ CUresult cuStreamBeginCapture(CUstream stream, int mode)
 
 CUresult cuStreamEndCapture(CUstream stream, CUgraph *graph)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUstream_st *s;
 	struct CUgraph_st *g;
@@ -1138,6 +1191,7 @@ CUresult cuStreamEndCapture(CUstream stream, CUgraph *graph)
 
 CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned long long flags)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUgraphExec_st *x;
 	CUresult r = emu_ctx(&c);
@@ -1159,6 +1213,12 @@ CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned 
 		x->launches = calloc(g->n ? g->n : 1, sizeof(*x->launches));
 		if (!x->launches)
 			break;
+		if (g->explicit_nodes) {
+			x->nodes = calloc(g->n ? g->n : 1, sizeof(*x->nodes));
+			if (!x->nodes)
+				break;
+			memcpy(x->nodes, g->nodes, g->n * sizeof(*x->nodes));
+		}
 		for (size_t i = 0; i < g->n; i++) {
 			x->launches[i] = g->launches[i];
 			x->launches[i].kernarg = aligned_alloc(64, g->launches[i].kernarg_size);
@@ -1178,12 +1238,14 @@ CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned 
 	}
 	pthread_mutex_unlock(&emu.lock);
 	launches_free(x->launches, x->n);
+	free(x->nodes);
 	free(x);
 	return found ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream)
 {
+	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUstream_st *s;
 	struct CUgraphExec_st *x = NULL;
@@ -1225,6 +1287,7 @@ CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream)
 
 CUresult cuGraphExecDestroy(CUgraphExec exec)
 {
+	EMU_ENTRY();
 	CUresult r = emu_gate();
 	struct CUgraphExec_st *x;
 
@@ -1234,12 +1297,14 @@ CUresult cuGraphExecDestroy(CUgraphExec exec)
 	if (!x)
 		return CUDA_ERROR_INVALID_VALUE;
 	launches_free(x->launches, x->n);
+	free(x->nodes);
 	free(x);
 	return CUDA_SUCCESS;
 }
 
 CUresult cuGraphDestroy(CUgraph graph)
 {
+	EMU_ENTRY();
 	CUresult r = emu_gate();
 	struct CUgraph_st *g;
 
@@ -1249,6 +1314,175 @@ CUresult cuGraphDestroy(CUgraph graph)
 	if (!g)
 		return CUDA_ERROR_INVALID_VALUE;
 	launches_free(g->launches, g->n);
+	if (g->nodes)
+		for (size_t i = 0; i < g->n; i++)
+			free(g->nodes[i]);
+	free(g->nodes);
 	free(g);
+	return CUDA_SUCCESS;
+}
+
+CUresult cuGraphCreate(CUgraph *graph, unsigned int flags)
+{
+	EMU_ENTRY();
+	struct CUctx_st *c;
+	struct CUgraph_st *g;
+	CUresult r = emu_ctx(&c);
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	/* "flags - Graph creation flags, must be 0" (cuGraphCreate). */
+	if (!graph || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	g->explicit_nodes = 1;
+	pthread_mutex_lock(&emu.lock);
+	g->next = graphs;
+	graphs = g;
+	pthread_mutex_unlock(&emu.lock);
+	*graph = g;
+	return CUDA_SUCCESS;
+}
+
+/* A live graph; under emu.lock. */
+static struct CUgraph_st *graph_find(CUgraph graph)
+{
+	for (struct CUgraph_st *g = graphs; g; g = g->next)
+		if (g == graph)
+			return g;
+	return NULL;
+}
+
+/* A kernel node's launch, checked as cuLaunchKernel checks one. */
+static CUresult node_op(struct kernel_op *k, const CUDA_KERNEL_NODE_PARAMS *p)
+{
+	const unsigned int grid[3] = { p->gridDimX, p->gridDimY, p->gridDimZ };
+	const unsigned int block[3] = { p->blockDimX, p->blockDimY, p->blockDimZ };
+
+	/* func NULL names a CUkernel (kern, ctx): context-independent
+	 * loading, which the emulation does not model. */
+	if (!p->func)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	return kernel_op_fill(k, p->func, grid, block, p->sharedMemBytes, p->kernelParams,
+			      p->extra);
+}
+
+CUresult cuGraphAddKernelNode(CUgraphNode *node, CUgraph graph, const CUgraphNode *deps,
+			      size_t ndeps, const CUDA_KERNEL_NODE_PARAMS *params)
+{
+	EMU_ENTRY();
+	struct CUctx_st *c;
+	struct CUgraph_st *g;
+	struct CUgraphNode_st *n;
+	struct kernel_op k;
+	CUresult r = emu_ctx(&c);
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!node || !params || (ndeps && !deps))
+		return CUDA_ERROR_INVALID_VALUE;
+	/* The parameters are copied during the call (cuGraphAddKernelNode). */
+	r = node_op(&k, params);
+	if (r != CUDA_SUCCESS)
+		return r;
+	n = calloc(1, sizeof(*n));
+	if (!n) {
+		free(k.kernarg);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	pthread_mutex_lock(&emu.lock);
+	g = graph_find(graph);
+	r = g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	/* Nodes are added to graphs from cuGraphCreate only: a limit of the
+	 * emulation (captured graphs keep no node handles). */
+	if (g && !g->explicit_nodes)
+		r = CUDA_ERROR_NOT_SUPPORTED;
+	/* Every dependency a node of this graph, none twice: "numDependencies
+	 * ... may not have any duplicate entries" (cuGraphAddKernelNode);
+	 * CUDA_ERROR_INVALID_VALUE otherwise. */
+	for (size_t i = 0; r == CUDA_SUCCESS && i < ndeps; i++) {
+		int mine = 0;
+
+		for (size_t j = 0; j < g->n && !mine; j++)
+			mine = g->nodes[j] == deps[i];
+		for (size_t j = 0; j < i && mine; j++)
+			mine = deps[j] != deps[i];
+		if (!mine)
+			r = CUDA_ERROR_INVALID_VALUE;
+	}
+	if (r == CUDA_SUCCESS && g->n == g->cap) {
+		size_t cap = g->cap ? g->cap * 2 : 16;
+		struct kernel_op *v = realloc(g->launches, cap * sizeof(*v));
+		struct CUgraphNode_st **nv = v ? realloc(g->nodes, cap * sizeof(*nv)) : NULL;
+
+		if (v)
+			g->launches = v;
+		if (nv) {
+			g->nodes = nv;
+			g->cap = cap;
+		} else {
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+		}
+	}
+	if (r == CUDA_SUCCESS) {
+		n->graph = g;
+		n->index = g->n;
+		g->launches[g->n] = k;
+		g->nodes[g->n++] = n;
+	}
+	pthread_mutex_unlock(&emu.lock);
+	if (r != CUDA_SUCCESS) {
+		free(k.kernarg);
+		free(n);
+		return r;
+	}
+	*node = n;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuGraphExecKernelNodeSetParams(CUgraphExec exec, CUgraphNode node,
+					const CUDA_KERNEL_NODE_PARAMS *params)
+{
+	EMU_ENTRY();
+	struct CUctx_st *c;
+	struct CUgraphExec_st *x;
+	struct kernel_op k, old;
+	size_t i = 0;
+	CUresult r = emu_ctx(&c);
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!params)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = node_op(&k, params);
+	if (r != CUDA_SUCCESS)
+		return r;
+	pthread_mutex_lock(&emu.lock);
+	for (x = execs; x && x != exec; x = x->next)
+		;
+	/* hNode: "kernel node from the graph from which graphExec was
+	 * instantiated" (cuGraphExecKernelNodeSetParams): any other node,
+	 * or an executable graph not instantiated from nodes, is refused. */
+	r = x && x->nodes ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	while (r == CUDA_SUCCESS && i < x->n && x->nodes[i] != node)
+		i++;
+	if (r == CUDA_SUCCESS && i == x->n)
+		r = CUDA_ERROR_INVALID_VALUE;
+	/* "The owning context of the function cannot change" (same). */
+	if (r == CUDA_SUCCESS && k.fl.ctx != x->launches[i].fl.ctx)
+		r = CUDA_ERROR_INVALID_VALUE;
+	/* Only later launches see it; cuGraphLaunch copied what it queued. */
+	if (r == CUDA_SUCCESS) {
+		old = x->launches[i];
+		x->launches[i] = k;
+	}
+	pthread_mutex_unlock(&emu.lock);
+	if (r != CUDA_SUCCESS) {
+		free(k.kernarg);
+		return r;
+	}
+	free(old.kernarg);
 	return CUDA_SUCCESS;
 }

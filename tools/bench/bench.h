@@ -50,6 +50,7 @@ struct opts {
 	uint32_t contention;	/* busy threads of --contention, 0: none */
 	const char *mode;	/* "dispatch", "load", "read", "channel", "cuda", "amd" */
 	const char *path;	/* the FILE of --load and --read, or NULL */
+	const char *plot;	/* the DIR of --plot, or NULL */
 };
 
 enum result_kind {
@@ -60,10 +61,15 @@ enum result_kind {
 	RESULT_SKIPPED,
 };
 
+/* Points of a latency's distribution kept for --plot: p0 (min) to p99 by
+ * 1 %, then p99.9 and p100 (max); see latency_cdf_p(). */
+#define LATENCY_CDF		102
+
 struct latency {
 	uint64_t min, p50, p99, p999;
 	double mean;
 	size_t samples;
+	uint64_t cdf[LATENCY_CDF];	/* nearest-rank values at latency_cdf_p(i) */
 };
 
 struct rate {
@@ -84,6 +90,7 @@ struct duration {
 
 struct result {
 	const char *metric;
+	const char *peer;	/* the bench's peer row, or NULL */
 	enum result_kind kind;
 	union {
 		struct latency lat;
@@ -113,6 +120,12 @@ struct bench {
 	bench_fn run;
 };
 
+/* A row and the row it is read against (the JSON's "peer", --plot). */
+struct peer {
+	const char *metric;
+	const char *peer;
+};
+
 /* A goal: num's headline value, divided by den's unless den is NULL. */
 struct goal {
 	const char *metric;
@@ -135,6 +148,8 @@ struct mode {
 	size_t nbenches;
 	const struct goal *goals;
 	size_t ngoals;
+	const struct peer *peers;	/* beyond the goals' num/den pairs */
+	size_t npeers;
 	int (*setup)(struct ctx *ctx);
 	void (*cleanup)(struct ctx *ctx);
 	int (*banner)(const struct ctx *ctx);
@@ -221,6 +236,8 @@ int fail_errno(const char *call, int err);
 uint64_t *alloc_samples(uint32_t n);
 double rate_of(uint64_t items, uint64_t ns);
 void latency_stats(uint64_t *samples, size_t n, struct latency *out);
+/* The cumulative fraction of point i of struct latency's cdf (0 to 1). */
+double latency_cdf_p(unsigned i);
 /* Sample i of a raw/typed pair in whole ns, and the typed path's overhead
  * over the raw one (0 when it was faster). */
 void pair_sample(uint64_t *raw, uint64_t *typed, uint64_t *over, size_t i,

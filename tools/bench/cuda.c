@@ -18,6 +18,10 @@
  * cuda_rtt_graph_per_launch	peer: a graph captured from GRAPH_LAUNCHES
  *				launches, cuGraphLaunch + cuStreamSynchronize,
  *				divided by GRAPH_LAUNCHES.
+ * cuda_graph_replay_per_launch	the same GRAPH_LAUNCHES typed launches
+ *				recorded (aql_graph_begin), instantiated once,
+ *				replayed (a CUDA graph) and awaited, divided
+ *				by GRAPH_LAUNCHES; its peer is the row above.
  * cuda_launch_throughput	BATCH typed launches back to back, the last
  *				awaited; launches/s per round.
  * cuda_launch_throughput_raw	peer: BATCH cuLaunchKernel + one
@@ -52,6 +56,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <aql/graph.h>
 
 #include "bench.h"
 #include "nv/nv.h"
@@ -333,6 +339,42 @@ static int bench_rtt_graph(struct ctx *ctx, struct result *res)
 {
 	(void)ctx;
 	return graph_bench(res, fill_launches, B.samples, GRAPH_LAUNCHES);
+}
+
+static aql_graph_exec *recorded;
+
+static int one_replay(void)
+{
+	aql_completion done;
+	aql_status st = aql_graph_exec_replay(recorded, B.q, &done);
+
+	if (st != AQL_OK)
+		return fail("aql_graph_exec_replay", st);
+	return spin_done(done);
+}
+
+static int bench_graph_replay(struct ctx *ctx, struct result *res)
+{
+	aql_completion rec;
+	aql_graph *g = NULL;
+	aql_status st;
+	int rc;
+
+	(void)ctx;
+	st = aql_graph_begin(B.q, &g);
+	for (uint32_t i = 0; st == AQL_OK && i < GRAPH_LAUNCHES; i++)
+		st = launch_gpu(&rec, NULL) ? AQL_ERR_DEVICE : AQL_OK;
+	if (g && st == AQL_OK)
+		st = aql_graph_end(g);
+	if (st == AQL_OK)
+		st = aql_graph_instantiate(g, &recorded);
+	aql_graph_destroy(g);
+	if (st != AQL_OK)
+		return fail("recording the graph", st);
+	rc = sample_rtt(res, B.samples, GRAPH_LAUNCHES, one_replay);
+	st = aql_graph_exec_destroy(recorded);
+	recorded = NULL;
+	return rc ? rc : st != AQL_OK ? fail("aql_graph_exec_destroy", st) : 0;
 }
 
 /* Launches/s over rounds of BATCH, the last one awaited. */
@@ -691,6 +733,7 @@ static const struct bench cuda_benches[] = {
 	{ "cuda_rtt_raw_sync", bench_rtt_sync },
 	{ "cuda_rtt_raw_event", bench_rtt_event },
 	{ "cuda_rtt_graph_per_launch", bench_rtt_graph },
+	{ "cuda_graph_replay_per_launch", bench_graph_replay },
 	{ "cuda_launch_throughput", bench_throughput },
 	{ "cuda_launch_throughput_raw", bench_throughput_raw },
 	{ "cuda_submit_raw_ns", bench_submit_raw },
@@ -718,8 +761,16 @@ static const struct goal cuda_goals[] = {
 	  "cuda_rtt_typed", "cuda_rtt_raw_sync", false, 1.10, NULL },
 	{ "cuda_rtt_raw_packet_goal", "round trip raw packet / cuLaunchKernel+StreamSync",
 	  "cuda_rtt_raw_packet", "cuda_rtt_raw_sync", false, 1.10, NULL },
+	{ "cuda_graph_replay_goal", "graph replay / CUDA graph, per launch",
+	  "cuda_graph_replay_per_launch", "cuda_rtt_graph_per_launch", false, 1.10, NULL },
 	{ "cuda_chain_goal", "chain via aql signals / via host sync",
 	  "cuda_chain_signals", "cuda_chain_host_sync", false, 1.0, NULL },
+};
+
+static const struct peer cuda_peers[] = {
+	{ "cuda_graph_replay_per_launch", "cuda_rtt_graph_per_launch" },
+	{ "cuda_rtt_raw_event", "cuda_rtt_raw_sync" },
+	{ "cuda_launch_throughput", "cuda_launch_throughput_raw" },
 };
 
 const struct mode bench_mode_cuda = {
@@ -728,6 +779,8 @@ const struct mode bench_mode_cuda = {
 	.nbenches = ARRAY_SIZE(cuda_benches),
 	.goals = cuda_goals,
 	.ngoals = ARRAY_SIZE(cuda_goals),
+	.peers = cuda_peers,
+	.npeers = ARRAY_SIZE(cuda_peers),
 	.setup = cuda_setup,
 	.cleanup = cuda_cleanup,
 	.banner = cuda_banner,

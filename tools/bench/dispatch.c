@@ -714,12 +714,19 @@ static void dispatch_cleanup(struct ctx *ctx)
 }
 #endif
 
+static const struct peer dispatch_peers[] = {
+	{ "alloc_free_ns", "baseline_malloc_free_ns" },
+	{ "launch_typed_ns", "launch_raw_ns" },
+};
+
 const struct mode bench_mode_dispatch = {
 	.name = "dispatch",
 	.benches = dispatch_benches,
 	.nbenches = ARRAY_SIZE(dispatch_benches),
 	.goals = dispatch_goals,
 	.ngoals = ARRAY_SIZE(dispatch_goals),
+	.peers = dispatch_peers,
+	.npeers = ARRAY_SIZE(dispatch_peers),
 	.banner = dispatch_banner,
 #ifdef AQL_BENCH_HSA
 	.cleanup = dispatch_cleanup,

@@ -87,16 +87,28 @@ static const char *rate_unit(const struct result *r)
 	return r->rate.unit ? r->rate.unit : "dispatches/s";
 }
 
-/* extra: fields put before the metric's ("" for none). */
+/* extra: fields put before the metric's ("" for none); the row's peer
+ * goes with them. */
 static void json_result(const struct result *r, const char *extra)
 {
-	if (r->kind == RESULT_LATENCY)
+	char both[160];
+
+	if (r->peer) {
+		snprintf(both, sizeof(both), "%s\"peer\":\"%s\",", extra, r->peer);
+		extra = both;
+	}
+	if (r->kind == RESULT_LATENCY) {
 		printf("{%s\"metric\":\"%s\",\"unit\":\"ns\",\"p50\":%" PRIu64
 		       ",\"p99\":%" PRIu64 ",\"p999\":%" PRIu64
-		       ",\"min\":%" PRIu64 ",\"mean\":%.1f,\"samples\":%zu}\n",
+		       ",\"min\":%" PRIu64 ",\"mean\":%.1f,\"samples\":%zu",
 		       extra, r->metric, r->lat.p50, r->lat.p99, r->lat.p999,
 		       r->lat.min, r->lat.mean, r->lat.samples);
-	else if (r->kind == RESULT_RATE)
+		/* The distribution for --plot: [fraction, ns] points. */
+		for (unsigned i = 0; i < LATENCY_CDF; i++)
+			printf("%s[%g,%" PRIu64 "]", i ? "," : ",\"cdf\":[", latency_cdf_p(i),
+			       r->lat.cdf[i]);
+		printf("]}\n");
+	} else if (r->kind == RESULT_RATE)
 		printf("{%s\"metric\":\"%s\",\"unit\":\"%s\","
 		       "\"value\":%.4g,\"p50\":%.4g,\"min\":%.4g,\"max\":%.4g,"
 		       "\"rounds\":%" PRIu32 ",\"threads\":%" PRIu32 "}\n",
@@ -124,7 +136,9 @@ static void json_goal(const struct ctx *ctx, const struct goal *g)
 		printf("{\"metric\":\"%s\",\"skipped\":true}\n", g->metric);
 		return;
 	}
-	printf("{\"metric\":\"%s\",", g->metric);
+	printf("{\"metric\":\"%s\",\"num\":\"%s\",", g->metric, g->num);
+	if (g->den)
+		printf("\"den\":\"%s\",", g->den);
 	if (g->unit)
 		printf("\"unit\":\"%s\",", g->unit);
 	printf("\"value\":%.4f,\"goal\":%g,\"cmp\":\"%s\",\"met\":%s}\n",

@@ -157,6 +157,17 @@ void latency_stats(uint64_t *samples, size_t n, struct latency *out)
 	out->p99 = percentile(samples, n, 990);
 	out->p999 = percentile(samples, n, 999);
 	out->mean = sum / (double)n;
+	for (i = 0; i < LATENCY_CDF - 2; i++)
+		out->cdf[i] = percentile(samples, n, (unsigned)i * 10);
+	out->cdf[LATENCY_CDF - 2] = out->p999;
+	out->cdf[LATENCY_CDF - 1] = samples[n - 1];
+}
+
+double latency_cdf_p(unsigned i)
+{
+	if (i < LATENCY_CDF - 2)
+		return i / 100.0;
+	return i == LATENCY_CDF - 2 ? 0.999 : 1.0;
 }
 
 /* The one summary of every throughput metric. Sorts rates in place. */
