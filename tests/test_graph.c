@@ -445,6 +445,33 @@ static void test_one_signal(void)
 	CHECK_OK(aql_graph_exec_destroy(e));
 	aql_signal_destroy(gate);
 
+	/* A last packet without the barrier bit orders nothing: then every
+	 * packet carries the signal, as typed launches do. */
+	memset(&bad, 0, sizeof(bad));
+	bad.barrier.header = aql_packet_header(AQL_PACKET_BARRIER_AND, 0, AQL_FENCE_SYSTEM,
+					       AQL_FENCE_SYSTEM);
+	CHECK_OK(aql_graph_begin(q, &g));
+	for (int i = 0; i < 2; i++)
+		CHECK_OK(AQL_LAUNCH(q, k_add, &c, NULL, AQL_ARG(a), AQL_ARG(1), AQL_ARG((uint32_t)N)));
+	CHECK_OK(aql_graph_record_packet(q, &bad));
+	CHECK_OK(aql_graph_end(g));
+	CHECK_OK(aql_graph_instantiate(g, &e));
+	aql_graph_destroy(g);
+	np = aql_graph_exec_packets(e);
+	gate = th_gate_close(q);
+	CHECK_OK(aql_graph_exec_replay(e, q, &done));
+	end = __atomic_load_n(&q->amd->write_dispatch_id, __ATOMIC_ACQUIRE);
+	sign = 0;
+	for (uint64_t id = end - np; id < end; id++)
+		sign += aql_queue_slot(q, id)->dispatch.completion_signal != 0;
+	CHECK(np == 3 && sign == 3, "%u of the replay's %u packets carry a completion signal; all should",
+	      sign, np);
+	th_gate_open(gate);
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK(wrong(a, 0, 6, N) == 0, "after two replays a[0] = %d", first(a));
+	CHECK_OK(aql_graph_exec_destroy(e));
+	aql_signal_destroy(gate);
+
 	/* A zero grid between two launches. */
 	memset(&bad, 0, sizeof(bad));
 	bad.dispatch.header = aql_packet_header(AQL_PACKET_KERNEL_DISPATCH, 1, AQL_FENCE_SYSTEM,
