@@ -203,8 +203,7 @@ aql_status aql_queue_set_priority(aql_queue *queue, enum aql_queue_priority prio
 	return st;
 }
 
-/* Packets that never ran: fail their completion signals so no waiter hangs. */
-static void cancel_pending(struct aql_queue_impl *q)
+void aql_queue_cancel_pending(struct aql_queue_impl *q)
 {
 	uint64_t id = q->pub.amd->read_dispatch_id;
 	uint64_t end = __atomic_load_n(&q->pub.amd->write_dispatch_id, __ATOMIC_ACQUIRE);
@@ -212,9 +211,13 @@ static void cancel_pending(struct aql_queue_impl *q)
 	for (; id < end && end - id <= q->pub.size; id++) {
 		aql_packet *slot = aql_queue_slot(&q->pub, id);
 		uint16_t header = __atomic_load_n(&slot->header, __ATOMIC_ACQUIRE);
-		uint64_t signal = slot->dispatch.completion_signal;
+		uint64_t signal;
 
-		if (aql_header_type(header) != AQL_PACKET_INVALID && signal)
+		/* A slot still being written is its producer's: not read. */
+		if (aql_header_type(header) == AQL_PACKET_INVALID)
+			continue;
+		signal = slot->dispatch.completion_signal;
+		if (signal)
 			aql_signal_store(aql_signal_from_handle(signal), -1, AQL_RELEASE);
 	}
 }
@@ -236,7 +239,7 @@ aql_status aql_queue_destroy(aql_queue *queue)
 		aql_graph_queue_gone(q);
 	if (!__atomic_exchange_n(&q->detached, 1, __ATOMIC_ACQ_REL)) {
 		q->agent->ops->queue_detach(q->agent, q);
-		cancel_pending(q);
+		aql_queue_cancel_pending(q);
 	} else if (q->agent_state) {
 		/* Inactivated from its error callback: the detach is ours. */
 		q->agent->ops->queue_detach(q->agent, q);
@@ -291,7 +294,7 @@ aql_status aql_queue_inactivate(aql_queue *queue)
 	if (in_callback != q)
 		q->agent->ops->queue_detach(q->agent, q);
 	aql_queue_halt(q);
-	cancel_pending(q);
+	aql_queue_cancel_pending(q);
 	return AQL_OK;
 }
 

@@ -120,6 +120,13 @@ static inline void aql_queue_retire(struct aql_queue_impl *q, uint64_t id)
 }
 
 /*
+ * The packets in flight from the read index on will never run (the queue
+ * halted, or is being destroyed): give their completion signals -1, so
+ * that no waiter hangs. Not thread safe against the queue's processor.
+ */
+void aql_queue_cancel_pending(struct aql_queue_impl *q);
+
+/*
  * Put the queue in its error state with a reason: later submissions fail
  * with AQL_ERR_QUEUE_ERROR, and the error callback runs once, on the
  * calling thread. Returns status.

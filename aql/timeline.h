@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Internal: a queue's state for typed launches and copies. Every packet
- * they write sets the barrier bit and carries the timeline signal, which
+ * they write sets the barrier bit and carries the timeline signal (a
+ * recorded graph's replay: its last packet only, graph/graph.c), which
  * starts at t->start (AQL_TIMELINE_START, or lower for a signal handed on
  * from a destroyed queue) and which the processor decrements by one per
- * packet. Packet n (counted from 1) has therefore completed, with all
+ * packet that carries it. Packet n of those (counted from 1) has
+ * therefore completed, with all
  * before it, once the value is at most start - n: a completion is that
  * threshold, and needs no allocation. A failed or cancelled packet stores
  * -1, which ends every wait.

@@ -87,6 +87,9 @@ struct aql_graph_exec {
 	pthread_mutex_t lock;
 	aql_packet *tmpl;	/* barrier bit set; completion 0: the replay's */
 	uint32_t npackets;
+	/* The last packet's barrier bit orders it after all the others:
+	 * only it carries the replay's completion (see replay()). */
+	int sign_last;
 	uint32_t *reloc;	/* packets whose kernarg lies in kernarg */
 	uint32_t nreloc;
 	unsigned char *kernarg;
@@ -596,6 +599,7 @@ aql_status aql_graph_instantiate(aql_graph *graph, aql_graph_exec **out)
 	}
 	if (np > graph->nnodes)
 		e->tmpl[np - 1].barrier.header = aql_timeline_header(AQL_PACKET_BARRIER_AND);
+	e->sign_last = aql_header_barrier(e->tmpl[np - 1].header);
 	if (st == AQL_OK && nbufargs) {
 		aql_buf_lock();
 		st = collect_uses(e);
@@ -890,7 +894,15 @@ static aql_status replay(struct aql_graph_exec *e, aql_queue *queue, struct aql_
 		delta = (intptr_t)ka - (intptr_t)e->kernarg;
 		for (uint32_t i = 0; i < e->nreloc; i++)
 			p[e->reloc[i]].dispatch.kernarg_address += (uint64_t)delta;
-		for (uint32_t i = 0; i < e->npackets; i++)
+		/*
+		 * The last packet starts only once every earlier one completed,
+		 * so its decrement alone is the replay's completion: the agent
+		 * makes one signal update (and wakes a sleeping waiter once)
+		 * per replay, not one per packet. A packet that fails stops
+		 * the queue, and the agent fails the signals of those behind
+		 * it, the last one's included.
+		 */
+		for (uint32_t i = e->sign_last ? e->npackets - 1 : 0; i < e->npackets; i++)
 			if (!p[i].dispatch.completion_signal) {
 				p[i].dispatch.completion_signal = aql_signal_handle(t->signal);
 				nsign++;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Malformed packets: each class stops the queue with a defined outcome
- * (error state, completion signal -1, one callback naming the problem, and
- * later submissions refused), never a crash or a hang. Destroying queues
+ * (error state, completion signal -1, the signals of the packets queued
+ * behind it -1, one callback naming the problem, and later submissions
+ * refused), never a crash or a hang. Destroying queues
  * with packets in flight is safe too.
  */
 #include <string.h>
@@ -32,20 +33,30 @@ static aql_dispatch_packet good(aql_signal *done)
 	return th_dispatch(&th_empty_kd, &kernarg, 1, grid, wg, done, 0);
 }
 
-/* Submit one bad packet; check the outcome and that the message has want. */
+/*
+ * Submit one bad packet, and behind it (held by a gate until both are in
+ * the queue) a good one; check the outcome and that the message has want.
+ * The good one never runs: its signal gets -1 too, so its waiter ends.
+ */
 static void expect_failure(const char *name, aql_packet *bad, const char *want)
 {
 	aql_queue *q = th_queue(16, AQL_QUEUE_MULTI, 0);
-	aql_signal *done = th_signal(1);
+	aql_signal *done = th_signal(1), *behind_done = th_signal(1);
+	aql_signal *gate = th_gate_close(q);
 	unsigned calls = __atomic_load_n(&th_error_calls, __ATOMIC_ACQUIRE);
-	aql_dispatch_packet after = good(NULL);
+	aql_dispatch_packet after = good(NULL), behind = good(behind_done);
 	const char *message = NULL;
 	aql_status st;
 
 	bad->dispatch.completion_signal = aql_signal_handle(done);
 	th_submit(q, bad);
+	th_submit(q, &behind);
+	th_gate_open(gate);
 	CHECK(th_wait_done(done) == -1, "%s: completion signal is %lld, not -1", name,
 	      (long long)done->value);
+	CHECK(th_wait_done(behind_done) == -1,
+	      "%s: the packet behind the failed one has signal %lld, not -1", name,
+	      (long long)behind_done->value);
 	st = aql_queue_error(q, &message);
 	CHECK(st == AQL_ERR_QUEUE_ERROR && strstr(message, want),
 	      "%s: state %s, message \"%s\" lacks \"%s\"", name, aql_status_str(st), message, want);
@@ -58,6 +69,8 @@ static void expect_failure(const char *name, aql_packet *bad, const char *want)
 	      aql_error_message());
 	CHECK_OK(aql_queue_destroy(q));
 	aql_signal_destroy(done);
+	aql_signal_destroy(behind_done);
+	aql_signal_destroy(gate);
 }
 
 static void test_malformed(void)

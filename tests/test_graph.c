@@ -400,6 +400,106 @@ static void break_queue(aql_queue *q)
 	aql_signal_destroy(sig);
 }
 
+/*
+ * A replay gives its completion signal to its last packet only, which the
+ * barrier bit starts after every other one has completed: the agent makes
+ * one signal update per replay. A packet failing in the middle still ends
+ * the replay's wait at once, with the queue's error: the agent fails the
+ * signals of the packets behind the failed one.
+ */
+static void test_one_signal(void)
+{
+	aql_queue *q = th_test_queue(64, AQL_QUEUE_MULTI, 0);
+	aql_buf *a = buf_i32(N, AQL_INOUT, "a");
+	aql_launch_config c = { .grid = { N } };
+	static uint64_t kernarg[8] __attribute__((aligned(64)));
+	aql_graph *g = NULL;
+	aql_graph_exec *e = NULL;
+	aql_completion done;
+	aql_signal *gate;
+	aql_packet bad;
+	uint64_t end;
+	uint32_t np, sign = 0;
+	aql_status st;
+
+	fill(a, 0, N);
+	CHECK_OK(aql_graph_begin(q, &g));
+	for (int i = 0; i < 4; i++)
+		CHECK_OK(AQL_LAUNCH(q, k_add, &c, NULL, AQL_ARG(a), AQL_ARG(1), AQL_ARG((uint32_t)N)));
+	CHECK_OK(aql_graph_end(g));
+	CHECK_OK(aql_graph_instantiate(g, &e));
+	aql_graph_destroy(g);
+	np = aql_graph_exec_packets(e);
+	gate = th_gate_close(q);
+	CHECK_OK(aql_graph_exec_replay(e, q, &done));
+	/* The graph's packets are the last np written (copies may lead). */
+	end = __atomic_load_n(&q->amd->write_dispatch_id, __ATOMIC_ACQUIRE);
+	for (uint64_t id = end - np; id < end; id++)
+		sign += aql_queue_slot(q, id)->dispatch.completion_signal != 0;
+	CHECK(np == 4 && sign == 1 && aql_queue_slot(q, end - 1)->dispatch.completion_signal,
+	      "%u of the replay's %u packets carry a completion signal; only the last should",
+	      sign, np);
+	th_gate_open(gate);
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK(wrong(a, 0, 4, N) == 0, "after one replay a[0] = %d", first(a));
+	CHECK_OK(aql_graph_exec_destroy(e));
+	aql_signal_destroy(gate);
+
+	/* A last packet without the barrier bit orders nothing: then every
+	 * packet carries the signal, as typed launches do. */
+	memset(&bad, 0, sizeof(bad));
+	bad.barrier.header = aql_packet_header(AQL_PACKET_BARRIER_AND, 0, AQL_FENCE_SYSTEM,
+					       AQL_FENCE_SYSTEM);
+	CHECK_OK(aql_graph_begin(q, &g));
+	for (int i = 0; i < 2; i++)
+		CHECK_OK(AQL_LAUNCH(q, k_add, &c, NULL, AQL_ARG(a), AQL_ARG(1), AQL_ARG((uint32_t)N)));
+	CHECK_OK(aql_graph_record_packet(q, &bad));
+	CHECK_OK(aql_graph_end(g));
+	CHECK_OK(aql_graph_instantiate(g, &e));
+	aql_graph_destroy(g);
+	np = aql_graph_exec_packets(e);
+	gate = th_gate_close(q);
+	CHECK_OK(aql_graph_exec_replay(e, q, &done));
+	end = __atomic_load_n(&q->amd->write_dispatch_id, __ATOMIC_ACQUIRE);
+	sign = 0;
+	for (uint64_t id = end - np; id < end; id++)
+		sign += aql_queue_slot(q, id)->dispatch.completion_signal != 0;
+	CHECK(np == 3 && sign == 3, "%u of the replay's %u packets carry a completion signal; all should",
+	      sign, np);
+	th_gate_open(gate);
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK(wrong(a, 0, 6, N) == 0, "after two replays a[0] = %d", first(a));
+	CHECK_OK(aql_graph_exec_destroy(e));
+	aql_signal_destroy(gate);
+
+	/* A zero grid between two launches. */
+	memset(&bad, 0, sizeof(bad));
+	bad.dispatch.header = aql_packet_header(AQL_PACKET_KERNEL_DISPATCH, 1, AQL_FENCE_SYSTEM,
+						AQL_FENCE_SYSTEM);
+	bad.dispatch.setup = 1;
+	bad.dispatch.workgroup_size_x = bad.dispatch.workgroup_size_y = 1;
+	bad.dispatch.workgroup_size_z = 1;
+	bad.dispatch.grid_size_y = bad.dispatch.grid_size_z = 1;
+	bad.dispatch.kernel_object = k_add->kernel_object;
+	bad.dispatch.kernarg_address = (uint64_t)(uintptr_t)kernarg;
+	CHECK_OK(aql_graph_begin(q, &g));
+	CHECK_OK(AQL_LAUNCH(q, k_add, &c, NULL, AQL_ARG(a), AQL_ARG(1), AQL_ARG((uint32_t)N)));
+	CHECK_OK(aql_graph_record_packet(q, &bad));
+	CHECK_OK(AQL_LAUNCH(q, k_add, &c, NULL, AQL_ARG(a), AQL_ARG(1), AQL_ARG((uint32_t)N)));
+	CHECK_OK(aql_graph_end(g));
+	CHECK_OK(aql_graph_instantiate(g, &e));
+	aql_graph_destroy(g);
+	CHECK_OK(aql_graph_exec_replay(e, q, &done));
+	st = aql_completion_wait(done, TH_TIMEOUT_NS);
+	if (st == AQL_ERR_TIMEOUT)
+		th_stop("a packet that failed in the middle of a replay left the replay's wait hanging");
+	CHECK(st == AQL_ERR_QUEUE_ERROR && th_error_has("failed or was cancelled"),
+	      "a replay with a failing packet: %s (%s)", aql_status_str(st), aql_error_message());
+	CHECK_OK(aql_graph_exec_destroy(e));
+	aql_queue_destroy(q);
+	aql_buf_destroy(a);
+}
+
 /* Recording and replaying where the queue, the agent or the timing is wrong. */
 static void test_bad_use(void)
 {
@@ -587,6 +687,7 @@ int main(int argc, char **argv)
 	k_twice = kernel_of(co, "twice");
 	test_time_step();
 	test_copies_and_packets();
+	test_one_signal();
 	test_across_queues();
 	test_bad_arguments();
 	test_bad_use();

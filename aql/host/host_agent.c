@@ -104,15 +104,14 @@ static int stopping(struct processor *p)
 }
 
 /* Stop the queue on packet id, naming the reason; fail its signal. */
-static enum outcome fail_packet(struct processor *p, aql_packet *slot, uint64_t id,
-				const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static enum outcome fail_packet(struct processor *p, uint64_t id,
+				const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-static enum outcome fail_packet(struct processor *p, aql_packet *slot, uint64_t id,
+static enum outcome fail_packet(struct processor *p, uint64_t id,
 				const char *fmt, ...)
 {
 	char reason[200];
 	va_list ap;
-	uint64_t signal = slot->dispatch.completion_signal;
 
 	va_start(ap, fmt);
 	vsnprintf(reason, sizeof(reason), fmt, ap);
@@ -123,8 +122,10 @@ static enum outcome fail_packet(struct processor *p, aql_packet *slot, uint64_t 
 	/* The processor runs nothing more: the work-groups of this packet, if
 	 * any ran, have all returned. */
 	aql_queue_halt(p->q);
-	if (signal)
-		aql_signal_store(aql_signal_from_handle(signal), -1, AQL_RELEASE);
+	/* This packet's signal -1, and those of the packets behind it, which
+	 * will not run either (as on the AMD agent): a recorded graph's
+	 * replay signals only its last packet. */
+	aql_queue_cancel_pending(p->q);
 	return FAILED;
 }
 
@@ -225,7 +226,7 @@ static enum outcome run_dispatch(struct processor *p, aql_packet *slot, uint64_t
 
 	bad = validate_dispatch(p, d, buf, sizeof(buf));
 	if (bad)
-		return fail_packet(p, slot, id, "%s", bad);
+		return fail_packet(p, id, "%s", bad);
 	groups = (uint64_t)aql_wg_count(d->grid_size_x, d->workgroup_size_x) *
 		 aql_wg_count(d->grid_size_y, d->workgroup_size_y) *
 		 aql_wg_count(d->grid_size_z, d->workgroup_size_z);
@@ -239,7 +240,7 @@ static enum outcome run_dispatch(struct processor *p, aql_packet *slot, uint64_t
 		fault = aql_pool_run(p->agent->pool, p->exec, &job);
 	}
 	if (fault)
-		return fail_packet(p, slot, id, "kernel at %p called aql_host_barrier() although its descriptor has AQL_HOST_KD_NO_BARRIER, or a work-item stack could not be mapped",
+		return fail_packet(p, id, "kernel at %p called aql_host_barrier() although its descriptor has AQL_HOST_KD_NO_BARRIER, or a work-item stack could not be mapped",
 				   (void *)(uintptr_t)kd->entry_address);
 	return DONE;
 }
@@ -272,9 +273,9 @@ static enum outcome run_barrier_value(struct processor *p, aql_packet *slot, uin
 	struct aql_wait_cond conds[2];
 
 	if (!b->signal)
-		return fail_packet(p, slot, id, "BARRIER_VALUE packet has a null signal");
+		return fail_packet(p, id, "BARRIER_VALUE packet has a null signal");
 	if (b->cond > AQL_COND_GTE)
-		return fail_packet(p, slot, id, "BARRIER_VALUE condition %u is unknown", b->cond);
+		return fail_packet(p, id, "BARRIER_VALUE condition %u is unknown", b->cond);
 	conds[0] = (struct aql_wait_cond){ aql_signal_from_handle(b->signal), b->mask,
 					   b->value, (enum aql_signal_condition)b->cond };
 	return wait_or_stop(p, conds, 1, AQL_WAIT_SPIN_NS, UINT64_MAX);
@@ -298,7 +299,7 @@ static enum outcome run_agent_function(struct processor *p, aql_packet *slot, ui
 			f = agent->functions[i];
 	pthread_mutex_unlock(&agent->functions_lock);
 	if (!f.fn)
-		return fail_packet(p, slot, id, "no function is registered for agent dispatch type %u",
+		return fail_packet(p, id, "no function is registered for agent dispatch type %u",
 				   a->type);
 	f.fn(a->arg, a->return_address, f.user);
 	return DONE;
@@ -318,10 +319,10 @@ static enum outcome run_packet(struct processor *p, aql_packet *slot, uint16_t h
 	case AQL_PACKET_VENDOR_SPECIFIC:
 		if (slot->barrier_value.header.format == AQL_AMD_PACKET_BARRIER_VALUE)
 			return run_barrier_value(p, slot, id);
-		return fail_packet(p, slot, id, "vendor packet format %u is unknown",
+		return fail_packet(p, id, "vendor packet format %u is unknown",
 				   slot->barrier_value.header.format);
 	default:
-		return fail_packet(p, slot, id, "packet type %u is unknown",
+		return fail_packet(p, id, "packet type %u is unknown",
 				   (unsigned)aql_header_type(header));
 	}
 }
