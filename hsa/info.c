@@ -36,6 +36,23 @@ static hsa_status_t null_arg(const char *name)
 	return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_ARGUMENT, "%s is NULL", name);
 }
 
+/* The runtime initialised, the agent behind handle agent, and a required
+ * argument named arg given: the checks of an agent's entry points. */
+static hsa_status_t agent_arg(hsa_agent_t agent, struct hsa_rt_agent **out, bool given,
+			      const char *arg)
+{
+	hsa_status_t st = hsa_rt_check_init();
+
+	if (st != HSA_STATUS_SUCCESS)
+		return st;
+	*out = hsa_rt_agent_from(agent);
+	if (!*out)
+		return bad_agent(agent);
+	if (!given)
+		return null_arg(arg);
+	return HSA_STATUS_SUCCESS;
+}
+
 /* A string attribute of a fixed-size char array: padded with NULs. */
 static void put_string(void *value, size_t size, const char *s)
 {
@@ -341,13 +358,10 @@ static int amd_agent_info(const struct hsa_rt_agent *a, int attribute, void *val
 hsa_status_t hsa_agent_get_info(hsa_agent_t agent, hsa_agent_info_t attribute, void *value)
 {
 	struct hsa_rt_agent *a;
+	hsa_status_t st = agent_arg(agent, &a, value, "value");
 
-	HSA_RT_CHECK_INIT();
-	a = hsa_rt_agent_from(agent);
-	if (!a)
-		return bad_agent(agent);
-	if (!value)
-		return null_arg("value");
+	if (st != HSA_STATUS_SUCCESS)
+		return st;
 	if (core_agent_info(a, (int)attribute, value) || amd_agent_info(a, (int)attribute, value))
 		return HSA_STATUS_SUCCESS;
 	return bad_attribute("agent", attribute);
@@ -356,11 +370,11 @@ hsa_status_t hsa_agent_get_info(hsa_agent_t agent, hsa_agent_info_t attribute, v
 hsa_status_t hsa_agent_get_exception_policies(hsa_agent_t agent, hsa_profile_t profile,
 					      uint16_t *mask)
 {
-	HSA_RT_CHECK_INIT();
-	if (!hsa_rt_agent_from(agent))
-		return bad_agent(agent);
-	if (!mask)
-		return null_arg("mask");
+	struct hsa_rt_agent *a;
+	hsa_status_t st = agent_arg(agent, &a, mask, "mask");
+
+	if (st != HSA_STATUS_SUCCESS)
+		return st;
 	if (profile != HSA_PROFILE_BASE && profile != HSA_PROFILE_FULL)
 		return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_ARGUMENT, "profile %d is unknown",
 				   (int)profile);
@@ -404,13 +418,10 @@ hsa_status_t hsa_agent_iterate_regions(hsa_agent_t agent,
 				       void *data)
 {
 	struct hsa_rt_agent *a;
+	hsa_status_t st = agent_arg(agent, &a, callback, "callback");
 
-	HSA_RT_CHECK_INIT();
-	a = hsa_rt_agent_from(agent);
-	if (!a)
-		return bad_agent(agent);
-	if (!callback)
-		return null_arg("callback");
+	if (st != HSA_STATUS_SUCCESS)
+		return st;
 	return iterate_regions(a, call_region_cb, (void *)callback, data);
 }
 
@@ -420,13 +431,10 @@ hsa_status_t hsa_amd_agent_iterate_memory_pools(hsa_agent_t agent,
 						void *data)
 {
 	struct hsa_rt_agent *a;
+	hsa_status_t st = agent_arg(agent, &a, callback, "callback");
 
-	HSA_RT_CHECK_INIT();
-	a = hsa_rt_agent_from(agent);
-	if (!a)
-		return bad_agent(agent);
-	if (!callback)
-		return null_arg("callback");
+	if (st != HSA_STATUS_SUCCESS)
+		return st;
 	return iterate_regions(a, call_pool_cb, (void *)callback, data);
 }
 
@@ -568,13 +576,10 @@ hsa_status_t hsa_agent_iterate_isas(hsa_agent_t agent,
 				    hsa_status_t (*callback)(hsa_isa_t isa, void *data), void *data)
 {
 	struct hsa_rt_agent *a;
+	hsa_status_t st = agent_arg(agent, &a, callback, "callback");
 
-	HSA_RT_CHECK_INIT();
-	a = hsa_rt_agent_from(agent);
-	if (!a)
-		return bad_agent(agent);
-	if (!callback)
-		return null_arg("callback");
+	if (st != HSA_STATUS_SUCCESS)
+		return st;
 	return callback(hsa_rt_isa_handle(&a->isa), data);
 }
 
@@ -583,6 +588,34 @@ static hsa_status_t bad_isa(hsa_isa_t isa)
 	return hsa_rt_fail(HSA_STATUS_ERROR_INVALID_ISA, "0x%llx is not an ISA",
 			   (unsigned long long)isa.handle);
 }
+
+/* The runtime initialised, the ISA behind handle isa, and a value to
+ * answer in. */
+static hsa_status_t isa_arg(hsa_isa_t isa, struct hsa_rt_isa **out, const void *value)
+{
+	hsa_status_t st = hsa_rt_check_init();
+
+	if (st != HSA_STATUS_SUCCESS)
+		return st;
+	*out = hsa_rt_isa_from(isa);
+	if (!*out)
+		return bad_isa(isa);
+	if (!value)
+		return null_arg("value");
+	return HSA_STATUS_SUCCESS;
+}
+
+/* ISA attributes answered as the owning agent's attribute of that name. */
+static const struct {
+	int isa, agent;
+} isa_as_agent[] = {
+	{ HSA_ISA_INFO_FAST_F16_OPERATION, HSA_AGENT_INFO_FAST_F16_OPERATION },
+	{ HSA_ISA_INFO_WORKGROUP_MAX_DIM, HSA_AGENT_INFO_WORKGROUP_MAX_DIM },
+	{ HSA_ISA_INFO_WORKGROUP_MAX_SIZE, HSA_AGENT_INFO_WORKGROUP_MAX_SIZE },
+	{ HSA_ISA_INFO_GRID_MAX_DIM, HSA_AGENT_INFO_GRID_MAX_DIM },
+	{ HSA_ISA_INFO_GRID_MAX_SIZE, HSA_AGENT_INFO_GRID_MAX_SIZE },
+	{ HSA_ISA_INFO_FBARRIER_MAX_SIZE, HSA_AGENT_INFO_FBARRIER_MAX_SIZE },
+};
 
 /* The attributes of hsa_isa_get_info_alt; 1 if attribute was one. */
 static int isa_info(const struct hsa_rt_isa *isa, int attribute, void *value)
@@ -611,25 +644,13 @@ static int isa_info(const struct hsa_rt_isa *isa, int attribute, void *value)
 		flags[HSA_DEFAULT_FLOAT_ROUNDING_MODE_ZERO] = false;
 		flags[HSA_DEFAULT_FLOAT_ROUNDING_MODE_NEAR] = true;
 		break;
-	case HSA_ISA_INFO_FAST_F16_OPERATION:
-		core_agent_info(a, HSA_AGENT_INFO_FAST_F16_OPERATION, value);
-		break;
-	case HSA_ISA_INFO_WORKGROUP_MAX_DIM:
-		core_agent_info(a, HSA_AGENT_INFO_WORKGROUP_MAX_DIM, value);
-		break;
-	case HSA_ISA_INFO_WORKGROUP_MAX_SIZE:
-		core_agent_info(a, HSA_AGENT_INFO_WORKGROUP_MAX_SIZE, value);
-		break;
-	case HSA_ISA_INFO_GRID_MAX_DIM:
-		core_agent_info(a, HSA_AGENT_INFO_GRID_MAX_DIM, value);
-		break;
-	case HSA_ISA_INFO_GRID_MAX_SIZE:
-		core_agent_info(a, HSA_AGENT_INFO_GRID_MAX_SIZE, value);
-		break;
-	case HSA_ISA_INFO_FBARRIER_MAX_SIZE:
-		core_agent_info(a, HSA_AGENT_INFO_FBARRIER_MAX_SIZE, value);
-		break;
 	default:
+		for (size_t k = 0; k < sizeof(isa_as_agent) / sizeof(isa_as_agent[0]); k++) {
+			if (isa_as_agent[k].isa == attribute) {
+				core_agent_info(a, isa_as_agent[k].agent, value);
+				return 1;
+			}
+		}
 		return 0;
 	}
 	return 1;
@@ -638,13 +659,10 @@ static int isa_info(const struct hsa_rt_isa *isa, int attribute, void *value)
 hsa_status_t hsa_isa_get_info_alt(hsa_isa_t isa, hsa_isa_info_t attribute, void *value)
 {
 	struct hsa_rt_isa *i;
+	hsa_status_t st = isa_arg(isa, &i, value);
 
-	HSA_RT_CHECK_INIT();
-	i = hsa_rt_isa_from(isa);
-	if (!i)
-		return bad_isa(isa);
-	if (!value)
-		return null_arg("value");
+	if (st != HSA_STATUS_SUCCESS)
+		return st;
 	if (isa_info(i, (int)attribute, value))
 		return HSA_STATUS_SUCCESS;
 	return bad_attribute("ISA", attribute);
@@ -655,13 +673,10 @@ hsa_status_t hsa_isa_get_info(hsa_isa_t isa, hsa_isa_info_t attribute, uint32_t 
 			      void *value)
 {
 	struct hsa_rt_isa *i;
+	hsa_status_t st = isa_arg(isa, &i, value);
 
-	HSA_RT_CHECK_INIT();
-	i = hsa_rt_isa_from(isa);
-	if (!i)
-		return bad_isa(isa);
-	if (!value)
-		return null_arg("value");
+	if (st != HSA_STATUS_SUCCESS)
+		return st;
 	switch ((int)attribute) {
 	case HSA_ISA_INFO_CALL_CONVENTION_COUNT:
 		*(uint32_t *)value = 1;

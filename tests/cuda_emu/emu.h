@@ -114,6 +114,23 @@ CUresult emu_ctx(struct CUctx_st **out);
 		pthread_mutex_unlock(&emu.lock);                        \
 	} while (0)
 
+/* out is item if it is on the list at head, else NULL; under emu.lock. */
+#define EMU_LIST_FIND(head, item, out)                                  \
+	do {                                                            \
+		for ((out) = (head); (out) && (out) != (item);          \
+		     (out) = (out)->next)                               \
+			;                                               \
+	} while (0)
+
+/* Puts item at the front of the list at head under emu.lock. */
+#define EMU_LIST_PUSH(head, item)                                       \
+	do {                                                            \
+		pthread_mutex_lock(&emu.lock);                          \
+		(item)->next = (head);                                  \
+		(head) = (item);                                        \
+		pthread_mutex_unlock(&emu.lock);                        \
+	} while (0)
+
 /* A memory range's kind, for copies and stream memory operations. */
 enum emu_mem { EMU_MEM_NONE, EMU_MEM_DEVICE, EMU_MEM_PINNED };
 enum emu_mem emu_mem_kind(uintptr_t p, size_t n);

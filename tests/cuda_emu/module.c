@@ -465,10 +465,7 @@ CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int n,
 				     : 0;
 	}
 	log_put(logs.info, logs.info_size, logs.info_size_index, values, "");
-	pthread_mutex_lock(&emu.lock);
-	m->next = modules;
-	modules = m;
-	pthread_mutex_unlock(&emu.lock);
+	EMU_LIST_PUSH(modules, m);
 	*module = m;
 	return CUDA_SUCCESS;
 }

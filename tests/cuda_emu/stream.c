@@ -110,6 +110,39 @@ static void launches_free(struct kernel_op *v, size_t n)
 	free(v);
 }
 
+/* *dst is src with a copy of its parameters; 0 when out of memory. */
+static int launch_copy(struct kernel_op *dst, const struct kernel_op *src)
+{
+	*dst = *src;
+	dst->kernarg = aligned_alloc(64, src->kernarg_size);
+	if (dst->kernarg)
+		memcpy(dst->kernarg, src->kernarg, src->kernarg_size);
+	return dst->kernarg != NULL;
+}
+
+/* Room for one more launch (and node, for an explicit graph) in g. */
+static CUresult graph_reserve(struct CUgraph_st *g)
+{
+	size_t cap = g->cap ? g->cap * 2 : 16;
+	struct kernel_op *v;
+	struct CUgraphNode_st **nv;
+
+	if (g->n < g->cap)
+		return CUDA_SUCCESS;
+	v = realloc(g->launches, cap * sizeof(*v));
+	if (!v)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	g->launches = v;
+	if (g->explicit_nodes) {
+		nv = realloc(g->nodes, cap * sizeof(*nv));
+		if (!nv)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		g->nodes = nv;
+	}
+	g->cap = cap;
+	return CUDA_SUCCESS;
+}
+
 /* ---- Running operations ------------------------------------------------- */
 
 static int wait_met(uint64_t v, uint64_t value, unsigned flags, int bits)
@@ -377,6 +410,7 @@ static struct CUstream_st *stream_new(struct CUctx_st *c, unsigned flags)
 CUresult emu_stream_get(struct CUctx_st *c, CUstream h, struct CUstream_st **out)
 {
 	CUresult r = CUDA_ERROR_INVALID_HANDLE;
+	struct CUstream_st *s;
 
 	pthread_mutex_lock(&emu.lock);
 	if ((uintptr_t)h <= 2) {
@@ -385,16 +419,22 @@ CUresult emu_stream_get(struct CUctx_st *c, CUstream h, struct CUstream_st **out
 		*out = c->null_stream;
 		r = *out ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 	} else {
-		for (struct CUstream_st *s = streams; s; s = s->next) {
-			if (s == h && s->ctx == c) {
-				*out = s;
-				r = CUDA_SUCCESS;
-				break;
-			}
+		EMU_LIST_FIND(streams, h, s);
+		if (s && s->ctx == c) {
+			*out = s;
+			r = CUDA_SUCCESS;
 		}
 	}
 	pthread_mutex_unlock(&emu.lock);
 	return r;
+}
+
+/* The current context and its stream h (emu_stream_get). */
+static CUresult ctx_stream(CUstream h, struct CUctx_st **c, struct CUstream_st **s)
+{
+	CUresult r = emu_ctx(c);
+
+	return r == CUDA_SUCCESS ? emu_stream_get(*c, h, s) : r;
 }
 
 /* Queue op on s; a capturing stream records kernels only (the emulation
@@ -404,21 +444,9 @@ static CUresult submit(struct CUstream_st *s, struct op *op)
 	pthread_mutex_lock(&s->mu);
 	if (s->capture) {
 		struct CUgraph_st *g = s->capture;
-		CUresult r = CUDA_SUCCESS;
+		CUresult r;
 
-		if (op->kind != OP_KERNEL) {
-			r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-		} else if (g->n == g->cap) {
-			size_t cap = g->cap ? g->cap * 2 : 16;
-			struct kernel_op *v = realloc(g->launches, cap * sizeof(*v));
-
-			if (!v) {
-				r = CUDA_ERROR_OUT_OF_MEMORY;
-			} else {
-				g->launches = v;
-				g->cap = cap;
-			}
-		}
+		r = op->kind == OP_KERNEL ? graph_reserve(g) : CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 		if (r == CUDA_SUCCESS)
 			g->launches[g->n++] = op->k;
 		else if (op->kind == OP_KERNEL)
@@ -549,10 +577,7 @@ CUresult cuStreamCreateWithPriority(CUstream *stream, unsigned int flags, int pr
 	 * in the range". The emulated streams run at one speed whatever it is. */
 	s->priority = priority > PRIORITY_LEAST ? PRIORITY_LEAST :
 		      priority < PRIORITY_GREATEST ? PRIORITY_GREATEST : priority;
-	pthread_mutex_lock(&emu.lock);
-	s->next = streams;
-	streams = s;
-	pthread_mutex_unlock(&emu.lock);
+	EMU_LIST_PUSH(streams, s);
 	*stream = s;
 	return CUDA_SUCCESS;
 }
@@ -569,20 +594,18 @@ CUresult cuStreamGetPriority(CUstream stream, int *priority)
 {
 	EMU_ENTRY();
 	CUresult r = emu_gate();
+	struct CUstream_st *s;
 
 	if (r != CUDA_SUCCESS)
 		return r;
 	if (!priority)
 		return CUDA_ERROR_INVALID_VALUE;
-	r = CUDA_ERROR_INVALID_HANDLE;
 	pthread_mutex_lock(&emu.lock);
-	for (struct CUstream_st *s = streams; s; s = s->next)
-		if (s == stream) {
-			*priority = s->priority;
-			r = CUDA_SUCCESS;
-		}
+	EMU_LIST_FIND(streams, stream, s);
+	if (s)
+		*priority = s->priority;
 	pthread_mutex_unlock(&emu.lock);
-	return r;
+	return s ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
 CUresult cuStreamDestroy(CUstream stream)
@@ -612,10 +635,8 @@ CUresult cuStreamQuery(CUstream stream)
 	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUstream_st *s;
-	CUresult r = emu_ctx(&c);
+	CUresult r = ctx_stream(stream, &c, &s);
 
-	if (r == CUDA_SUCCESS)
-		r = emu_stream_get(c, stream, &s);
 	if (r != CUDA_SUCCESS)
 		return r;
 	pthread_mutex_lock(&s->mu);
@@ -632,10 +653,8 @@ CUresult cuStreamSynchronize(CUstream stream)
 	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUstream_st *s;
-	CUresult r = emu_ctx(&c);
+	CUresult r = ctx_stream(stream, &c, &s);
 
-	if (r == CUDA_SUCCESS)
-		r = emu_stream_get(c, stream, &s);
 	if (r != CUDA_SUCCESS)
 		return r;
 	return emu_stream_sync(s);
@@ -647,10 +666,8 @@ CUresult cuLaunchHostFunc(CUstream stream, CUhostFn fn, void *user)
 	struct CUctx_st *c;
 	struct CUstream_st *s;
 	struct op *op;
-	CUresult r = emu_ctx(&c);
+	CUresult r = ctx_stream(stream, &c, &s);
 
-	if (r == CUDA_SUCCESS)
-		r = emu_stream_get(c, stream, &s);
 	if (r != CUDA_SUCCESS)
 		return r;
 	if (!fn)
@@ -670,21 +687,22 @@ CUresult cuLaunchHostFunc(CUstream stream, CUhostFn fn, void *user)
  * registered or allocated with the driver (mapped for the device), and
  * aligned to its size (cuStreamWaitValue64 reference); else
  * CUDA_ERROR_INVALID_VALUE. Devices without 64-bit stream memory
- * operations refuse them with CUDA_ERROR_NOT_SUPPORTED.
+ * operations refuse them with CUDA_ERROR_NOT_SUPPORTED. A wait's flags
+ * are one CUstreamWaitValue_flags comparison, optionally with FLUSH; a
+ * write's, CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER at most.
  */
-static CUresult mem_op_check(uintptr_t addr, int bits)
+static CUresult mem_op_check(enum op_kind kind, uintptr_t addr, unsigned flags, int bits)
 {
 	if (emu.mode == EMU_NOMEMOPS)
 		return CUDA_ERROR_NOT_SUPPORTED;
 	if (!addr || addr % (unsigned)(bits / 8) ||
 	    emu_mem_kind(addr, (size_t)bits / 8) == EMU_MEM_NONE)
 		return CUDA_ERROR_INVALID_VALUE;
+	if (kind == OP_WAIT ? (flags & ~(unsigned)CU_STREAM_WAIT_VALUE_FLUSH) >
+				      CU_STREAM_WAIT_VALUE_NOR
+			    : (flags & ~(unsigned)CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER) != 0)
+		return CUDA_ERROR_INVALID_VALUE;
 	return CUDA_SUCCESS;
-}
-
-static int wait_flags_ok(unsigned flags)
-{
-	return (flags & ~(unsigned)CU_STREAM_WAIT_VALUE_FLUSH) <= CU_STREAM_WAIT_VALUE_NOR;
 }
 
 static struct op *mem_op(enum op_kind kind, CUdeviceptr addr, uint64_t value, unsigned flags,
@@ -701,46 +719,65 @@ static struct op *mem_op(enum op_kind kind, CUdeviceptr addr, uint64_t value, un
 	return op;
 }
 
+/* cuStreamWaitValue64 and cuStreamWriteValue64. */
+static CUresult stream_mem_op(CUstream stream, enum op_kind kind, CUdeviceptr addr,
+			      uint64_t value, unsigned flags)
+{
+	struct CUctx_st *c;
+	struct CUstream_st *s;
+	struct op *op;
+	CUresult r = ctx_stream(stream, &c, &s);
+
+	if (r == CUDA_SUCCESS)
+		r = mem_op_check(kind, (uintptr_t)addr, flags, 64);
+	if (r != CUDA_SUCCESS)
+		return r;
+	op = mem_op(kind, addr, value, flags, 64);
+	return op ? submit(s, op) : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
 CUresult cuStreamWaitValue64(CUstream stream, CUdeviceptr addr, uint64_t value,
 			     unsigned int flags)
 {
 	EMU_ENTRY();
-	struct CUctx_st *c;
-	struct CUstream_st *s;
-	struct op *op;
-	CUresult r = emu_ctx(&c);
-
-	if (r == CUDA_SUCCESS)
-		r = emu_stream_get(c, stream, &s);
-	if (r == CUDA_SUCCESS)
-		r = mem_op_check((uintptr_t)addr, 64);
-	if (r != CUDA_SUCCESS)
-		return r;
-	if (!wait_flags_ok(flags))
-		return CUDA_ERROR_INVALID_VALUE;
-	op = mem_op(OP_WAIT, addr, value, flags, 64);
-	return op ? submit(s, op) : CUDA_ERROR_OUT_OF_MEMORY;
+	return stream_mem_op(stream, OP_WAIT, addr, value, flags);
 }
 
 CUresult cuStreamWriteValue64(CUstream stream, CUdeviceptr addr, uint64_t value,
 			      unsigned int flags)
 {
 	EMU_ENTRY();
-	struct CUctx_st *c;
-	struct CUstream_st *s;
-	struct op *op;
-	CUresult r = emu_ctx(&c);
+	return stream_mem_op(stream, OP_WRITE, addr, value, flags);
+}
 
-	if (r == CUDA_SUCCESS)
-		r = emu_stream_get(c, stream, &s);
-	if (r == CUDA_SUCCESS)
-		r = mem_op_check((uintptr_t)addr, 64);
-	if (r != CUDA_SUCCESS)
-		return r;
-	if (flags & ~(unsigned)CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER)
-		return CUDA_ERROR_INVALID_VALUE;
-	op = mem_op(OP_WRITE, addr, value, flags, 64);
-	return op ? submit(s, op) : CUDA_ERROR_OUT_OF_MEMORY;
+/* A batch entry as d's kind and mem: 1 for a wait or a write, 0 for an
+ * operation that only orders (the worker is in order), -1 for none. */
+static int batch_op(const CUstreamBatchMemOpParams *o, struct op *d)
+{
+	const __typeof__(o->waitValue) *v = &o->waitValue;
+
+	switch (o->operation) {
+	case CU_STREAM_MEM_OP_WAIT_VALUE_32:
+	case CU_STREAM_MEM_OP_WAIT_VALUE_64:
+		d->kind = OP_WAIT;
+		break;
+	case CU_STREAM_MEM_OP_WRITE_VALUE_32:
+	case CU_STREAM_MEM_OP_WRITE_VALUE_64:
+		d->kind = OP_WRITE;
+		v = &o->writeValue;
+		break;
+	case CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES:
+	case CU_STREAM_MEM_OP_BARRIER:
+		return 0;
+	default:
+		return -1;
+	}
+	d->mem.bits = o->operation == CU_STREAM_MEM_OP_WAIT_VALUE_32 ||
+			      o->operation == CU_STREAM_MEM_OP_WRITE_VALUE_32 ? 32 : 64;
+	d->mem.addr = (uintptr_t)v->address;
+	d->mem.value = d->mem.bits == 32 ? v->value : v->value64;
+	d->mem.flags = v->flags;
+	return 1;
 }
 
 CUresult cuStreamBatchMemOp(CUstream stream, unsigned int count, CUstreamBatchMemOpParams *ops,
@@ -749,10 +786,9 @@ CUresult cuStreamBatchMemOp(CUstream stream, unsigned int count, CUstreamBatchMe
 	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUstream_st *s;
-	CUresult r = emu_ctx(&c);
+	struct op d;
+	CUresult r = ctx_stream(stream, &c, &s);
 
-	if (r == CUDA_SUCCESS)
-		r = emu_stream_get(c, stream, &s);
 	if (r != CUDA_SUCCESS)
 		return r;
 	if (emu.mode == EMU_NOMEMOPS)
@@ -762,50 +798,20 @@ CUresult cuStreamBatchMemOp(CUstream stream, unsigned int count, CUstreamBatchMe
 	if (!ops || count == 0 || count > 256 || flags != 0)
 		return CUDA_ERROR_INVALID_VALUE;
 	for (unsigned i = 0; i < count; i++) {
-		const CUstreamBatchMemOpParams *o = &ops[i];
+		int k = batch_op(&ops[i], &d);
 
-		switch (o->operation) {
-		case CU_STREAM_MEM_OP_WAIT_VALUE_32:
-		case CU_STREAM_MEM_OP_WAIT_VALUE_64:
-			if (!wait_flags_ok(o->waitValue.flags))
-				return CUDA_ERROR_INVALID_VALUE;
-			r = mem_op_check((uintptr_t)o->waitValue.address,
-					 o->operation == CU_STREAM_MEM_OP_WAIT_VALUE_32 ? 32 : 64);
-			break;
-		case CU_STREAM_MEM_OP_WRITE_VALUE_32:
-		case CU_STREAM_MEM_OP_WRITE_VALUE_64:
-			if (o->writeValue.flags & ~(unsigned)CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER)
-				return CUDA_ERROR_INVALID_VALUE;
-			r = mem_op_check((uintptr_t)o->writeValue.address,
-					 o->operation == CU_STREAM_MEM_OP_WRITE_VALUE_32 ? 32 : 64);
-			break;
-		case CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES:
-		case CU_STREAM_MEM_OP_BARRIER:
-			break;
-		default:
+		if (k < 0)
 			return CUDA_ERROR_INVALID_VALUE;
-		}
+		r = k ? mem_op_check(d.kind, d.mem.addr, d.mem.flags, d.mem.bits) : CUDA_SUCCESS;
 		if (r != CUDA_SUCCESS)
 			return r;
 	}
 	for (unsigned i = 0; i < count; i++) {
-		const CUstreamBatchMemOpParams *o = &ops[i];
-		struct op *op = NULL;
-		int b32 = o->operation == CU_STREAM_MEM_OP_WAIT_VALUE_32 ||
-			  o->operation == CU_STREAM_MEM_OP_WRITE_VALUE_32;
+		struct op *op;
 
-		if (o->operation == CU_STREAM_MEM_OP_WAIT_VALUE_32 ||
-		    o->operation == CU_STREAM_MEM_OP_WAIT_VALUE_64)
-			op = mem_op(OP_WAIT, o->waitValue.address,
-				    b32 ? o->waitValue.value : o->waitValue.value64,
-				    o->waitValue.flags, b32 ? 32 : 64);
-		else if (o->operation == CU_STREAM_MEM_OP_WRITE_VALUE_32 ||
-			 o->operation == CU_STREAM_MEM_OP_WRITE_VALUE_64)
-			op = mem_op(OP_WRITE, o->writeValue.address,
-				    b32 ? o->writeValue.value : o->writeValue.value64,
-				    o->writeValue.flags, b32 ? 32 : 64);
-		else
-			continue;	/* ordering only: the worker is in order */
+		if (batch_op(&ops[i], &d) <= 0)
+			continue;
+		op = mem_op(d.kind, d.mem.addr, d.mem.value, d.mem.flags, d.mem.bits);
 		r = op ? submit(s, op) : CUDA_ERROR_OUT_OF_MEMORY;
 		if (r != CUDA_SUCCESS)
 			return r;
@@ -818,17 +824,37 @@ CUresult cuStreamBatchMemOp(CUstream stream, unsigned int count, CUstreamBatchMe
 static CUresult event_get(struct CUctx_st *c, CUevent h, struct CUevent_st **out)
 {
 	CUresult r = CUDA_ERROR_INVALID_HANDLE;
+	struct CUevent_st *e;
 
 	pthread_mutex_lock(&emu.lock);
-	for (struct CUevent_st *e = events; e; e = e->next) {
-		if (e == h && e->ctx == c) {
-			*out = e;
-			r = CUDA_SUCCESS;
-			break;
-		}
+	EMU_LIST_FIND(events, h, e);
+	if (e && e->ctx == c) {
+		*out = e;
+		r = CUDA_SUCCESS;
 	}
 	pthread_mutex_unlock(&emu.lock);
 	return r;
+}
+
+/* The current context and its event h. */
+static CUresult ctx_event(CUevent h, struct CUctx_st **c, struct CUevent_st **e)
+{
+	CUresult r = emu_ctx(c);
+
+	return r == CUDA_SUCCESS ? event_get(*c, h, e) : r;
+}
+
+/* An operation on event e's record gen, holding a reference to e. */
+static struct op *event_op(enum op_kind kind, struct CUevent_st *e, uint64_t gen)
+{
+	struct op *op = op_new(kind);
+
+	if (op) {
+		atomic_fetch_add(&e->refs, 1);
+		op->ev.ev = e;
+		op->ev.gen = gen;
+	}
+	return op;
 }
 
 CUresult cuEventCreate(CUevent *event, unsigned int flags)
@@ -850,10 +876,7 @@ CUresult cuEventCreate(CUevent *event, unsigned int flags)
 	e->ctx = c;
 	e->flags = flags;
 	atomic_init(&e->refs, 1);
-	pthread_mutex_lock(&emu.lock);
-	e->next = events;
-	events = e;
-	pthread_mutex_unlock(&emu.lock);
+	EMU_LIST_PUSH(events, e);
 	*event = e;
 	return CUDA_SUCCESS;
 }
@@ -865,19 +888,16 @@ CUresult cuEventRecord(CUevent event, CUstream stream)
 	struct CUstream_st *s;
 	struct CUevent_st *e;
 	struct op *op;
-	CUresult r = emu_ctx(&c);
+	CUresult r = ctx_event(event, &c, &e);
 
-	if (r == CUDA_SUCCESS)
-		r = event_get(c, event, &e);
 	if (r == CUDA_SUCCESS)
 		r = emu_stream_get(c, stream, &s);
 	if (r != CUDA_SUCCESS)
 		return r;
-	op = op_new(OP_EVENT_RECORD);
+	op = event_op(OP_EVENT_RECORD, e, 0);
 	if (!op)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	atomic_fetch_add(&e->refs, 1);
-	op->ev.ev = e;
+	/* Counted only once the operation exists. */
 	op->ev.gen = atomic_fetch_add(&e->recorded, 1) + 1;
 	return submit(s, op);
 }
@@ -887,10 +907,8 @@ CUresult cuEventQuery(CUevent event)
 	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUevent_st *e;
-	CUresult r = emu_ctx(&c);
+	CUresult r = ctx_event(event, &c, &e);
 
-	if (r == CUDA_SUCCESS)
-		r = event_get(c, event, &e);
 	if (r != CUDA_SUCCESS)
 		return r;
 	/* Never recorded: done (cuEventQuery reference). */
@@ -903,11 +921,9 @@ CUresult cuEventSynchronize(CUevent event)
 	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUevent_st *e;
-	CUresult r = emu_ctx(&c);
+	CUresult r = ctx_event(event, &c, &e);
 	unsigned spins = 0;
 
-	if (r == CUDA_SUCCESS)
-		r = event_get(c, event, &e);
 	if (r != CUDA_SUCCESS)
 		return r;
 	uint64_t target = atomic_load(&e->recorded);
@@ -940,10 +956,8 @@ CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end)
 	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUevent_st *a, *b;
-	CUresult r = emu_ctx(&c);
+	CUresult r = ctx_event(start, &c, &a);
 
-	if (r == CUDA_SUCCESS)
-		r = event_get(c, start, &a);
 	if (r == CUDA_SUCCESS)
 		r = event_get(c, end, &b);
 	if (r != CUDA_SUCCESS)
@@ -971,10 +985,8 @@ CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags)
 	struct CUstream_st *s;
 	struct CUevent_st *e;
 	struct op *op;
-	CUresult r = emu_ctx(&c);
+	CUresult r = ctx_stream(stream, &c, &s);
 
-	if (r == CUDA_SUCCESS)
-		r = emu_stream_get(c, stream, &s);
 	if (r == CUDA_SUCCESS)
 		r = event_get(c, event, &e);
 	if (r != CUDA_SUCCESS)
@@ -985,13 +997,8 @@ CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags)
 	uint64_t gen = atomic_load(&e->recorded);
 	if (gen == 0)
 		return CUDA_SUCCESS;
-	op = op_new(OP_EVENT_WAIT);
-	if (!op)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	atomic_fetch_add(&e->refs, 1);
-	op->ev.ev = e;
-	op->ev.gen = gen;
-	return submit(s, op);
+	op = event_op(OP_EVENT_WAIT, e, gen);
+	return op ? submit(s, op) : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 /* ---- Launches ----------------------------------------------------------- */
@@ -1110,10 +1117,8 @@ CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigne
 	struct CUctx_st *c;
 	struct CUstream_st *s;
 	struct op *op;
-	CUresult r = emu_ctx(&c);
+	CUresult r = ctx_stream(stream, &c, &s);
 
-	if (r == CUDA_SUCCESS)
-		r = emu_stream_get(c, stream, &s);
 	if (r != CUDA_SUCCESS)
 		return r;
 	op = op_new(OP_KERNEL);
@@ -1129,16 +1134,40 @@ CUresult cuLaunchKernel(CUfunction fn, unsigned int gx, unsigned int gy, unsigne
 
 /* ---- Capture and graphs ------------------------------------------------- */
 
+/* x's launches (and nodes) copied from g; 0 when out of memory. */
+static int exec_copy(struct CUgraphExec_st *x, const struct CUgraph_st *g)
+{
+	size_t cap = g->n ? g->n : 1;
+
+	x->launches = calloc(cap, sizeof(*x->launches));
+	if (!x->launches)
+		return 0;
+	if (g->explicit_nodes) {
+		x->nodes = calloc(cap, sizeof(*x->nodes));
+		if (!x->nodes)
+			return 0;
+		memcpy(x->nodes, g->nodes, g->n * sizeof(*x->nodes));
+	}
+	while (x->n < g->n && launch_copy(&x->launches[x->n], &g->launches[x->n]))
+		x->n++;
+	return x->n == g->n;
+}
+
+static void exec_free(struct CUgraphExec_st *x)
+{
+	launches_free(x->launches, x->n);
+	free(x->nodes);
+	free(x);
+}
+
 CUresult cuStreamBeginCapture(CUstream stream, int mode)
 {
 	EMU_ENTRY();
 	struct CUctx_st *c;
 	struct CUstream_st *s;
 	struct CUgraph_st *g;
-	CUresult r = emu_ctx(&c);
+	CUresult r = ctx_stream(stream, &c, &s);
 
-	if (r == CUDA_SUCCESS)
-		r = emu_stream_get(c, stream, &s);
 	if (r != CUDA_SUCCESS)
 		return r;
 	if (mode < CU_STREAM_CAPTURE_MODE_GLOBAL || mode > CU_STREAM_CAPTURE_MODE_RELAXED)
@@ -1166,10 +1195,8 @@ CUresult cuStreamEndCapture(CUstream stream, CUgraph *graph)
 	struct CUctx_st *c;
 	struct CUstream_st *s;
 	struct CUgraph_st *g;
-	CUresult r = emu_ctx(&c);
+	CUresult r = ctx_stream(stream, &c, &s);
 
-	if (r == CUDA_SUCCESS)
-		r = emu_stream_get(c, stream, &s);
 	if (r != CUDA_SUCCESS)
 		return r;
 	if (!graph)
@@ -1181,10 +1208,7 @@ CUresult cuStreamEndCapture(CUstream stream, CUgraph *graph)
 	/* Not capturing: CUDA_ERROR_ILLEGAL_STATE (cuStreamEndCapture). */
 	if (!g)
 		return CUDA_ERROR_ILLEGAL_STATE;
-	pthread_mutex_lock(&emu.lock);
-	g->next = graphs;
-	graphs = g;
-	pthread_mutex_unlock(&emu.lock);
+	EMU_LIST_PUSH(graphs, g);
 	*graph = g;
 	return CUDA_SUCCESS;
 }
@@ -1193,9 +1217,9 @@ CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned 
 {
 	EMU_ENTRY();
 	struct CUctx_st *c;
+	struct CUgraph_st *g;
 	struct CUgraphExec_st *x;
 	CUresult r = emu_ctx(&c);
-	int found = 0;
 
 	if (r != CUDA_SUCCESS)
 		return r;
@@ -1206,41 +1230,19 @@ CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph, unsigned 
 	if (!x)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	pthread_mutex_lock(&emu.lock);
-	for (struct CUgraph_st *g = graphs; g; g = g->next) {
-		if (g != graph)
-			continue;
-		found = 1;
-		x->launches = calloc(g->n ? g->n : 1, sizeof(*x->launches));
-		if (!x->launches)
-			break;
-		if (g->explicit_nodes) {
-			x->nodes = calloc(g->n ? g->n : 1, sizeof(*x->nodes));
-			if (!x->nodes)
-				break;
-			memcpy(x->nodes, g->nodes, g->n * sizeof(*x->nodes));
-		}
-		for (size_t i = 0; i < g->n; i++) {
-			x->launches[i] = g->launches[i];
-			x->launches[i].kernarg = aligned_alloc(64, g->launches[i].kernarg_size);
-			if (!x->launches[i].kernarg)
-				break;
-			memcpy(x->launches[i].kernarg, g->launches[i].kernarg,
-			       g->launches[i].kernarg_size);
-			x->n = i + 1;
-		}
-		if (x->n != g->n)
-			break;
+	EMU_LIST_FIND(graphs, graph, g);
+	r = !g ? CUDA_ERROR_INVALID_VALUE : exec_copy(x, g) ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+	if (r == CUDA_SUCCESS) {
 		x->next = execs;
 		execs = x;
-		pthread_mutex_unlock(&emu.lock);
-		*exec = x;
-		return CUDA_SUCCESS;
 	}
 	pthread_mutex_unlock(&emu.lock);
-	launches_free(x->launches, x->n);
-	free(x->nodes);
-	free(x);
-	return found ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_VALUE;
+	if (r != CUDA_SUCCESS) {
+		exec_free(x);
+		return r;
+	}
+	*exec = x;
+	return CUDA_SUCCESS;
 }
 
 CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream)
@@ -1249,35 +1251,33 @@ CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream)
 	struct CUctx_st *c;
 	struct CUstream_st *s;
 	struct CUgraphExec_st *x = NULL;
-	CUresult r = emu_ctx(&c);
+	CUresult r = ctx_stream(stream, &c, &s);
 
-	if (r == CUDA_SUCCESS)
-		r = emu_stream_get(c, stream, &s);
 	if (r != CUDA_SUCCESS)
 		return r;
 	pthread_mutex_lock(&emu.lock);
-	for (x = execs; x && x != exec; x = x->next)
-		;
+	EMU_LIST_FIND(execs, exec, x);
 	pthread_mutex_unlock(&emu.lock);
 	if (!x)
 		return CUDA_ERROR_INVALID_VALUE;
 	atomic_fetch_add(&emu.stats.graph_launches, 1);
 	for (size_t i = 0; i < x->n; i++) {
 		struct op *op = op_new(OP_KERNEL);
+		struct emu_fn_launch fl;
 		uint32_t mt, dm;
 		const aql_ptx_entry *entry;
 
 		if (!op)
 			return CUDA_ERROR_OUT_OF_MEMORY;
-		op->k = x->launches[i];
 		/* The module must still be loaded. */
-		r = emu_fn_get(op->k.fn, &op->k.fl, &mt, &dm, &entry);
-		op->k.kernarg = r == CUDA_SUCCESS ? aligned_alloc(64, op->k.kernarg_size) : NULL;
-		if (!op->k.kernarg) {
+		r = emu_fn_get(x->launches[i].fn, &fl, &mt, &dm, &entry);
+		if (r == CUDA_SUCCESS && !launch_copy(&op->k, &x->launches[i]))
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+		if (r != CUDA_SUCCESS) {
 			free(op);
-			return r != CUDA_SUCCESS ? r : CUDA_ERROR_OUT_OF_MEMORY;
+			return r;
 		}
-		memcpy(op->k.kernarg, x->launches[i].kernarg, op->k.kernarg_size);
+		op->k.fl = fl;
 		r = submit(s, op);
 		if (r != CUDA_SUCCESS)
 			return r;
@@ -1296,9 +1296,7 @@ CUresult cuGraphExecDestroy(CUgraphExec exec)
 	EMU_LIST_TAKE(execs, exec, x);
 	if (!x)
 		return CUDA_ERROR_INVALID_VALUE;
-	launches_free(x->launches, x->n);
-	free(x->nodes);
-	free(x);
+	exec_free(x);
 	return CUDA_SUCCESS;
 }
 
@@ -1338,21 +1336,9 @@ CUresult cuGraphCreate(CUgraph *graph, unsigned int flags)
 	if (!g)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	g->explicit_nodes = 1;
-	pthread_mutex_lock(&emu.lock);
-	g->next = graphs;
-	graphs = g;
-	pthread_mutex_unlock(&emu.lock);
+	EMU_LIST_PUSH(graphs, g);
 	*graph = g;
 	return CUDA_SUCCESS;
-}
-
-/* A live graph; under emu.lock. */
-static struct CUgraph_st *graph_find(CUgraph graph)
-{
-	for (struct CUgraph_st *g = graphs; g; g = g->next)
-		if (g == graph)
-			return g;
-	return NULL;
 }
 
 /* A kernel node's launch, checked as cuLaunchKernel checks one. */
@@ -1393,7 +1379,7 @@ CUresult cuGraphAddKernelNode(CUgraphNode *node, CUgraph graph, const CUgraphNod
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	pthread_mutex_lock(&emu.lock);
-	g = graph_find(graph);
+	EMU_LIST_FIND(graphs, graph, g);
 	r = g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 	/* Nodes are added to graphs from cuGraphCreate only: a limit of the
 	 * emulation (captured graphs keep no node handles). */
@@ -1412,20 +1398,8 @@ CUresult cuGraphAddKernelNode(CUgraphNode *node, CUgraph graph, const CUgraphNod
 		if (!mine)
 			r = CUDA_ERROR_INVALID_VALUE;
 	}
-	if (r == CUDA_SUCCESS && g->n == g->cap) {
-		size_t cap = g->cap ? g->cap * 2 : 16;
-		struct kernel_op *v = realloc(g->launches, cap * sizeof(*v));
-		struct CUgraphNode_st **nv = v ? realloc(g->nodes, cap * sizeof(*nv)) : NULL;
-
-		if (v)
-			g->launches = v;
-		if (nv) {
-			g->nodes = nv;
-			g->cap = cap;
-		} else {
-			r = CUDA_ERROR_OUT_OF_MEMORY;
-		}
-	}
+	if (r == CUDA_SUCCESS)
+		r = graph_reserve(g);
 	if (r == CUDA_SUCCESS) {
 		n->graph = g;
 		n->index = g->n;
@@ -1460,8 +1434,7 @@ CUresult cuGraphExecKernelNodeSetParams(CUgraphExec exec, CUgraphNode node,
 	if (r != CUDA_SUCCESS)
 		return r;
 	pthread_mutex_lock(&emu.lock);
-	for (x = execs; x && x != exec; x = x->next)
-		;
+	EMU_LIST_FIND(execs, exec, x);
 	/* hNode: "kernel node from the graph from which graphExec was
 	 * instantiated" (cuGraphExecKernelNodeSetParams): any other node,
 	 * or an executable graph not instantiated from nodes, is refused. */

@@ -166,11 +166,11 @@ int await_done(aql_queue *q, aql_signal *sig, enum aql_wait_hint hint)
 
 /* ---- (a) dispatch round trip ------------------------------------------ */
 
-/* samples NULL: warm-up, nothing recorded. */
-static int rtt_loop(aql_queue *q, aql_signal *sig, enum aql_wait_hint hint,
-		    uint64_t *samples, uint32_t n)
+/* n round trips of pkt, which completes sig; samples NULL: warm-up,
+ * nothing recorded. */
+static int rtt_loop(aql_queue *q, aql_signal *sig, const aql_packet *pkt,
+		    enum aql_wait_hint hint, uint64_t *samples, uint32_t n)
 {
-	const aql_packet pkt = empty_dispatch(0, sig);
 	aql_status st;
 	uint64_t t0;
 	uint32_t i;
@@ -178,7 +178,7 @@ static int rtt_loop(aql_queue *q, aql_signal *sig, enum aql_wait_hint hint,
 	for (i = 0; i < n; i++) {
 		aql_signal_store(sig, 1, AQL_RELAXED);
 		t0 = now_ns();
-		st = aql_queue_submit(q, &pkt);
+		st = aql_queue_submit(q, pkt);
 		if (st != AQL_OK)
 			return fail("aql_queue_submit", st);
 		if (await_done(q, sig, hint))
@@ -194,6 +194,7 @@ static int bench_rtt(struct ctx *ctx, struct result *res, aql_agent *agent,
 {
 	aql_queue *q = NULL;
 	aql_signal *sig = NULL;
+	aql_packet pkt;
 	uint64_t *samples = alloc_samples(n);
 	int rc = -1;
 
@@ -202,8 +203,9 @@ static int bench_rtt(struct ctx *ctx, struct result *res, aql_agent *agent,
 	if (queue_open(ctx, agent, AQL_QUEUE_SINGLE, &q) ||
 	    signals_create(&sig, 1))
 		goto out;
-	if (rtt_loop(q, sig, hint, NULL, ctx->sz.warmup) ||
-	    rtt_loop(q, sig, hint, samples, n))
+	pkt = empty_dispatch(0, sig);
+	if (rtt_loop(q, sig, &pkt, hint, NULL, ctx->sz.warmup) ||
+	    rtt_loop(q, sig, &pkt, hint, samples, n))
 		goto out;
 	res->kind = RESULT_LATENCY;
 	latency_stats(samples, n, &res->lat);
@@ -225,8 +227,6 @@ static int bench_barrier_wg1000(struct ctx *ctx, struct result *res)
 	aql_signal *sig = NULL;
 	aql_packet pkt;
 	aql_dispatch_packet *d = &pkt.dispatch;
-	aql_status st;
-	uint64_t t0;
 	int rc = -1;
 
 	args.out = calloc(BARRIER_GRID, sizeof(*args.out));
@@ -241,20 +241,10 @@ static int bench_barrier_wg1000(struct ctx *ctx, struct result *res)
 	d->grid_size_x = BARRIER_GRID;
 	d->kernel_object = (uint64_t)(uintptr_t)&barrier_kd;
 	d->kernarg_address = (uint64_t)(uintptr_t)&args;
-	/* Round -1 is the warm-up: it maps the work-item stacks. */
-	for (int64_t i = -1; i < (int64_t)n; i++) {
-		aql_signal_store(sig, 1, AQL_RELAXED);
-		t0 = now_ns();
-		st = aql_queue_submit(q, &pkt);
-		if (st != AQL_OK) {
-			rc = fail("aql_queue_submit", st);
-			goto out;
-		}
-		if (await_done(q, sig, AQL_WAIT_BLOCKED))
-			goto out;
-		if (i >= 0)
-			samples[i] = now_ns() - t0;
-	}
+	/* One warm-up round first: it maps the work-item stacks. */
+	if (rtt_loop(q, sig, &pkt, AQL_WAIT_BLOCKED, NULL, 1) ||
+	    rtt_loop(q, sig, &pkt, AQL_WAIT_BLOCKED, samples, n))
+		goto out;
 	for (uint32_t i = 0; i < BARRIER_GRID; i++)
 		if (args.out[i] != i / BARRIER_WG * BARRIER_WG + (i + 1) % BARRIER_WG) {
 			fprintf(stderr, "aql-bench: barrier kernel: out[%u] = %u\n", i,
