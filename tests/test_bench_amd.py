@@ -13,9 +13,11 @@ import sys
 
 MEASURED = ['amd_rtt_spin', 'amd_rtt_block', 'amd_barrier_and_rtt', 'amd_dispatch_throughput',
             'amd_submit_raw_ns', 'amd_submit_typed_ns', 'amd_typed_overhead_ns',
+            'amd_graph_replay_host_ns_per_launch', 'amd_graph_individual_host_ns_per_launch',
+            'amd_graph_chain_ns', 'amd_graph_chain_individual_ns',
             'amd_copy_h2d', 'amd_copy_d2h', 'amd_copy_d2d']
 NOT_MEASURED = ['amd_rtt_hip']
-GOALS = ['amd_rtt_goal_ns', 'amd_rtt_vs_hip_goal']
+GOALS = ['amd_rtt_goal_ns', 'amd_rtt_vs_hip_goal', 'amd_graph_host_goal', 'amd_graph_chain_goal']
 
 
 def run(*args):

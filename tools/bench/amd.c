@@ -23,6 +23,12 @@
  * amd_submit_typed_ns		the same for aql_launch() of the same kernel
  *				and argument (checks, kernarg, timeline);
  * amd_typed_overhead_ns	typed minus raw, per pair of batches.
+ * amd_graph_replay_host_ns_per_launch, amd_graph_individual_host_ns_per_launch,
+ * amd_graph_chain_ns, amd_graph_chain_individual_ns
+ *				the default mode's graph rows (graph.c) on
+ *				this queue: GRAPH_CHAIN typed launches of the
+ *				empty kernel, recorded once and replayed,
+ *				against the same launches one by one.
  * amd_copy_{h2d,d2h,d2d}	aql_queue_copy() of copy_size bytes between a
  *				pool open to the GPU and VRAM, or VRAM and
  *				VRAM (the copy kernel, aql/kfd/copy.c), awaited
@@ -221,6 +227,38 @@ static int bench_submit_raw(struct ctx *ctx, struct result *res)
 
 LATENCY_ROW(bench_submit_typed, B.sub[1])
 LATENCY_ROW(bench_typed_overhead, B.sub[2])
+
+/* Recorded graphs: graph.c's rows on the GPU's queue. */
+#define GRAPH_CHAIN 32u
+
+static struct latency graph_host[3], graph_whole[3];
+
+static aql_status launch_empty(void *user, aql_queue *q, aql_completion *done)
+{
+	aql_launch_config c = { .grid = { 1 }, .workgroup = { 1 } };
+	aql_arg arg = AQL_ARG(0u);
+	aql_status st = AQL_OK;
+
+	(void)user;
+	for (uint32_t i = 0; i < GRAPH_CHAIN && st == AQL_OK; i++)
+		st = aql_launch(q, B.k, &c, &arg, 1, done);
+	return st;
+}
+
+static int amd_graph_host(struct ctx *ctx, struct result *res)
+{
+	(void)ctx;
+	if (graph_measure(B.q, launch_empty, NULL, GRAPH_CHAIN, B.rounds * 20, graph_host,
+			  graph_whole))
+		return -1;
+	res->kind = RESULT_LATENCY;
+	res->lat = graph_host[0];
+	return 0;
+}
+
+LATENCY_ROW(amd_graph_individual_host, graph_host[1])
+LATENCY_ROW(amd_graph_chain, graph_whole[0])
+LATENCY_ROW(amd_graph_chain_individual, graph_whole[1])
 
 /* Copies: from, to and within VRAM. */
 enum { H2D, D2H, D2D };
@@ -427,6 +465,10 @@ static const struct bench amd_benches[] = {
 	{ "amd_submit_raw_ns", bench_submit_raw },
 	{ "amd_submit_typed_ns", bench_submit_typed },
 	{ "amd_typed_overhead_ns", bench_typed_overhead },
+	{ "amd_graph_replay_host_ns_per_launch", amd_graph_host },
+	{ "amd_graph_individual_host_ns_per_launch", amd_graph_individual_host },
+	{ "amd_graph_chain_ns", amd_graph_chain },
+	{ "amd_graph_chain_individual_ns", amd_graph_chain_individual },
 	{ "amd_copy_h2d", bench_copy_h2d },
 	{ "amd_copy_d2h", bench_copy_d2h },
 	{ "amd_copy_d2d", bench_copy_d2d },
@@ -436,6 +478,11 @@ static const struct goal amd_goals[] = {
 	{ "amd_rtt_goal_ns", "round trip, spin (ns)", "amd_rtt_spin", NULL, false, 3000, "ns" },
 	{ "amd_rtt_vs_hip_goal", "HIP launch+sync / aql round trip", "amd_rtt_hip",
 	  "amd_rtt_spin", true, 2.0, NULL },
+	{ "amd_graph_host_goal", "graph replay / one by one, host ns per launch",
+	  "amd_graph_replay_host_ns_per_launch", "amd_graph_individual_host_ns_per_launch",
+	  false, 0.2, NULL },
+	{ "amd_graph_chain_goal", "graph replay / one by one, chain to completion",
+	  "amd_graph_chain_ns", "amd_graph_chain_individual_ns", false, 0.8, NULL },
 };
 
 const struct mode bench_mode_amd = {

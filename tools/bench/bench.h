@@ -164,7 +164,19 @@ int bench_launch_raw(struct ctx *ctx, struct result *res);
 int bench_launch_typed(struct ctx *ctx, struct result *res);
 int bench_launch_overhead(struct ctx *ctx, struct result *res);
 
-/* graph.c: recorded graphs against launches one by one, default mode. */
+/*
+ * graph.c: a chain of launches recorded once and replayed, against the
+ * same launches one by one. launch(user, q, done) makes the chain's
+ * launches on q (recorded while q records), the last completing done.
+ * graph_measure() records it, then fills host[] (host ns per launch, the
+ * queue held by a barrier meanwhile) and whole[] (one chain to its
+ * completion), each replay, one by one, overhead as pair_rounds(). 0, or
+ * -1 having said why.
+ */
+typedef aql_status (*graph_chain_fn)(void *user, aql_queue *q, aql_completion *done);
+int graph_measure(aql_queue *q, graph_chain_fn launch, void *user, uint32_t launches,
+		  uint32_t rounds, struct latency host[3], struct latency whole[3]);
+/* The default mode's rows of it. */
 int bench_graph_replay_host(struct ctx *ctx, struct result *res);
 int bench_graph_individual_host(struct ctx *ctx, struct result *res);
 int bench_graph_chain(struct ctx *ctx, struct result *res);

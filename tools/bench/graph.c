@@ -32,68 +32,16 @@
 extern const unsigned char aql_bench_kernels[];
 extern const size_t aql_bench_kernels_size;
 
+/* One chain's recording and its measurement (graph_measure()). */
 struct graph_bench {
-	aql_code_object *co;
-	const aql_kernel *axpy;
 	aql_queue *q;
-	aql_buf *x, *y;
+	graph_chain_fn launch;
+	void *user;
+	uint32_t launches;
 	aql_graph_exec *exec;
 	aql_signal *gate;
 	bool gated;		/* the host-time rounds hold the queue */
 };
-
-static aql_status launch_chain(struct graph_bench *b, aql_completion *done)
-{
-	aql_launch_config c = { .grid = { GRID }, .workgroup = { GRID } };
-	aql_status st = AQL_OK;
-
-	for (uint32_t i = 0; i < CHAIN && st == AQL_OK; i++)
-		st = AQL_LAUNCH(b->q, b->axpy, &c, done, AQL_ARG(2.0f), AQL_ARG(b->x),
-				AQL_ARG(b->y), AQL_ARG(GRID));
-	return st;
-}
-
-static int gb_open(struct ctx *ctx, struct graph_bench *b)
-{
-	aql_queue_config qc = { .size = 4096, .type = AQL_QUEUE_SINGLE };
-	aql_graph *g = NULL;
-	aql_status st;
-
-	memset(b, 0, sizeof(*b));
-	st = aql_code_object_load(ctx->agent, aql_bench_kernels, aql_bench_kernels_size, NULL,
-				  &b->co);
-	if (st == AQL_OK)
-		st = aql_code_object_kernel(b->co, "axpy", &b->axpy);
-	if (st == AQL_OK)
-		st = aql_queue_create(ctx->agent, &qc, &b->q);
-	if (st == AQL_OK)
-		st = aql_buf_create(AQL_TYPE(float), GRID, AQL_IN, NULL, &b->x);
-	if (st == AQL_OK)
-		st = aql_buf_create(AQL_TYPE(float), GRID, AQL_INOUT, NULL, &b->y);
-	if (st == AQL_OK)
-		st = aql_signal_create(0, &b->gate);
-	if (st != AQL_OK)
-		return fail("graph set-up", st);
-	st = aql_graph_begin(b->q, &g);
-	if (st == AQL_OK)
-		st = launch_chain(b, NULL);
-	if (g && st == AQL_OK)
-		st = aql_graph_end(g);
-	if (st == AQL_OK)
-		st = aql_graph_instantiate(g, &b->exec);
-	aql_graph_destroy(g);
-	return st == AQL_OK ? 0 : fail("graph recording", st);
-}
-
-static void gb_close(struct graph_bench *b)
-{
-	aql_graph_exec_destroy(b->exec);
-	aql_queue_destroy(b->q);
-	aql_buf_destroy(b->x);
-	aql_buf_destroy(b->y);
-	aql_signal_destroy(b->gate);
-	aql_code_object_destroy(b->co);
-}
 
 static int gate_close(struct graph_bench *b)
 {
@@ -119,7 +67,7 @@ static int chain(struct graph_bench *b, bool graph, double *ns)
 	if (b->gated && gate_close(b))
 		return -1;
 	t0 = now_ns();
-	st = graph ? aql_graph_exec_replay(b->exec, b->q, &done) : launch_chain(b, &done);
+	st = graph ? aql_graph_exec_replay(b->exec, b->q, &done) : b->launch(b->user, b->q, &done);
 	t = now_ns() - t0;
 	if (b->gated)
 		aql_signal_store(b->gate, 0, AQL_RELEASE);
@@ -130,7 +78,7 @@ static int chain(struct graph_bench *b, bool graph, double *ns)
 		t = now_ns() - t0;
 	if (st != AQL_OK)
 		return fail("aql_completion_wait", st);
-	*ns = b->gated ? (double)t / CHAIN : (double)t;
+	*ns = b->gated ? (double)t / b->launches : (double)t;
 	return 0;
 }
 
@@ -141,23 +89,86 @@ static int graph_round(void *user, double *replay, double *individual)
 	return chain(b, true, replay) || chain(b, false, individual) ? -1 : 0;
 }
 
-/* Both pairs come from one run; the first bench runs it. */
-static struct latency host[3], whole[3];
-
-int bench_graph_replay_host(struct ctx *ctx, struct result *res)
+int graph_measure(aql_queue *q, graph_chain_fn launch, void *user, uint32_t launches,
+		  uint32_t rounds, struct latency host[3], struct latency whole[3])
 {
-	uint32_t rounds = ctx->opts->quick ? 100 : 1000;
-	struct graph_bench b;
+	struct graph_bench b = { .q = q, .launch = launch, .user = user, .launches = launches };
+	aql_graph *g = NULL;
+	aql_status st = aql_signal_create(0, &b.gate);
 	int rc = -1;
 
-	if (!gb_open(ctx, &b)) {
+	if (st == AQL_OK)
+		st = aql_graph_begin(q, &g);
+	if (st == AQL_OK)
+		st = launch(user, q, NULL);
+	if (g && st == AQL_OK)
+		st = aql_graph_end(g);
+	if (st == AQL_OK)
+		st = aql_graph_instantiate(g, &b.exec);
+	aql_graph_destroy(g);
+	if (st != AQL_OK) {
+		fail("graph recording", st);
+	} else {
 		b.gated = true;
 		rc = pair_rounds(rounds, 10, graph_round, &b, host);
 		b.gated = false;
 		if (!rc)
 			rc = pair_rounds(rounds, 10, graph_round, &b, whole);
 	}
-	gb_close(&b);
+	aql_graph_exec_destroy(b.exec);
+	aql_signal_destroy(b.gate);
+	return rc;
+}
+
+/* The default mode's chain: axpy on two typed buffers. */
+struct axpy_chain {
+	aql_code_object *co;
+	const aql_kernel *axpy;
+	aql_queue *q;
+	aql_buf *x, *y;
+};
+
+static aql_status launch_axpy(void *user, aql_queue *q, aql_completion *done)
+{
+	struct axpy_chain *a = user;
+	aql_launch_config c = { .grid = { GRID }, .workgroup = { GRID } };
+	aql_status st = AQL_OK;
+
+	for (uint32_t i = 0; i < CHAIN && st == AQL_OK; i++)
+		st = AQL_LAUNCH(q, a->axpy, &c, done, AQL_ARG(2.0f), AQL_ARG(a->x),
+				AQL_ARG(a->y), AQL_ARG(GRID));
+	return st;
+}
+
+/* Both pairs come from one run; the first bench runs it. */
+static struct latency host[3], whole[3];
+
+int bench_graph_replay_host(struct ctx *ctx, struct result *res)
+{
+	aql_queue_config qc = { .size = 4096, .type = AQL_QUEUE_SINGLE };
+	struct axpy_chain a = { 0 };
+	aql_status st;
+	int rc = -1;
+
+	st = aql_code_object_load(ctx->agent, aql_bench_kernels, aql_bench_kernels_size, NULL,
+				  &a.co);
+	if (st == AQL_OK)
+		st = aql_code_object_kernel(a.co, "axpy", &a.axpy);
+	if (st == AQL_OK)
+		st = aql_queue_create(ctx->agent, &qc, &a.q);
+	if (st == AQL_OK)
+		st = aql_buf_create(AQL_TYPE(float), GRID, AQL_IN, NULL, &a.x);
+	if (st == AQL_OK)
+		st = aql_buf_create(AQL_TYPE(float), GRID, AQL_INOUT, NULL, &a.y);
+	if (st != AQL_OK)
+		fail("graph set-up", st);
+	else
+		rc = graph_measure(a.q, launch_axpy, &a, CHAIN, ctx->opts->quick ? 100 : 1000,
+				   host, whole);
+	aql_queue_destroy(a.q);
+	aql_buf_destroy(a.x);
+	aql_buf_destroy(a.y);
+	aql_code_object_destroy(a.co);
 	res->kind = RESULT_LATENCY;
 	res->lat = host[0];
 	return rc;
