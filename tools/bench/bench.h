@@ -195,6 +195,9 @@ int bench_kernel_compute_all(struct ctx *ctx, struct result *res);
  * q stopped or where its indices stand. 0 or -1.
  */
 int await_done(aql_queue *q, aql_signal *sig, enum aql_wait_hint hint);
+/* Hold q behind a barrier on gate (stored 1) until gate is stored 0, so
+ * that what is submitted meanwhile only queues. 0, or -1 having said why. */
+int queue_hold(aql_queue *q, aql_signal *gate);
 
 #ifdef AQL_BENCH_HSA
 int bench_rtt_spin_hsa(struct ctx *ctx, struct result *res);

@@ -164,6 +164,20 @@ int await_done(aql_queue *q, aql_signal *sig, enum aql_wait_hint hint)
 	return rc;
 }
 
+int queue_hold(aql_queue *q, aql_signal *gate)
+{
+	aql_packet p;
+	aql_status st;
+
+	memset(&p, 0, sizeof(p));
+	p.barrier.header = aql_packet_header(AQL_PACKET_BARRIER_AND, 1, AQL_FENCE_SYSTEM,
+					     AQL_FENCE_SYSTEM);
+	p.barrier.dep_signal[0] = aql_signal_handle(gate);
+	aql_signal_store(gate, 1, AQL_RELAXED);
+	st = aql_queue_submit(q, &p);
+	return st == AQL_OK ? 0 : fail("aql_queue_submit", st);
+}
+
 /* ---- (a) dispatch round trip ------------------------------------------ */
 
 /* n round trips of pkt, which completes sig; samples NULL: warm-up,

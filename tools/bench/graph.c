@@ -43,19 +43,6 @@ struct graph_bench {
 	bool gated;		/* the host-time rounds hold the queue */
 };
 
-static int gate_close(struct graph_bench *b)
-{
-	aql_packet p;
-	aql_status st;
-
-	memset(&p, 0, sizeof(p));
-	p.barrier.header = aql_packet_header(AQL_PACKET_BARRIER_AND, 1, AQL_FENCE_SYSTEM,
-					     AQL_FENCE_SYSTEM);
-	p.barrier.dep_signal[0] = aql_signal_handle(b->gate);
-	aql_signal_store(b->gate, 1, AQL_RELAXED);
-	st = aql_queue_submit(b->q, &p);
-	return st == AQL_OK ? 0 : fail("aql_queue_submit", st);
-}
 
 /* ns of one chain, replayed (graph) or launched one by one. */
 static int chain(struct graph_bench *b, bool graph, double *ns)
@@ -64,7 +51,7 @@ static int chain(struct graph_bench *b, bool graph, double *ns)
 	uint64_t t0, t;
 	aql_status st;
 
-	if (b->gated && gate_close(b))
+	if (b->gated && queue_hold(b->q, b->gate))
 		return -1;
 	t0 = now_ns();
 	st = graph ? aql_graph_exec_replay(b->exec, b->q, &done) : b->launch(b->user, b->q, &done);

@@ -113,20 +113,6 @@ static void lb_close(struct launch_bench *b)
 	free(b->kernarg);
 }
 
-/* Hold the queue until gate_open(). */
-static int gate_close(struct launch_bench *b)
-{
-	aql_packet p;
-	aql_status st;
-
-	memset(&p, 0, sizeof(p));
-	p.barrier.header = aql_packet_header(AQL_PACKET_BARRIER_AND, 1, AQL_FENCE_SYSTEM,
-					     AQL_FENCE_SYSTEM);
-	p.barrier.dep_signal[0] = aql_signal_handle(b->gate);
-	aql_signal_store(b->gate, 1, AQL_RELAXED);
-	st = aql_queue_submit(b->q, &p);
-	return st == AQL_OK ? 0 : fail("aql_queue_submit", st);
-}
 
 static void gate_open(struct launch_bench *b)
 {
@@ -139,7 +125,7 @@ static int raw_batch(struct launch_bench *b, double *ns)
 	uint64_t t0, t;
 	aql_status st = AQL_OK;
 
-	if (gate_close(b))
+	if (queue_hold(b->q, b->gate))
 		return -1;
 	aql_signal_store(b->done, 1, AQL_RELAXED);
 	b->packet.dispatch.completion_signal = 0;
@@ -167,7 +153,7 @@ static int typed_batch(struct launch_bench *b, double *ns)
 	uint64_t t0, t;
 	aql_status st = AQL_OK;
 
-	if (gate_close(b))
+	if (queue_hold(b->q, b->gate))
 		return -1;
 	t0 = now_ns();
 	for (uint32_t i = 0; i < BATCH && st == AQL_OK; i++)
