@@ -113,7 +113,7 @@ static void lb_close(struct launch_bench *b)
 	free(b->kernarg);
 }
 
-
+/* Let the packets held by queue_hold() run. */
 static void gate_open(struct launch_bench *b)
 {
 	aql_signal_store(b->gate, 0, AQL_RELEASE);
