@@ -407,6 +407,28 @@ static void break_queue(aql_queue *q)
  * the replay's wait at once, with the queue's error: the agent fails the
  * signals of the packets behind the failed one.
  */
+/*
+ * Replay e on q held by a gate, and count the replay's packets (the last
+ * aql_graph_exec_packets() written: copies may lead) that carry a
+ * completion signal; *last_signed says whether the last one does.
+ */
+static uint32_t replay_signed(aql_queue *q, aql_graph_exec *e, aql_completion *done,
+			      int *last_signed)
+{
+	uint32_t np = aql_graph_exec_packets(e), sign = 0;
+	aql_signal *gate = th_gate_close(q);
+	uint64_t end;
+
+	CHECK_OK(aql_graph_exec_replay(e, q, done));
+	end = __atomic_load_n(&q->amd->write_dispatch_id, __ATOMIC_ACQUIRE);
+	for (uint64_t id = end - np; id < end; id++)
+		sign += aql_queue_slot(q, id)->dispatch.completion_signal != 0;
+	*last_signed = aql_queue_slot(q, end - 1)->dispatch.completion_signal != 0;
+	th_gate_open(gate);
+	aql_signal_destroy(gate);
+	return sign;
+}
+
 static void test_one_signal(void)
 {
 	aql_queue *q = th_test_queue(64, AQL_QUEUE_MULTI, 0);
@@ -416,10 +438,9 @@ static void test_one_signal(void)
 	aql_graph *g = NULL;
 	aql_graph_exec *e = NULL;
 	aql_completion done;
-	aql_signal *gate;
 	aql_packet bad;
-	uint64_t end;
-	uint32_t np, sign = 0;
+	uint32_t np, sign;
+	int last_signed;
 	aql_status st;
 
 	fill(a, 0, N);
@@ -430,20 +451,13 @@ static void test_one_signal(void)
 	CHECK_OK(aql_graph_instantiate(g, &e));
 	aql_graph_destroy(g);
 	np = aql_graph_exec_packets(e);
-	gate = th_gate_close(q);
-	CHECK_OK(aql_graph_exec_replay(e, q, &done));
-	/* The graph's packets are the last np written (copies may lead). */
-	end = __atomic_load_n(&q->amd->write_dispatch_id, __ATOMIC_ACQUIRE);
-	for (uint64_t id = end - np; id < end; id++)
-		sign += aql_queue_slot(q, id)->dispatch.completion_signal != 0;
-	CHECK(np == 4 && sign == 1 && aql_queue_slot(q, end - 1)->dispatch.completion_signal,
+	sign = replay_signed(q, e, &done, &last_signed);
+	CHECK(np == 4 && sign == 1 && last_signed,
 	      "%u of the replay's %u packets carry a completion signal; only the last should",
 	      sign, np);
-	th_gate_open(gate);
 	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	CHECK(wrong(a, 0, 4, N) == 0, "after one replay a[0] = %d", first(a));
 	CHECK_OK(aql_graph_exec_destroy(e));
-	aql_signal_destroy(gate);
 
 	/* A last packet without the barrier bit orders nothing: then every
 	 * packet carries the signal, as typed launches do. */
@@ -458,19 +472,12 @@ static void test_one_signal(void)
 	CHECK_OK(aql_graph_instantiate(g, &e));
 	aql_graph_destroy(g);
 	np = aql_graph_exec_packets(e);
-	gate = th_gate_close(q);
-	CHECK_OK(aql_graph_exec_replay(e, q, &done));
-	end = __atomic_load_n(&q->amd->write_dispatch_id, __ATOMIC_ACQUIRE);
-	sign = 0;
-	for (uint64_t id = end - np; id < end; id++)
-		sign += aql_queue_slot(q, id)->dispatch.completion_signal != 0;
+	sign = replay_signed(q, e, &done, &last_signed);
 	CHECK(np == 3 && sign == 3, "%u of the replay's %u packets carry a completion signal; all should",
 	      sign, np);
-	th_gate_open(gate);
 	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	CHECK(wrong(a, 0, 6, N) == 0, "after two replays a[0] = %d", first(a));
 	CHECK_OK(aql_graph_exec_destroy(e));
-	aql_signal_destroy(gate);
 
 	/* A zero grid between two launches. */
 	memset(&bad, 0, sizeof(bad));
