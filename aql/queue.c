@@ -502,14 +502,83 @@ static uint64_t wake_by(const aql_queue *queue, uint64_t deadline)
 	return poll < deadline ? poll : deadline;
 }
 
+/*
+ * What a full-ring wait waits for: ids first..first+n-1 to fit, in
+ * has_space()'s terms, and a batch more while it polls. A read-index poll
+ * (aql_queue_load_read_index()) also ends when the processor finds no
+ * packet at the read index: the one it waits for may be the poller's own.
+ */
+struct room {
+	uint64_t first;
+	uint32_t n, batch;
+	int reserved;
+	int poll;
+};
+
+static int room_now(aql_queue *queue, struct room *r, int polling)
+{
+	uint64_t read;
+
+	if (has_space(queue, &r->first, polling ? r->batch : r->n, r->reserved))
+		return 1;
+	if (!r->poll)
+		return 0;
+	read = __atomic_load_n(&queue->amd->read_dispatch_id, __ATOMIC_SEQ_CST);
+	return aql_header_type(__atomic_load_n(&aql_queue_slot(queue, read)->header,
+					       __ATOMIC_ACQUIRE)) == AQL_PACKET_INVALID;
+}
+
+/*
+ * Poll (for the thread's learnt budget), then sleep, until room_now(). 1
+ * then; 0 on the queue's error or at deadline_ns. A waiter that may hold
+ * ids beyond the ring sleeps as AQL_SPACE_HOLDS, which every freed quarter
+ * wakes; one that holds none as AQL_SPACE_NEW.
+ */
+static int await_room(struct aql_queue_impl *q, struct room *r, uint64_t deadline_ns)
+{
+	aql_queue *queue = &q->pub;
+	uint64_t start = aql_now_ns();
+	uint64_t spin_end = start + aql_spin_budget(&space_spin, SPACE_SPIN_NS);
+	uint32_t seq;
+	int slept = 0, room;
+
+	while (!(room = room_now(queue, r, aql_now_ns() < spin_end))) {
+		if (__atomic_load_n(&queue->error, __ATOMIC_ACQUIRE) || aql_now_ns() >= deadline_ns)
+			break;
+		if (aql_now_ns() < spin_end) {
+			aql_cpu_relax();
+			continue;
+		}
+		slept = 1;
+		/* Pairs with aql_queue_wake_producers(): announce, then re-check. */
+		if (r->reserved)
+			__atomic_fetch_add(&q->space_holders, 1, __ATOMIC_SEQ_CST);
+		__atomic_fetch_add(&q->space_waiters, 1, __ATOMIC_SEQ_CST);
+		seq = __atomic_load_n(&q->space_seq, __ATOMIC_ACQUIRE);
+		if (!room_now(queue, r, 0) && !__atomic_load_n(&queue->error, __ATOMIC_ACQUIRE)) {
+			uint64_t asleep = aql_now_ns(), woken;
+
+			aql_futex_wait_bits(&q->space_seq, seq,
+					    r->reserved ? AQL_SPACE_HOLDS : AQL_SPACE_NEW,
+					    wake_by(queue, deadline_ns));
+			woken = __atomic_load_n(&q->space_woken, __ATOMIC_RELAXED);
+			if (woken > asleep && aql_now_ns() - woken >= AQL_QUEUE_STARVED_NS)
+				__atomic_store_n(&q->space_cpu, (uint32_t)sched_getcpu() + 1,
+						 __ATOMIC_RELAXED);
+		}
+		__atomic_fetch_sub(&q->space_waiters, 1, __ATOMIC_RELAXED);
+		if (r->reserved)
+			__atomic_fetch_sub(&q->space_holders, 1, __ATOMIC_RELAXED);
+	}
+	aql_spin_learn(&space_spin, SPACE_SPIN_NS, slept ? aql_now_ns() - start : 0);
+	return room;
+}
+
 aql_status aql_queue_wait_space(aql_queue *queue, uint64_t first, uint32_t n,
 				int reserved)
 {
 	struct aql_queue_impl *q = aql_queue_impl(queue);
-	uint64_t start = aql_now_ns(), deadline = aql_deadline(queue->full_timeout_ns);
-	uint64_t spin_end = start + aql_spin_budget(&space_spin, SPACE_SPIN_NS);
-	uint32_t seq, batch;
-	int slept = 0;
+	struct room r = { .first = first, .n = n, .reserved = reserved };
 
 	if (n == 0 || n > queue->size)
 		return aql_fail(AQL_ERR_INVALID_ARG,
@@ -522,48 +591,44 @@ aql_status aql_queue_wait_space(aql_queue *queue, uint64_t first, uint32_t n,
 	 * lines for every packet. One that holds ids waits for them alone,
 	 * since the processor cannot pass them.
 	 */
-	batch = reserved ? n : queue->size - n >= queue->size / 16 ? n + queue->size / 16 :
-		queue->size;
-	while (!has_space(queue, &first, aql_now_ns() < spin_end ? batch : n, reserved)) {
-		if (__atomic_load_n(&queue->error, __ATOMIC_ACQUIRE))
-			return aql_queue_report_error(queue);
-		if (aql_now_ns() >= deadline) {
-			/* The batch is a poll's wish: never fail with room for n. */
-			if (has_space(queue, &first, n, reserved))
-				break;
-			if (reserved)
-				aql_queue_fail(q, AQL_ERR_QUEUE_FULL,
-					       "packet id %llu was reserved but the ring stayed full for %llu ns",
-					       (unsigned long long)first,
-					       (unsigned long long)queue->full_timeout_ns);
-			return aql_fail(AQL_ERR_QUEUE_FULL,
-					"queue %llu full: %u packet(s) did not fit within %llu ns (write index %llu, read index %llu, size %u)",
-					(unsigned long long)queue->amd->hsa.id, n,
-					(unsigned long long)queue->full_timeout_ns,
-					(unsigned long long)first,
-					(unsigned long long)queue->amd->read_dispatch_id,
-					queue->size);
-		}
-		if (aql_now_ns() < spin_end) {
-			aql_cpu_relax();
-			continue;
-		}
-		slept = 1;
-		/* Pairs with aql_queue_retire(): announce, then re-check. */
-		__atomic_fetch_add(&q->space_waiters, 1, __ATOMIC_SEQ_CST);
-		seq = __atomic_load_n(&q->space_seq, __ATOMIC_ACQUIRE);
-		if (!has_space(queue, &first, n, reserved) &&
-		    !__atomic_load_n(&queue->error, __ATOMIC_ACQUIRE)) {
-			uint64_t asleep = aql_now_ns(), woken;
+	r.batch = reserved ? n : queue->size - n >= queue->size / 16 ? n + queue->size / 16 :
+		  queue->size;
+	if (await_room(q, &r, aql_deadline(queue->full_timeout_ns)))
+		return AQL_OK;
+	first = r.first;
+	if (__atomic_load_n(&queue->error, __ATOMIC_ACQUIRE))
+		return aql_queue_report_error(queue);
+	/* The batch is a poll's wish: never fail with room for n. */
+	if (has_space(queue, &first, n, reserved))
+		return AQL_OK;
+	if (reserved)
+		aql_queue_fail(q, AQL_ERR_QUEUE_FULL,
+			       "packet id %llu was reserved but the ring stayed full for %llu ns",
+			       (unsigned long long)first,
+			       (unsigned long long)queue->full_timeout_ns);
+	return aql_fail(AQL_ERR_QUEUE_FULL,
+			"queue %llu full: %u packet(s) did not fit within %llu ns (write index %llu, read index %llu, size %u)",
+			(unsigned long long)queue->amd->hsa.id, n,
+			(unsigned long long)queue->full_timeout_ns,
+			(unsigned long long)first,
+			(unsigned long long)queue->amd->read_dispatch_id,
+			queue->size);
+}
 
-			aql_futex_wait(&q->space_seq, seq, wake_by(queue, deadline));
-			woken = __atomic_load_n(&q->space_woken, __ATOMIC_RELAXED);
-			if (woken > asleep && aql_now_ns() - woken >= AQL_QUEUE_STARVED_NS)
-				__atomic_store_n(&q->space_cpu, (uint32_t)sched_getcpu() + 1,
-						 __ATOMIC_RELAXED);
-		}
-		__atomic_fetch_sub(&q->space_waiters, 1, __ATOMIC_RELAXED);
-	}
-	aql_spin_learn(&space_spin, SPACE_SPIN_NS, slept ? aql_now_ns() - start : 0);
-	return AQL_OK;
+uint64_t aql_queue_load_read_index(aql_queue *queue, uint64_t timeout_ns)
+{
+	uint64_t read = __atomic_load_n(&queue->amd->read_dispatch_id, __ATOMIC_ACQUIRE);
+	/* In has_space()'s terms: ids up to read + size - 1 fit once the read
+	 * index moved past read, and a batch more once it passed read + batch.
+	 * The poller may hold ids (a MULTI producer that added to the write
+	 * index first), so it is a holder. */
+	struct room r = { .first = read + queue->size, .n = 1, .batch = queue->size / 16 + 1,
+			  .reserved = 1, .poll = 1 };
+
+	if (__atomic_load_n(&queue->amd->write_dispatch_id, __ATOMIC_RELAXED) - read <
+		    queue->size || queue->doorbell->kind == AQL_SIGNAL_KIND_DOORBELL ||
+	    __atomic_load_n(&queue->error, __ATOMIC_RELAXED))
+		return read;
+	await_room(aql_queue_impl(queue), &r, aql_deadline(timeout_ns));
+	return __atomic_load_n(&queue->amd->read_dispatch_id, __ATOMIC_ACQUIRE);
 }

@@ -39,6 +39,8 @@ struct aql_queue_impl {
 	 * them. Own cache line: the processor reads it after every packet. */
 	uint32_t space_seq __attribute__((aligned(64)));
 	uint32_t space_waiters;
+	/* Of them, those that may hold ids beyond the ring (AQL_SPACE_HOLDS). */
+	uint32_t space_holders;
 	/* When the processor last woke producers (aql_now_ns()), and the CPU
 	 * (+ 1) of a producer that, woken from a full ring, then waited
 	 * AQL_QUEUE_STARVED_NS or more for a CPU: a request that the CPU
@@ -66,17 +68,43 @@ static inline struct aql_queue_impl *aql_queue_impl(aql_queue *queue)
 }
 
 /*
- * Wake producers waiting for space, if any. The seq_cst load pairs with
- * the seq_cst increment and load in aql_queue_wait_space() and the seq_cst
- * read-index store in aql_queue_retire(): either the producer sees the new
- * read index or this load sees its waiter count.
+ * The futex bits of a producer asleep on space_seq: one that may hold ids
+ * beyond the ring, which the processor cannot pass until it publishes
+ * them (a MULTI producer that raced past the full check, an HSA program
+ * polling the read index), and one that holds none yet.
  */
+#define AQL_SPACE_HOLDS 1u
+#define AQL_SPACE_NEW 2u
+
+/*
+ * Wake producers waiting for space, if any: all of them, or (some) those
+ * that hold ids and one that holds none. The seq_cst load pairs with the
+ * seq_cst increments and load in aql_queue_wait_space() and the seq_cst
+ * read-index store in aql_queue_retire(): either the producer sees the
+ * new read index or this load sees its waiter count; a holder counts
+ * itself in space_holders before space_waiters, so seeing the second
+ * (seq_cst) means seeing the first.
+ */
+static inline void aql_queue_wake_producers(struct aql_queue_impl *q, int some)
+{
+	if (!__atomic_load_n(&q->space_waiters, __ATOMIC_SEQ_CST))
+		return;
+	__atomic_store_n(&q->space_woken, aql_now_ns(), __ATOMIC_RELAXED);
+	if (!some) {
+		aql_futex_bump_and_wake(&q->space_seq);
+		return;
+	}
+	__atomic_fetch_add(&q->space_seq, 1, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&q->space_holders, __ATOMIC_SEQ_CST))
+		aql_futex_wake_bits(&q->space_seq, AQL_SPACE_HOLDS);
+	aql_futex_wake_some(&q->space_seq, AQL_SPACE_NEW, 1);
+}
+
+/* Wake every producer waiting for space: the processor ran out of
+ * packets, so none may sleep on room that nobody would fill. */
 static inline void aql_queue_wake_space(struct aql_queue_impl *q)
 {
-	if (__atomic_load_n(&q->space_waiters, __ATOMIC_SEQ_CST)) {
-		__atomic_store_n(&q->space_woken, aql_now_ns(), __ATOMIC_RELAXED);
-		aql_futex_bump_and_wake(&q->space_seq);
-	}
+	aql_queue_wake_producers(q, 0);
 }
 
 /*
@@ -108,15 +136,20 @@ static inline void aql_queue_halt(struct aql_queue_impl *q)
  * was reset first (aql_queue_finish), so a producer that sees the new read
  * index can never have its fresh header overwritten by that reset.
  * Producers asleep on a full ring are woken each quarter ring, not each
- * packet: one system call frees room for many packets. The processor also
- * wakes them whenever it runs out of packets, so none sleeps on room that
- * already exists.
+ * packet: one system call frees room for many packets. Not all of them:
+ * those that hold ids, and one that holds none, which has room for more
+ * packets than it takes before it polls again. Woken together, every
+ * sleeper would want a CPU at once, and beside busy threads the processor
+ * would keep a fraction of one; one at a time, each fills the room and
+ * sleeps again behind the others, so they take turns in order. The
+ * processor wakes all of them whenever it runs out of packets or waits
+ * on a barrier's signals, so none sleeps on room that nobody fills.
  */
 static inline void aql_queue_retire(struct aql_queue_impl *q, uint64_t id)
 {
 	__atomic_store_n(&q->pub.amd->read_dispatch_id, id + 1, __ATOMIC_SEQ_CST);
 	if (((id + 1) & (q->pub.mask >> 2)) == 0)
-		aql_queue_wake_space(q);
+		aql_queue_wake_producers(q, 1);
 }
 
 /*

@@ -376,13 +376,51 @@ hsa_status_t hsa_amd_queue_set_priority(hsa_queue_t *queue, hsa_amd_queue_priori
 	{                                                                      \
 		return queue ? __atomic_load_n(&amd(queue)->field, mo) : 0;    \
 	}
-LOAD(read, read_dispatch_id, relaxed, __ATOMIC_RELAXED)
-LOAD(read, read_dispatch_id, scacquire, __ATOMIC_ACQUIRE)
-LOAD(read, read_dispatch_id, acquire, __ATOMIC_ACQUIRE)
 LOAD(write, write_dispatch_id, relaxed, __ATOMIC_RELAXED)
 LOAD(write, write_dispatch_id, scacquire, __ATOMIC_ACQUIRE)
 LOAD(write, write_dispatch_id, acquire, __ATOMIC_ACQUIRE)
 #undef LOAD
+
+/*
+ * A program that finds the ring full polls the read index for room, and
+ * beside busy threads that poll takes the CPU from the packet processor
+ * it waits for. So a load that finds the ring full waits as aql's own
+ * producers do (aql_queue_load_read_index(): polls briefly, then sleeps
+ * until the processor frees room) for at most READ_WAIT_NS, and answers
+ * the read index then: a later value, as a poll would have seen. The
+ * queue is looked up only then; a soft queue's reader is the program.
+ */
+#define READ_WAIT_NS 1000000u
+
+static uint64_t load_read_index(const hsa_queue_t *queue, int mo)
+{
+	uint64_t read;
+	struct rt_queue *q;
+
+	if (!queue)
+		return 0;
+	read = __atomic_load_n(&amd(queue)->read_dispatch_id, mo);
+	if (__atomic_load_n(&amd(queue)->write_dispatch_id, __ATOMIC_RELAXED) - read <
+	    queue->size)
+		return read;
+	q = find_queue(queue);
+	return q && q->queue ? aql_queue_load_read_index(q->queue, READ_WAIT_NS) : read;
+}
+
+uint64_t hsa_queue_load_read_index_relaxed(const hsa_queue_t *queue)
+{
+	return load_read_index(queue, __ATOMIC_RELAXED);
+}
+
+uint64_t hsa_queue_load_read_index_scacquire(const hsa_queue_t *queue)
+{
+	return load_read_index(queue, __ATOMIC_ACQUIRE);
+}
+
+uint64_t hsa_queue_load_read_index_acquire(const hsa_queue_t *queue)
+{
+	return load_read_index(queue, __ATOMIC_ACQUIRE);
+}
 
 #define STORE(which, field, suffix, mo)                                        \
 	void hsa_queue_store_##which##_index_##suffix(const hsa_queue_t *queue, uint64_t value) \

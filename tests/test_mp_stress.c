@@ -4,6 +4,10 @@
  * queue. Every packet's kernel marks its own entry, and every completion
  * signal must drop from 1 to exactly 0: a packet run twice would leave a
  * 2 in its entry or -1 in its signal, a lost one a 0 or a timeout.
+ * Then a ring that is always full: producers that sleep on it (and are
+ * woken a few at a time), some through aql_queue_reserve(), some adding to
+ * the write index and polling aql_queue_load_read_index() as HSA programs
+ * do; every packet must run exactly once, none lost to a missed wake-up.
  */
 #include <pthread.h>
 #include <string.h>
@@ -76,6 +80,74 @@ static void *produce(void *arg)
 	return NULL;
 }
 
+enum { FULL_RING = 16, FULL_SUBMITTERS = 6, FULL_POLLERS = 2, FULL_PER_THREAD = 5000 };
+
+struct full_producer {
+	pthread_t thread;
+	unsigned index;
+	int poll;
+	unsigned errors;
+};
+
+/* Every FULL_PER_THREAD-th packet of a producer signals; the others only
+ * mark. The kernargs live as long as the test. */
+static struct mark_args full_args[(FULL_SUBMITTERS + FULL_POLLERS) * FULL_PER_THREAD];
+static aql_signal *full_done[FULL_SUBMITTERS + FULL_POLLERS];
+
+static void *produce_full(void *arg)
+{
+	struct full_producer *p = arg;
+	uint64_t base = (uint64_t)p->index * FULL_PER_THREAD, id;
+
+	for (uint64_t i = 0; i < FULL_PER_THREAD; i++) {
+		aql_dispatch_packet d;
+
+		full_args[base + i].entry = &marks[base + i];
+		d = th_dispatch1(&mark_kd, &full_args[base + i],
+				 i + 1 == FULL_PER_THREAD ? full_done[p->index] : NULL);
+		if (!p->poll) {
+			if (aql_queue_submit(queue, (const aql_packet *)&d) != AQL_OK)
+				p->errors++;
+			continue;
+		}
+		/* As an HSA program on a MULTI queue: add, poll for room,
+		 * write, ring. */
+		id = __atomic_fetch_add(&queue->amd->write_dispatch_id, 1, __ATOMIC_RELAXED);
+		while (id - aql_queue_load_read_index(queue, 1000000) >= queue->size)
+			;
+		aql_packet_store(aql_queue_slot(queue, id), (const aql_packet *)&d);
+		aql_queue_ring_doorbell(queue, id);
+	}
+	return NULL;
+}
+
+static void test_full_ring(void)
+{
+	enum { N = FULL_SUBMITTERS + FULL_POLLERS };
+	struct full_producer producers[N];
+	uint64_t wrong = 0;
+
+	memset(marks, 0, (size_t)N * FULL_PER_THREAD);
+	queue = th_queue(FULL_RING, AQL_QUEUE_MULTI, 0);
+	for (unsigned i = 0; i < N; i++) {
+		full_done[i] = th_signal(1);
+		producers[i] = (struct full_producer){ .index = i, .poll = i < FULL_POLLERS };
+		pthread_create(&producers[i].thread, NULL, produce_full, &producers[i]);
+	}
+	for (unsigned i = 0; i < N; i++) {
+		pthread_join(producers[i].thread, NULL);
+		CHECK(producers[i].errors == 0, "full ring: producer %u: %u submit errors (%s)", i,
+		      producers[i].errors, aql_error_message());
+		CHECK(th_wait_done(full_done[i]) == 0, "full ring: producer %u's last packet", i);
+		aql_signal_destroy(full_done[i]);
+	}
+	for (size_t i = 0; i < (size_t)N * FULL_PER_THREAD; i++)
+		wrong += marks[i] != 1;
+	CHECK(wrong == 0, "full ring: %llu of %u packets did not run exactly once",
+	      (unsigned long long)wrong, N * FULL_PER_THREAD);
+	aql_queue_destroy(queue);
+}
+
 int main(void)
 {
 	struct producer producers[THREADS];
@@ -104,6 +176,7 @@ int main(void)
 		      (uint64_t)THREADS * PER_THREAD,
 	      "read index %llu", (unsigned long long)queue->amd->read_dispatch_id);
 	aql_queue_destroy(queue);
+	test_full_ring();
 	free(marks);
 	return th_finish();
 }

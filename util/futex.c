@@ -71,10 +71,15 @@ void aql_futex_wait_many(uint32_t n, uint32_t *const *words,
 	aql_futex_wait(words[0], expected[0], slice < deadline_ns ? slice : deadline_ns);
 }
 
+void aql_futex_wake_some(uint32_t *word, uint32_t bits, int count)
+{
+	syscall(SYS_futex, word, FUTEX_WAKE_BITSET | FUTEX_PRIVATE_FLAG, count, NULL, NULL,
+		bits);
+}
+
 void aql_futex_wake_bits(uint32_t *word, uint32_t bits)
 {
-	syscall(SYS_futex, word, FUTEX_WAKE_BITSET | FUTEX_PRIVATE_FLAG, INT_MAX, NULL, NULL,
-		bits);
+	aql_futex_wake_some(word, bits, INT_MAX);
 }
 
 void aql_futex_wake_all(uint32_t *word)

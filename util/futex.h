@@ -33,6 +33,9 @@ void aql_futex_wake_all(uint32_t *word);
 void aql_futex_wait_bits(uint32_t *word, uint32_t expected, uint32_t bits,
 			 uint64_t deadline_ns);
 void aql_futex_wake_bits(uint32_t *word, uint32_t bits);
+/* As aql_futex_wake_bits(), waking at most count of them, longest asleep
+ * first (the kernel queues a futex's waiters of one priority in order). */
+void aql_futex_wake_some(uint32_t *word, uint32_t bits, int count);
 
 /*
  * The waking half of the protocol: the caller changed the state a waiter

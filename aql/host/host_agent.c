@@ -132,13 +132,16 @@ static enum outcome fail_packet(struct processor *p, uint64_t id,
 /*
  * Wait until any condition holds, the queue stops, or deadline_ns passes.
  * The stop signal is one more condition, so a destroy wakes a processor
- * blocked on a barrier.
+ * blocked on a barrier. Producers asleep on a full ring are woken first:
+ * a quarter ring's retirement woke only one of them, and the signal waited
+ * for may be one that another would store after its submission.
  */
 static enum outcome wait_or_stop(struct processor *p, struct aql_wait_cond *conds,
 				 uint32_t n, uint64_t spin_ns, uint64_t deadline_ns)
 {
 	uint32_t index = 0;
 
+	aql_queue_wake_space(p->q);
 	conds[n] = (struct aql_wait_cond){ &p->stop, -1, 1, AQL_COND_EQ };
 	if (aql_wait_conds(n + 1, conds, deadline_ns, spin_ns, &index, NULL) != AQL_OK)
 		return DONE;

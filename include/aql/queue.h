@@ -240,6 +240,20 @@ aql_status aql_queue_wait_space(aql_queue *queue, uint64_t first, uint32_t n,
 				int reserved);
 aql_status aql_queue_report_error(aql_queue *queue);
 
+/*
+ * The read index (acquire), for a producer that writes packets itself and
+ * polls the read index for room, as HSA programs do
+ * (hsa_queue_load_read_index_* is this in aql's libhsa-runtime64). While
+ * the ring is full (write_dispatch_id - read_dispatch_id >= size) and the
+ * agent's packet processor runs on the CPUs, the poll leaves it the CPU:
+ * the call waits as aql_queue_reserve() does (polls for a learnt while,
+ * then sleeps until the processor frees room) until the read index moved,
+ * for at most timeout_ns, and returns it then. Otherwise (room, a hardware
+ * processor, a queue in its error state) it returns at once. The caller
+ * checks the answer as it would a plain load's. Thread safe.
+ */
+uint64_t aql_queue_load_read_index(aql_queue *queue, uint64_t timeout_ns);
+
 static inline aql_packet *aql_queue_slot(aql_queue *queue, uint64_t id)
 {
 	return &queue->ring[id & queue->mask];

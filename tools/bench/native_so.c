@@ -7,8 +7,9 @@
  * agent, and only the HSA layer lies between a _so row and its _hsa row.
  * The round trips are dispatch_rtt_spin's and dispatch_rtt_spin_block's
  * (aql_queue_submit, aql_signal_wait); the throughput rounds run
- * publish.h's producer, the HSA program's, on aql's own atomics. hsa.c
- * runs their rounds in turn, so that both see the same machine.
+ * publish.h's producer, the HSA program's, on aql's own atomics and
+ * aql_queue_load_read_index(). hsa.c runs their rounds in turn, so that
+ * both see the same machine.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,8 @@
 #include "publish.h"
 
 #define WAIT_TIMEOUT_NS (30ull * 1000000000ull)
+/* hsa/queue.c's READ_WAIT_NS */
+#define READ_WAIT_NS 1000000u
 
 /* publish.h's producer on aql's own atomics, as aql_queue_reserve() and
  * aql_queue_ring_doorbell() use them. */
@@ -31,9 +34,11 @@ static void so_store_write(void *q, uint64_t id)
 	__atomic_store_n(&((aql_queue *)q)->amd->write_dispatch_id, id, __ATOMIC_RELAXED);
 }
 
+/* As hsa_queue_load_read_index_scacquire() in aql's HSA layer: a full
+ * ring's poll leaves the processor the CPU. */
 static uint64_t so_load_read(void *q)
 {
-	return __atomic_load_n(&((aql_queue *)q)->amd->read_dispatch_id, __ATOMIC_ACQUIRE);
+	return aql_queue_load_read_index(q, READ_WAIT_NS);
 }
 
 static void so_ring(void *q, uint64_t id)
