@@ -4,8 +4,9 @@
  * every index function in every memory order, packets written into the
  * ring and announced on the doorbell by the program itself (wrapping the
  * ring many times), barrier-AND/OR and AMD's BARRIER_VALUE packets,
- * dispatch times, the error callback of a queue that meets a bad
- * packet, and hsa_amd_queue_set_priority. argv[1]: the library.
+ * dispatch times, a full ring's read-index load, the error callback of
+ * a queue that meets a bad packet, and hsa_amd_queue_set_priority.
+ * argv[1]: the library.
  */
 #include <pthread.h>
 #include <string.h>
@@ -214,6 +215,42 @@ static void barriers(hsa_agent_t cpu)
 	CHECK_OK(hsa_signal_destroy(d2));
 }
 
+/*
+ * A full ring's read-index load waits for the processor (at most 1 ms,
+ * hsa/queue.c) rather than answering at once: held by a barrier, the
+ * index stays 0 through the wait; released, the loads see it move on.
+ */
+static void full_ring_load(hsa_agent_t cpu)
+{
+	hsa_barrier_and_packet_t hold = { 0 }, empty = { 0 };
+	hsa_signal_t gate;
+	hsa_queue_t *q;
+	uint64_t t0, read, ns;
+
+	CHECK_OK(hsa_queue_create(cpu, 64, HSA_QUEUE_TYPE_SINGLE, NULL, NULL, 0, 0, &q));
+	CHECK_OK(hsa_signal_create(1, 0, NULL, &gate));
+	if (!q)
+		return;
+	hold.dep_signal[0] = gate;
+	submit(q, &hold, ht_header(HSA_PACKET_TYPE_BARRIER_AND));
+	for (uint32_t i = 1; i < q->size; i++)
+		submit(q, &empty, ht_header(HSA_PACKET_TYPE_BARRIER_AND));
+	t0 = ht_now_ns();
+	read = hsa_queue_load_read_index_relaxed(q);
+	ns = ht_now_ns() - t0;
+	CHECK(read == 0 && ns >= 1000000, "a held full ring: read index %llu after %llu ns "
+	      "(want 0 after the load's 1 ms wait)", (unsigned long long)read,
+	      (unsigned long long)ns);
+	hsa_signal_store_screlease(gate, 0);
+	for (t0 = ht_now_ns(); hsa_queue_load_read_index_scacquire(q) != q->size &&
+			       ht_now_ns() - t0 < ht_timeout_ns();)
+		;
+	CHECK(hsa_queue_load_read_index_acquire(q) == q->size, "released: read index %llu",
+	      (unsigned long long)hsa_queue_load_read_index_acquire(q));
+	CHECK_OK(hsa_queue_destroy(q));
+	CHECK_OK(hsa_signal_destroy(gate));
+}
+
 struct callback_seen {
 	pthread_mutex_t lock;
 	int calls;
@@ -336,6 +373,7 @@ int main(int argc, char **argv)
 	bad_creates(cpu);
 	indices(cpu);
 	barriers(cpu);
+	full_ring_load(cpu);
 	error_callback(cpu);
 	priority(cpu);
 	CHECK_OK(hsa_queue_create(cpu, 4, HSA_QUEUE_TYPE_SINGLE, NULL, NULL, 0, 0, &q));

@@ -26,7 +26,8 @@
  * dispatch_throughput_so
  *	N packets back to back on a SINGLE queue, the last one signalling,
  *	by aqlbench-native.so (native_so.c) on the libaql.so the HSA
- *	library runs on, with publish.h's producer on aql's own atomics.
+ *	library runs on, with publish.h's producer on aql's own atomics
+ *	and aql_queue_load_read_index().
  *	aql-bench's own rows run on its static libaql, whose packet
  *	processor is not position-independent code, and submit with
  *	aql_queue_submit(), which sleeps when the ring is full, as no HSA

@@ -7,8 +7,8 @@
  * and setup stored last with release, the doorbell rung). Written once,
  * for hsa.c and native_so.c, so that the two rows differ only in the
  * calls that reach the queue: the HSA library's functions there, aql's
- * own atomics here, which the compiler folds in since the ops are
- * constants and these functions are inlined.
+ * own atomics (folded in, since the ops are constants and these
+ * functions are inlined) and aql_queue_load_read_index() here.
  */
 #ifndef AQL_BENCH_PUBLISH_H
 #define AQL_BENCH_PUBLISH_H
