@@ -457,7 +457,13 @@ static void *open_native(void)
  * the scheduler put them, and a run's ratio followed that (0.65 to 1.10
  * on two vCPUs, rounds in turn). So both processors are made on the last
  * CPU and the rounds submitted from the first; unplace() puts the
- * thread's mask back. Nothing is placed with fewer than two CPUs.
+ * thread's mask back. Nothing is placed with fewer than two CPUs, nor
+ * the throughput rounds of --contention (both runs): beside busy threads
+ * a full ring's hand-off goes best with producer and processor on one
+ * CPU, the spinners on the other, and the runtime moves a processor to
+ * its starved producer's CPU (host_agent.c), which one held on a CPU
+ * cannot; as for aql-bench's own throughput rows, that is the runtime's
+ * to choose. Round trips stay placed (apart, as a polled wait wants).
  */
 static cpu_set_t unplaced;
 
@@ -474,10 +480,11 @@ static void place_on(int last)
 	sched_setaffinity(0, sizeof(one), &one);
 }
 
-/* Where processors are made next; 0 placed, -1 not (one CPU). */
-static int place_processors(void)
+/* Where processors are made next, if place; 0 placed, -1 not. */
+static int place_processors(int place)
 {
-	if (sched_getaffinity(0, sizeof(unplaced), &unplaced) || CPU_COUNT(&unplaced) < 2)
+	if (!place || sched_getaffinity(0, sizeof(unplaced), &unplaced) ||
+	    CPU_COUNT(&unplaced) < 2)
 		return -1;
 	place_on(1);
 	return 0;
@@ -556,7 +563,7 @@ static int bench_rtt_so(struct ctx *ctx, struct result *res, hsa_wait_state_t st
 		rc = fail_errno("malloc", ENOMEM);
 		goto out;
 	}
-	placed = place_processors();
+	placed = place_processors(1);
 	native = fn.open(ctx->queue_size, 1);
 	if (!native) {
 		rc = fail_msg("aql_bench_native_open", AQL_ERR_DEVICE, "no queue (see above)");
@@ -611,7 +618,7 @@ static int tput_pair(struct ctx *ctx, const struct native_fns *fn, int hsa_first
 		     double *hsa)
 {
 	uint32_t packets = ctx->sz.packets;
-	int placed = place_processors();
+	int placed = place_processors(!ctx->opts->contention);
 	/* Warmed up below, from the submitter's CPU, not the processors'. */
 	void *native = fn->open(ctx->queue_size, 1);
 	hsa_queue_t *q = NULL;
