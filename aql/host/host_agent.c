@@ -351,6 +351,10 @@ static enum outcome process(struct processor *p, aql_packet *slot, uint16_t head
 		return out;
 	handle = slot->dispatch.completion_signal;
 	aql_queue_finish(slot);
+	/* Retire before the completion, as a command processor moves its read
+	 * pointer when it takes a packet: a program that saw the completion
+	 * then finds the read index past it (HSA programs check it). */
+	aql_queue_retire(p->q, id);
 	if (handle) {
 		signal = aql_signal_from_handle(handle);
 		/* Atomic: packets of several queues may share the signal. */
@@ -362,7 +366,6 @@ static enum outcome process(struct processor *p, aql_packet *slot, uint16_t head
 		aql_signal_sub(signal, 1, aql_header_release(header) != AQL_FENCE_NONE
 						  ? AQL_RELEASE : AQL_RELAXED);
 	}
-	aql_queue_retire(p->q, id);
 	return DONE;
 }
 
