@@ -11,7 +11,9 @@
  *              table entry;
  *   queue.c    queues: a non-blocking stream per queue, AQL packets
  *              translated into launches, copies and stream memory
- *              operations; completions, faults.
+ *              operations; completions, faults;
+ *   resident.c resident queues (AQL_QUEUE_RESIDENT): the processor
+ *              kernel (resident_kernel.c) linked, launched and served.
  */
 #ifndef AQL_NV_NV_H
 #define AQL_NV_NV_H
