@@ -310,7 +310,8 @@ static void *host_main(void *arg)
 {
 	struct nv_resident *r = arg;
 	struct aql_queue_impl *q = r->q;
-	uint64_t nap = 0, seen = q->pub.amd->read_dispatch_id, spin_until = 0;
+	uint64_t nap = 0, spin_until = 0;
+	uint64_t seen = __atomic_load_n(&q->pub.amd->read_dispatch_id, __ATOMIC_ACQUIRE);
 
 	if (nv_enter(r->a) != AQL_OK)
 		aql_queue_fail(q, AQL_ERR_DEVICE, "resident queue %llu: its host thread: %s",

@@ -51,8 +51,7 @@ struct aql_res_ctl {
 struct aql_res_state {
 	uint64_t cur;
 	uint64_t claim;
-	uint32_t done;
-	uint32_t pad;
+	uint64_t done;
 };
 
 #endif

@@ -56,24 +56,80 @@ struct res_lds {
 #define TYPE_BARRIER_AND 3u
 #define TYPE_BARRIER_OR 5u
 
-/* Device-scope atomics on the shared state (device memory). */
-AQL_INLINE uint64_t dev_load(aql_global uint64_t *p)
+/*
+ * The processor's atomics. sys_*: host memory shared with the CPU (the
+ * ring, the control block, signals), at system scope; dev_*: the blocks'
+ * state in device memory, at device scope; loads acquire, stores
+ * release, read-modify-writes seq_cst. The host build makes them in
+ * libaql (aql/host/host_agent.c lends them): a host code object is not
+ * instrumented, so ThreadSanitizer sees the processor's synchronisation
+ * only there.
+ */
+#ifdef AQL_KERNEL_TARGET_HOST
+uint64_t aql_host_sync_load(const uint64_t *p);
+void aql_host_sync_store(uint64_t *p, uint64_t v);
+uint64_t aql_host_sync_add(uint64_t *p, uint64_t v);
+uint32_t aql_host_sync_add32(uint32_t *p, uint32_t v);
+uint64_t aql_host_sync_cas(uint64_t *p, uint64_t expected, uint64_t desired);
+#define sys_load aql_host_sync_load
+#define sys_store aql_host_sync_store
+#define dev_load aql_host_sync_load
+#define dev_store aql_host_sync_store
+#define dev_add aql_host_sync_add
+#define dev_cas aql_host_sync_cas
+
+/* Decrement the signal's value, then read its waiter count with a seq_cst
+ * RMW: the device half of include/aql/signal.h's handshake. */
+AQL_INLINE uint32_t signal_decrement(uint64_t signal)
 {
-	return aql_agent_load_acquire_u64_(p);
+	aql_host_sync_add((uint64_t *)(uintptr_t)(signal + 8), (uint64_t)-1);
+	return aql_host_sync_add32((uint32_t *)(uintptr_t)(signal + 60), 0);
+}
+#else
+#define sys_load aql_sys_load_acquire_u64_
+#define sys_store aql_sys_store_release_u64_
+#define dev_load aql_agent_load_acquire_u64_
+
+AQL_INLINE void dev_store(aql_global uint64_t *p, uint64_t v)
+{
+	__nvvm_membar_gl();
+	*(volatile aql_global uint64_t *)p = v;
+	__nvvm_membar_gl();
 }
 
-/* The first 8 bytes of a slot, header included, with system-scope
- * acquire: the producer stores the header last, with release. */
+AQL_INLINE uint64_t dev_add(aql_global uint64_t *p, uint64_t v)
+{
+	return aql_atomic_add_u64((uint64_t *)p, v, AQL_SEQ_CST);
+}
+
+AQL_INLINE uint64_t dev_cas(aql_global uint64_t *p, uint64_t expected, uint64_t desired)
+{
+	return aql_atomic_cas_u64((uint64_t *)p, expected, desired, AQL_SEQ_CST);
+}
+
+/* The decrement at system scope between full system fences (membar.sys):
+ * the fence after it orders the load of the waiter count after it. */
+AQL_INLINE uint32_t signal_decrement(uint64_t signal)
+{
+	__nvvm_membar_sys();
+	__asm__ __volatile__("red.sys.global.add.u64 [%0], %1;" ::"l"(signal + 8),
+			     "l"((uint64_t)-1) : "memory");
+	__nvvm_membar_sys();
+	return *(volatile aql_global uint32_t *)(uintptr_t)(signal + 60);
+}
+#endif
+
+/* Word `word` (8 bytes) of a slot, with system-scope acquire: the
+ * producer stores the header (word 0) last, with release. */
 AQL_INLINE uint64_t slot_word(uint64_t ring, uint64_t id, uint32_t mask, uint32_t word)
 {
-	return aql_sys_load_acquire_u64_(AQL_RES_GLOBAL(uint64_t, ring + (id & mask) * 64u +
-								    word * 8u));
+	return sys_load(AQL_RES_GLOBAL(uint64_t, ring + (id & mask) * 64u + word * 8u));
 }
 
 /* A signal's value (amd_signal_t: offset 8), seen at system scope. */
 AQL_INLINE int64_t signal_value(uint64_t signal)
 {
-	return (int64_t)aql_sys_load_acquire_u64_(AQL_RES_GLOBAL(uint64_t, signal + 8));
+	return (int64_t)sys_load(AQL_RES_GLOBAL(uint64_t, signal + 8));
 }
 
 AQL_INLINE int cond_met(uint32_t cond, int64_t v, int64_t compare)
@@ -114,6 +170,19 @@ AQL_INLINE int barrier_ready(aql_global struct aql_res_ctl *ctl, uint64_t id, ui
 }
 
 /*
+ * Let the blocks go on to packet id + 1: its claim word first, then cur,
+ * so that a block that sees the new cur finds the claim word for it.
+ */
+static void next_packet(aql_global struct aql_res_ctl *ctl, uint64_t id)
+{
+	aql_global struct aql_res_state *st = AQL_RES_GLOBAL(struct aql_res_state, ctl->state);
+
+	dev_store(&st->done, 0);
+	dev_store(&st->claim, (id + 1) << 32);
+	dev_store(&st->cur, id + 1);
+}
+
+/*
  * Packet id is done: its slot's header back to INVALID, the read index
  * past it, then its completion signal decremented, all at system scope
  * and in that order (a thread that saw the completion finds the packet
@@ -123,39 +192,24 @@ AQL_INLINE int barrier_ready(aql_global struct aql_res_ctl *ctl, uint64_t id, ui
  * in include/aql/signal.h). Then the next packet's claim word, and cur,
  * which lets the other blocks go on.
  */
-static void complete(aql_global struct aql_res_ctl *ctl, uint64_t id, int signal_it)
+static void complete(aql_global struct aql_res_ctl *ctl, uint64_t id)
 {
-	aql_global struct aql_res_state *st = AQL_RES_GLOBAL(struct aql_res_state, ctl->state);
+	uint64_t slot = ctl->ring + (id & ctl->mask) * 64u;
 	uint64_t signal = slot_word(ctl->ring, id, ctl->mask, 7);
 	uint32_t round = 0;
 
-	aql_atomic_store_u32(AQL_RES_GLOBAL(uint32_t, ctl->ring + (id & ctl->mask) * 64u),
-			     TYPE_INVALID | (uint32_t)(slot_word(ctl->ring, id, ctl->mask, 0) &
-						       0xffff0000u), AQL_SEQ_CST);
-	aql_sys_store_release_u64_(AQL_RES_GLOBAL(uint64_t, ctl->read_index), id + 1);
-	if (signal && signal_it) {
-#if defined(AQL_KERNEL_TARGET_NVPTX)
-		__nvvm_membar_sys();
-		__asm__ __volatile__("red.sys.global.add.u64 [%0], %1;" ::"l"(signal + 8),
-				     "l"((uint64_t)-1) : "memory");
-		__nvvm_membar_sys();
-		if (*(volatile aql_global uint32_t *)(uintptr_t)(signal + 60)) {
-#else
-		__atomic_fetch_sub((int64_t *)(uintptr_t)(signal + 8), 1, __ATOMIC_SEQ_CST);
-		if (__atomic_fetch_add((uint32_t *)(uintptr_t)(signal + 60), 0, __ATOMIC_SEQ_CST)) {
-#endif
-			uint64_t tail = ctl->wake_tail;
+	sys_store(AQL_RES_GLOBAL(uint64_t, slot),
+		  (slot_word(ctl->ring, id, ctl->mask, 0) & ~(uint64_t)0xffff) | TYPE_INVALID);
+	sys_store(AQL_RES_GLOBAL(uint64_t, ctl->read_index), id + 1);
+	if (signal && signal_decrement(signal)) {
+		uint64_t tail = ctl->wake_tail;
 
-			while (tail - aql_sys_load_acquire_u64_(&ctl->wake_head) >= AQL_RES_WAKE)
-				aql_channel_pause_(round++);
-			ctl->wake[tail % AQL_RES_WAKE] = signal;
-			aql_sys_store_release_u64_(&ctl->wake_tail, tail + 1);
-		}
+		while (tail - sys_load(&ctl->wake_head) >= AQL_RES_WAKE)
+			aql_channel_pause_(round++);
+		ctl->wake[tail % AQL_RES_WAKE] = signal;
+		sys_store(&ctl->wake_tail, tail + 1);
 	}
-	aql_atomic_store_u32(&st->done, 0, AQL_RELAXED);
-	aql_atomic_store_u32((aql_global uint32_t *)&st->claim, 0, AQL_RELAXED);
-	aql_atomic_store_u32((aql_global uint32_t *)&st->claim + 1, (uint32_t)(id + 1), AQL_SEQ_CST);
-	aql_atomic_cas_u64(&st->cur, id, id + 1, AQL_SEQ_CST);
+	next_packet(ctl, id);
 }
 
 /* The kernel table's entry for object, or -1: a linear search, as queues
@@ -229,10 +283,9 @@ static int wait_for(aql_global struct aql_res_ctl *ctl, uint64_t id, uint64_t w0
 	uint32_t round = 0;
 
 	for (;;) {
-		if (host ? aql_sys_load_acquire_u64_(&ctl->returned) > id
-			 : barrier_ready(ctl, id, w0))
+		if (host ? sys_load(&ctl->returned) > id : barrier_ready(ctl, id, w0))
 			return 1;
-		if (aql_sys_load_acquire_u64_(&ctl->stop))
+		if (sys_load(&ctl->stop))
 			return 0;
 		aql_channel_pause_(round++);
 	}
@@ -255,7 +308,7 @@ static void lead(aql_global struct aql_res_ctl *ctl, aql_local struct res_lds *l
 		uint32_t units = 1, type;
 		int run;
 
-		if (aql_sys_load_acquire_u64_(&ctl->stop)) {
+		if (sys_load(&ctl->stop)) {
 			l->cmd = CMD_STOP;
 			return;
 		}
@@ -274,7 +327,7 @@ static void lead(aql_global struct aql_res_ctl *ctl, aql_local struct res_lds *l
 			aql_channel_pause_(round++);
 			continue;
 		}
-		if (aql_atomic_cas_u64(&st->claim, claim, claim + 1, AQL_SEQ_CST) != claim)
+		if (dev_cas(&st->claim, claim, claim + 1) != claim)
 			continue;
 		round = 0;
 		if (run) {
@@ -295,20 +348,17 @@ static void lead(aql_global struct aql_res_ctl *ctl, aql_local struct res_lds *l
 				l->cmd = CMD_STOP;
 				return;
 			}
-			complete(ctl, id, 1);
+			complete(ctl, id);
 			continue;
 		}
 		/* Anything else goes to the host, which runs it on the
 		 * translating path, its completion included. */
-		aql_sys_store_release_u64_(&ctl->handed, id + 1);
+		sys_store(&ctl->handed, id + 1);
 		if (!wait_for(ctl, id, w0, 1)) {
 			l->cmd = CMD_STOP;
 			return;
 		}
-		aql_atomic_store_u32((aql_global uint32_t *)&st->claim, 0, AQL_RELAXED);
-		aql_atomic_store_u32((aql_global uint32_t *)&st->claim + 1, (uint32_t)(id + 1),
-				     AQL_SEQ_CST);
-		aql_atomic_cas_u64(&st->cur, id, id + 1, AQL_SEQ_CST);
+		next_packet(ctl, id);
 	}
 }
 
@@ -340,7 +390,7 @@ AQL_KERNEL_LDS(aql_resident_processor, struct res_lds,
 		/* The block's work-items are done (the barrier); the
 		 * seq_cst add makes their writes visible to the block that
 		 * finishes the packet, which completes it. */
-		if (tid == 0 && aql_atomic_add_u32(&st->done, 1, AQL_SEQ_CST) + 1 == lds->units)
-			complete(ctl, lds->id, 1);
+		if (tid == 0 && dev_add(&st->done, 1) + 1 == lds->units)
+			complete(ctl, lds->id);
 	}
 }
