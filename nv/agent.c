@@ -645,11 +645,15 @@ aql_status nv_modules_each_ptx(struct nv_agent *a,
 					       struct nv_kernel *kernels, uint32_t count),
 			       void *user)
 {
-	struct agent *ag = (struct agent *)a;
+	struct agent *ag = agent_of(&a->base);
 	aql_status st = AQL_OK;
+	struct nv_module *m;
 
 	pthread_mutex_lock(&ag->module_lock);
-	for (struct nv_module *m = ag->module_list; m && st == AQL_OK; m = m->next)
+	/* Oldest first: the list's head is the latest load. */
+	for (m = ag->module_list; m && m->next; m = m->next)
+		;
+	for (; m && st == AQL_OK; m = m->prev)
 		if (m->ptx)
 			st = f(user, m->ptx, m->kernels, m->count);
 	pthread_mutex_unlock(&ag->module_lock);

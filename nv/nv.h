@@ -140,8 +140,9 @@ int nv_host_reachable(struct nv_agent *a, const void *ptr, size_t size);
 aql_status nv_host_register(struct nv_agent *a, void *ptr, size_t size);
 
 /*
- * f(user, text, kernels, count) for each PTX module loaded on a, under the
- * agent's module lock, until f returns an error (returned). Thread safe.
+ * f(user, text, kernels, count) for each PTX module loaded on a, in load
+ * order, under the agent's module lock, until f returns an error
+ * (returned). Thread safe.
  */
 aql_status nv_modules_each_ptx(struct nv_agent *a,
 			       aql_status (*f)(void *user, const char *ptx,

@@ -110,18 +110,22 @@ static int defines(const char *text, const char *name)
 	return strstr(text, pat) != NULL;
 }
 
-/* Take the kernels of one PTX module that have a device-function form and
- * whose names no module taken before uses (a link would refuse the second
- * definition; those kernels fall back). */
+/* Take the kernels of one PTX module that have a device-function form,
+ * unless a module taken before defines a kernel of the same name: a link
+ * refuses a second definition, so all of this module falls back. */
 static aql_status take_module(void *user, const char *ptx, struct nv_kernel *kernels,
 			      uint32_t count)
 {
 	struct link_build *b = user;
 	int took = 0;
 
+	for (uint32_t i = 0; i < count; i++)
+		for (uint32_t j = 0; j < b->count; j++)
+			if (!strcmp(b->names[j], kernels[i].name))
+				return AQL_OK;
 	for (uint32_t i = 0; i < count; i++) {
 		char name[256];
-		uint32_t flags = AQL_RES_NO_BARRIER, dup = 0;
+		uint32_t flags = AQL_RES_NO_BARRIER;
 
 		snprintf(name, sizeof(name), "%s_aql_dev_nb", kernels[i].name);
 		if (!defines(ptx, name)) {
@@ -130,10 +134,6 @@ static aql_status take_module(void *user, const char *ptx, struct nv_kernel *ker
 			if (!defines(ptx, name))
 				continue;
 		}
-		for (uint32_t j = 0; j < b->count; j++)
-			dup |= !strcmp(b->names[j], kernels[i].name);
-		if (dup)
-			return AQL_OK;
 		if (b->count == b->cap_k) {
 			uint32_t cap = b->cap_k ? 2 * b->cap_k : 16;
 			struct aql_res_kernel *k = realloc(b->kernels, cap * sizeof(*k));

@@ -37,6 +37,7 @@ struct saxpy_args {
 
 static aql_agent *gpu;
 static const aql_kernel *saxpy;
+static const char *ptx_path;
 static aqlemu_stats_fn emu_stats;
 
 /* The emulation's counters; zero on the real driver (AQL_HIL=1). */
@@ -242,6 +243,15 @@ static void test_barriers(void)
  */
 static void test_fallback(void)
 {
+	/* A second code object with the same kernel, loaded before the
+	 * queue: a link takes one definition, so it is left out whole. */
+	aql_code_object *later = NULL;
+	const aql_kernel *saxpy_later = NULL, *linked = saxpy;
+
+	CHECK_OK(aql_code_object_load_file(gpu, ptx_path, NULL, &later));
+	if (later)
+		CHECK_OK(aql_code_object_kernel(later, "saxpy", &saxpy_later));
+
 	aql_queue *q = resident_queue(64);
 	float *x = device_floats(N, 1.0f), *y = device_floats(N, 0.0f);
 	struct saxpy_args a1 = { 1.0f, 0, x, y, N }, a10 = { 10.0f, 0, x, y, N };
@@ -262,7 +272,20 @@ static void test_fallback(void)
 		CHECK(th_wait_done(done[i]) == 0, "packet %d", i);
 	CHECK(device_all(y, N, 22.0f), "all four ran once");
 	CHECK(fallbacks(q) == 2, "two fell back: %llu", (unsigned long long)fallbacks(q));
+
+	if (saxpy_later) {
+		saxpy = saxpy_later;
+		aql_signal_store(done[0], 1, AQL_RELEASE);
+		p = saxpy_packet(&a1, 64, done[0]);
+		th_submit(q, &p);
+		CHECK(th_wait_done(done[0]) == 0, "the second object's kernel ran");
+		CHECK(device_all(y, N, 23.0f), "once");
+		CHECK(fallbacks(q) == 3, "on the translating path: %llu",
+		      (unsigned long long)fallbacks(q));
+		saxpy = linked;
+	}
 	CHECK_OK(aql_queue_destroy(q));
+	aql_code_object_destroy(later);
 	for (int i = 0; i < 4; i++)
 		CHECK_OK(aql_signal_destroy(done[i]));
 	aql_agent_mem_free(gpu, x);
@@ -522,7 +545,8 @@ int main(int argc, char **argv)
 			"AQL_HIL=1 for a real driver\n");
 		return 1;
 	}
-	CHECK_OK(aql_code_object_load_file(gpu, argv[2], NULL, &co));
+	ptx_path = argv[2];
+	CHECK_OK(aql_code_object_load_file(gpu, ptx_path, NULL, &co));
 	if (co)
 		CHECK_OK(aql_code_object_kernel(co, "saxpy", &saxpy));
 	if (!saxpy)

@@ -103,15 +103,15 @@ static void jl_load(void)
 }
 
 /*
- * Link the PTX for sm_90 as the driver's JIT would. Returns 0 if it links
- * or no toolkit is installed; -1 with *log (malloc'd) holding the
- * linker's error log if it does not.
+ * Link n PTX texts for sm_90 as the driver's JIT (one text) or linker
+ * would. Returns 0 if they link or no toolkit is installed; -1 with *log
+ * (malloc'd) holding the linker's error log if they do not.
  */
-static int jit_check(const char *text, size_t size, char **log)
+static int jit_link(uint32_t n, const char *const *texts, const size_t *sizes, char **log)
 {
 	const char *opts[] = { "-arch=sm_90" };
 	nvjl_handle h = NULL;
-	int bad;
+	int bad = 0;
 
 	pthread_once(&jl_once, jl_load);
 	if (!jl_found)
@@ -119,8 +119,9 @@ static int jit_check(const char *text, size_t size, char **log)
 	atomic_fetch_add(&emu.stats.ptx_jit_links, 1);
 	if (jl.create(&h, 1, opts) != 0)
 		return 0;
-	bad = jl.add_data(h, NVJITLINK_INPUT_PTX, text, size, "module.ptx") != 0 ||
-	      jl.complete(h) != 0;
+	for (uint32_t i = 0; i < n && !bad; i++)
+		bad = jl.add_data(h, NVJITLINK_INPUT_PTX, texts[i], sizes[i], "module.ptx") != 0;
+	bad = bad || jl.complete(h) != 0;
 	if (bad) {
 		size_t n = 0;
 
@@ -307,7 +308,7 @@ static CUresult from_ptx(const char *text, size_t size, const struct jit_logs *l
 			      "aql cuda emulation: PTX ISA %u.%u is newer than this driver's",
 			      v / 10, v % 10);
 	}
-	if (jit_check(text, size, &jlog) != 0) {
+	if (jit_link(1, &text, &size, &jlog) != 0) {
 		refuse(l, values, CUDA_ERROR_INVALID_PTX, "%s", jlog ? jlog : "nvJitLink failed");
 		free(jlog);
 		aql_ptx_free(ptx);
@@ -423,6 +424,7 @@ struct CUlinkState_st {
 	struct jit_logs logs;
 	void **values;			/* cuLinkCreate's, for the logs */
 	char *texts[LINK_MAX_INPUTS];
+	size_t sizes[LINK_MAX_INPUTS];
 	uint32_t n;
 	unsigned char *image;		/* cuLinkComplete's, owned */
 	struct CUlinkState_st *next;
@@ -583,7 +585,7 @@ CUresult cuLinkComplete(CUlinkState state, void **cubin, size_t *size)
 	struct undefined u;
 	size_t total = LINK_MAGIC_SIZE + 4;
 	unsigned char *p;
-	char msg[256];
+	char msg[256], *jlog = NULL;
 	CUresult r = emu_gate();
 
 	if (r != CUDA_SUCCESS)
@@ -605,6 +607,15 @@ CUresult cuLinkComplete(CUlinkState state, void **cubin, size_t *size)
 			return CUDA_ERROR_INVALID_IMAGE;
 		}
 		total += strlen(ls->texts[i]) + 1;
+	}
+	/* With the toolkit here, its linker checks the inputs together. */
+	for (uint32_t i = 0; i < ls->n; i++)
+		ls->sizes[i] = strlen(ls->texts[i]);
+	if (jit_link(ls->n, (const char *const *)ls->texts, ls->sizes, &jlog) != 0) {
+		log_put(ls->logs.error, ls->logs.error_size, ls->logs.error_size_index, ls->values,
+			jlog ? jlog : "nvJitLink failed");
+		free(jlog);
+		return CUDA_ERROR_INVALID_IMAGE;
 	}
 	free(ls->image);
 	ls->image = p = malloc(total);
