@@ -233,9 +233,9 @@ void nv_resident_stop(struct nv_resident *r);
 uint64_t nv_resident_fallbacks(const struct nv_resident *r);
 
 /* nv/queue.c, for the resident processor's host thread: run packet id of
- * q on the translating path and wait until it is finished; 0 when the
- * queue failed (it halted: the packets after it got -1). */
-int nv_queue_run_one(struct aql_queue_impl *q, uint64_t id);
+ * q on the translating path and wait until it is finished or *stop is
+ * set; 0 when the queue failed (it halted: the packets after it got -1). */
+int nv_queue_run_one(struct aql_queue_impl *q, uint64_t id, const int *stop);
 /* The processor's stream failed with r: the queue's error state names it;
  * what it had not finished, and the ring, get -1. */
 void nv_queue_resident_failed(struct aql_queue_impl *q, CUresult r);

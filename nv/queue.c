@@ -1570,7 +1570,7 @@ void nv_queue_detach(aql_agent *agent, struct aql_queue_impl *q)
 
 /* ---- the resident processor's translating path ---- */
 
-int nv_queue_run_one(struct aql_queue_impl *q, uint64_t id)
+int nv_queue_run_one(struct aql_queue_impl *q, uint64_t id, const int *stop)
 {
 	struct nvq *s = q->agent_state;
 	uint64_t nap = 1000;
@@ -1585,8 +1585,9 @@ int nv_queue_run_one(struct aql_queue_impl *q, uint64_t id)
 	if (!s->failed && s->nwrites)
 		flush_writes(s);
 	pthread_mutex_unlock(&s->lock);
-	/* In ring order: the processor goes on once this packet finished. */
-	while (reap(s, 1, NULL)) {
+	/* In ring order: the processor goes on once this packet finished;
+	 * a destroy stops the wait (its drain waits for the stream). */
+	while (reap(s, 1, NULL) && !__atomic_load_n(stop, __ATOMIC_ACQUIRE)) {
 		sleep_ns(nap);
 		nap = nap * 2 > POLL_MAX_SLEEP_NS ? POLL_MAX_SLEEP_NS : nap * 2;
 	}

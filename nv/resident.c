@@ -325,7 +325,7 @@ static void *host_main(void *arg)
 		if (handed > r->ctl->returned) {
 			__atomic_fetch_add(&r->fallbacks, 1, __ATOMIC_RELAXED);
 			/* A failed packet halted the queue: the processor stops. */
-			if (!nv_queue_run_one(q, handed - 1))
+			if (!nv_queue_run_one(q, handed - 1, &r->stop))
 				__atomic_store_n(&r->ctl->stop, 1, __ATOMIC_RELEASE);
 			__atomic_store_n(&r->ctl->returned, handed, __ATOMIC_RELEASE);
 			busy = 1;
