@@ -54,7 +54,6 @@ struct nv_resident {
 	int stop;			/* atomic: the host thread leaves */
 	int failed;			/* the stream failed */
 	pthread_t thread;
-	int launched;
 };
 
 /* ---- linking ---- */
@@ -393,7 +392,6 @@ static aql_status launch(struct nv_resident *r)
 		return nv_fail(res, "cuLaunchKernel", "resident queue %llu: launching its "
 			       "processor (%u blocks of %u threads)",
 			       (unsigned long long)r->q->pub.amd->hsa.id, r->blocks, AQL_RES_BLOCK);
-	r->launched = 1;
 	return AQL_OK;
 }
 
@@ -441,7 +439,8 @@ aql_status nv_resident_start(struct nv_agent *a, struct aql_queue_impl *q,
 		goto fail;
 	}
 	memset(r->ctl, 0, sizeof(*r->ctl));
-	memcpy(r->kernels, b.kernels, b.count * sizeof(*r->kernels));
+	if (b.count)
+		memcpy(r->kernels, b.kernels, b.count * sizeof(*r->kernels));
 	r->ctl->ring = (uint64_t)(uintptr_t)pub->ring;
 	r->ctl->read_index = (uint64_t)(uintptr_t)&pub->amd->read_dispatch_id;
 	r->ctl->kernels = (uint64_t)(uintptr_t)r->kernels;
