@@ -141,6 +141,12 @@ struct aql_agent_ops {
 	 */
 	void (*queue_request)(aql_agent *agent, struct aql_queue_impl *queue);
 	/*
+	 * Packets a resident queue (AQL_QUEUE_RESIDENT, attached to agent)
+	 * handed to its translating path so far. NULL: the agent has no
+	 * resident processor and refuses the flag.
+	 */
+	uint64_t (*queue_fallbacks)(aql_agent *agent, struct aql_queue_impl *queue);
+	/*
 	 * Give an attached queue the priority (aql_queue_set_priority()); the
 	 * core holds queue->priority_lock, and queue->priority is still the
 	 * old one. queue_attach starts a queue at queue->priority itself.

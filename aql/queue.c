@@ -48,8 +48,12 @@ static aql_status check_config(const aql_agent_info *info, const aql_queue_confi
 	if (c->type != AQL_QUEUE_MULTI && c->type != AQL_QUEUE_SINGLE)
 		return aql_fail(AQL_ERR_INVALID_ARG, "queue type %d is unknown", (int)c->type);
 	if (c->flags & ~(uint32_t)(AQL_QUEUE_PROFILING | AQL_QUEUE_LOW_PRIORITY |
-				   AQL_QUEUE_HIGH_PRIORITY))
+				   AQL_QUEUE_HIGH_PRIORITY | AQL_QUEUE_RESIDENT |
+				   AQL_QUEUE_RESIDENT_BLOCKS(0xff)))
 		return aql_fail(AQL_ERR_INVALID_ARG, "queue flags 0x%x has unknown bits", c->flags);
+	if ((c->flags & AQL_QUEUE_RESIDENT_BLOCKS(0xff)) && !(c->flags & AQL_QUEUE_RESIDENT))
+		return aql_fail(AQL_ERR_INVALID_ARG, "queue flags 0x%x give resident blocks "
+				"without AQL_QUEUE_RESIDENT", c->flags);
 	if ((c->flags & AQL_QUEUE_LOW_PRIORITY) && (c->flags & AQL_QUEUE_HIGH_PRIORITY))
 		return aql_fail(AQL_ERR_INVALID_ARG,
 				"queue flags 0x%x ask for both low and high priority", c->flags);
@@ -139,6 +143,10 @@ aql_status aql_queue_create(aql_agent *agent, const aql_queue_config *config,
 	st = check_config(&info, &c);
 	if (st != AQL_OK)
 		return st;
+	if ((c.flags & AQL_QUEUE_RESIDENT) && !agent->ops->queue_fallbacks)
+		return aql_fail(AQL_ERR_UNSUPPORTED, "AQL_QUEUE_RESIDENT: the %s agent %s has no "
+				"resident packet processor (NVIDIA agents have one)",
+				aql_agent_kind_name(info.kind), info.name);
 	if (posix_memalign((void **)&q, 64, sizeof(*q)))
 		return aql_fail(AQL_ERR_NOMEM, "aql_queue_create: no memory for the queue");
 	*q = (struct aql_queue_impl){ .agent = agent, .flags = c.flags,
@@ -201,6 +209,20 @@ aql_status aql_queue_set_priority(aql_queue *queue, enum aql_queue_priority prio
 	}
 	pthread_mutex_unlock(&q->priority_lock);
 	return st;
+}
+
+aql_status aql_queue_resident_fallbacks(aql_queue *queue, uint64_t *count)
+{
+	struct aql_queue_impl *q = aql_queue_impl(queue);
+
+	if (!queue || !count)
+		return aql_fail(AQL_ERR_INVALID_ARG, "aql_queue_resident_fallbacks: queue or count "
+				"is NULL");
+	if (!(q->flags & AQL_QUEUE_RESIDENT))
+		return aql_fail(AQL_ERR_INVALID_ARG, "queue %llu is not resident (created without "
+				"AQL_QUEUE_RESIDENT)", (unsigned long long)queue->amd->hsa.id);
+	*count = q->agent->ops->queue_fallbacks(q->agent, q);
+	return AQL_OK;
 }
 
 void aql_queue_cancel_pending(struct aql_queue_impl *q)

@@ -36,6 +36,7 @@
 struct nv_module {
 	struct nv_module *next, *prev;
 	CUmodule module;
+	char *ptx;			/* a PTX module's text, for resident queues */
 	uint32_t count;
 	struct nv_kernel kernels[];
 };
@@ -574,6 +575,7 @@ static void module_free(struct nv_agent *a, struct nv_module *m)
 	if (r != CUDA_SUCCESS)
 		fprintf(stderr, "libaql: NVIDIA agent %u: cuModuleUnload failed: %s (%s)\n",
 			a->info.device_index, nv_result_name(r), nv_result_string(r));
+	free(m->ptx);
 	free(m);
 }
 
@@ -604,6 +606,11 @@ static aql_status module_load(aql_agent *agent, enum aql_code_object_kind kind,
 	}
 	m->module = module;
 	m->count = n;
+	if (kind == AQL_CODE_OBJECT_PTX && !(m->ptx = strndup(load->image, load->size))) {
+		module_free(a, m);
+		return aql_fail(AQL_ERR_NOMEM, "NVIDIA agent: a copy of %zu bytes of PTX",
+				load->size);
+	}
 	names = (char *)&m->kernels[n];
 	for (uint32_t i = 0; i < n; i++) {
 		struct nv_kernel *k = &m->kernels[i];
@@ -631,6 +638,26 @@ static aql_status module_load(aql_agent *agent, enum aql_code_object_kind kind,
 	a->modules++;
 	pthread_mutex_unlock(&ag->module_lock);
 	return AQL_OK;
+}
+
+aql_status nv_modules_each_ptx(struct nv_agent *a,
+			       aql_status (*f)(void *user, const char *ptx,
+					       struct nv_kernel *kernels, uint32_t count),
+			       void *user)
+{
+	struct agent *ag = agent_of(&a->base);
+	aql_status st = AQL_OK;
+	struct nv_module *m;
+
+	pthread_mutex_lock(&ag->module_lock);
+	/* Oldest first: the list's head is the latest load. */
+	for (m = ag->module_list; m && m->next; m = m->next)
+		;
+	for (; m && st == AQL_OK; m = m->prev)
+		if (m->ptx)
+			st = f(user, m->ptx, m->kernels, m->count);
+	pthread_mutex_unlock(&ag->module_lock);
+	return st;
 }
 
 static void module_unload(aql_agent *agent, void *base)
@@ -700,6 +727,7 @@ static const struct aql_agent_ops nv_agent_ops = {
 	.queue_flush = nv_queue_flush,
 	.queue_find_pending = nv_queue_find_pending,
 	.queue_request = nv_queue_request,
+	.queue_fallbacks = nv_queue_fallbacks,
 	.destroy = destroy,
 	.code_alloc = code_alloc,
 	.mem_alloc = mem_alloc,

@@ -23,6 +23,7 @@ typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
 typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphExec_st *CUgraphExec;
+typedef struct CUlinkState_st *CUlinkState;
 typedef struct CUgraphNode_st *CUgraphNode;
 typedef void (*CUhostFn)(void *user);
 
@@ -123,6 +124,13 @@ enum {
 	CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
 	CU_JIT_TARGET_FROM_CUCONTEXT = 8,
 	CU_JIT_LOG_VERBOSE = 12,
+};
+
+/* CUjitInputType values (cuLinkAddData). */
+enum {
+	CU_JIT_INPUT_CUBIN = 0,
+	CU_JIT_INPUT_PTX = 1,
+	CU_JIT_NUM_INPUT_TYPES = 6,
 };
 
 /* Context flags (cuDevicePrimaryCtxSetFlags). */
@@ -270,6 +278,13 @@ typedef CUresult (*cu_get_proc_address_v2_fn)(const char *symbol, void **pfn, in
 	X(cuModuleGetFunction, CUresult, (CUfunction *fn, CUmodule module, const char *name)) \
 	X(cuModuleGetGlobal, CUresult, (CUdeviceptr *ptr, size_t *bytes, CUmodule module,    \
 					const char *name))                                   \
+	X(cuLinkCreate, CUresult, (unsigned int n, int *options, void **values,             \
+				   CUlinkState *state))                                 \
+	X(cuLinkAddData, CUresult, (CUlinkState state, int type, void *data, size_t size,    \
+				    const char *name, unsigned int n, int *options,     \
+				    void **values))                                     \
+	X(cuLinkComplete, CUresult, (CUlinkState state, void **cubin, size_t *size))         \
+	X(cuLinkDestroy, CUresult, (CUlinkState state))                                      \
 	X(cuFuncGetAttribute, CUresult, (int *value, int attrib, CUfunction fn))             \
 	X(cuFuncSetAttribute, CUresult, (CUfunction fn, int attrib, int value))              \
 	X(cuLaunchKernel, CUresult, (CUfunction fn, unsigned int gx, unsigned int gy,        \

@@ -11,7 +11,9 @@
  *              table entry;
  *   queue.c    queues: a non-blocking stream per queue, AQL packets
  *              translated into launches, copies and stream memory
- *              operations; completions, faults.
+ *              operations; completions, faults;
+ *   resident.c resident queues (AQL_QUEUE_RESIDENT): the processor
+ *              kernel (resident_kernel.c) linked, launched and served.
  */
 #ifndef AQL_NV_NV_H
 #define AQL_NV_NV_H
@@ -137,6 +139,16 @@ int nv_host_reachable(struct nv_agent *a, const void *ptr, size_t size);
  */
 aql_status nv_host_register(struct nv_agent *a, void *ptr, size_t size);
 
+/*
+ * f(user, text, kernels, count) for each PTX module loaded on a, in load
+ * order, under the agent's module lock, until f returns an error
+ * (returned). Thread safe.
+ */
+aql_status nv_modules_each_ptx(struct nv_agent *a,
+			       aql_status (*f)(void *user, const char *ptx,
+					       struct nv_kernel *kernels, uint32_t count),
+			       void *user);
+
 /* A signal the device writes or waits on: its page registered. */
 aql_status nv_signal_reach(struct nv_agent *a, aql_signal *signal);
 
@@ -202,6 +214,32 @@ int nv_queue_find_pending(aql_agent *agent, struct aql_queue_impl *queue,
 /* AQL_ERR_UNSUPPORTED, naming why: a stream's priority is its creation's. */
 aql_status nv_queue_set_priority(aql_agent *agent, struct aql_queue_impl *queue,
 				 enum aql_queue_priority priority);
+uint64_t nv_queue_fallbacks(aql_agent *agent, struct aql_queue_impl *queue);
+
+/*
+ * nv/resident.c: the resident processor of an AQL_QUEUE_RESIDENT queue.
+ * nv_resident_start links the processor's PTX with the device-function
+ * forms of the agent's PTX modules, launches it on a stream of its own
+ * and starts the host thread that runs what it hands back, wakes
+ * sleeping waiters and watches for faults. nv_resident_stop stops the
+ * processor between packets and returns with the ring's read index where
+ * it stopped. Errors of start: AQL_ERR_UNSUPPORTED (libaql built without
+ * the processor's PTX), AQL_ERR_DEVICE, AQL_ERR_NOMEM, named.
+ */
+struct nv_resident;
+aql_status nv_resident_start(struct nv_agent *a, struct aql_queue_impl *q,
+			     struct nv_resident **out);
+void nv_resident_stop(struct nv_resident *r);
+uint64_t nv_resident_fallbacks(const struct nv_resident *r);
+
+/* nv/queue.c, for the resident processor's host thread: run packet id of
+ * q on the translating path and wait until it is finished or *stop is
+ * set; 0 when the queue failed (it halted: the packets after it got -1). */
+int nv_queue_run_one(struct aql_queue_impl *q, uint64_t id, const int *stop);
+/* The processor's stream failed with r: the queue's error state names it;
+ * what it had not finished, and the ring, get -1. */
+void nv_queue_resident_failed(struct aql_queue_impl *q, CUresult r);
+
 /* The CUDA stream of an attached queue, for tests. */
 CUstream nv_queue_stream(const struct aql_queue_impl *queue);
 

@@ -112,6 +112,9 @@ struct nvq {
 	struct aql_queue_impl *q;
 	CUstream stream;
 	int device_path;		/* stream memory operations */
+	/* A resident queue's processor (AQL_QUEUE_RESIDENT), which owns the
+	 * ring: only the packets it hands back are translated, up to limit. */
+	struct nv_resident *res;
 	pthread_t thread;
 	/* Progress: the id after the last packet whose completion stores the
 	 * stream has started / finished. Device-visible. */
@@ -120,6 +123,7 @@ struct nvq {
 	/* Translation: everything below, under lock. */
 	pthread_mutex_t lock;
 	uint64_t next;			/* next packet id to translate */
+	uint64_t limit;			/* ids below it may be translated */
 	int failed;			/* translate nothing more */
 	int halted;			/* failed packets' signals stored */
 	/* Completion stores not yet on the stream: ops[1..nwrites]; ops[0]
@@ -1103,7 +1107,7 @@ static void translate_ready(struct nvq *s)
 		uint16_t header = __atomic_load_n(&slot->header, __ATOMIC_ACQUIRE);
 		aql_packet p;
 
-		if (aql_header_type(header) == AQL_PACKET_INVALID)
+		if (aql_header_type(header) == AQL_PACKET_INVALID || s->next >= s->limit)
 			break;
 		memcpy(&p, slot, sizeof(p));
 		p.header = header;
@@ -1154,6 +1158,9 @@ void nv_queue_flush(aql_agent *agent, struct aql_queue_impl *q, uint64_t last)
 	uint64_t first, need;
 
 	(void)agent;
+	/* A resident queue's processor takes the packets from the ring. */
+	if (s->res)
+		return;
 	pthread_mutex_lock(&s->lock);
 	first = s->next;
 	translate_ready(s);
@@ -1427,7 +1434,7 @@ aql_status nv_queue_attach(aql_agent *agent, struct aql_queue_impl *q)
 		return aql_fail(AQL_ERR_NOMEM, "CUDA queue: no memory");
 	*s = (struct nvq){ .a = a, .cu = a->cu, .q = q,
 			   .device_path = a->info.signal_path == AQL_SIGNAL_PATH_DEVICE,
-			   .next = q->pub.amd->read_dispatch_id };
+			   .next = q->pub.amd->read_dispatch_id, .limit = UINT64_MAX };
 	s->stop.kind = AQL_SIGNAL_KIND_USER;
 	s->cancel.kind = AQL_SIGNAL_KIND_USER;
 	s->done = s->enqueued = s->translated = s->next;
@@ -1449,6 +1456,15 @@ aql_status nv_queue_attach(aql_agent *agent, struct aql_queue_impl *q)
 		goto fail;
 	}
 	q->agent_state = s;
+	if (q->flags & AQL_QUEUE_RESIDENT) {
+		s->limit = s->next;
+		st = nv_resident_start(a, q, &s->res);
+		if (st == AQL_OK)
+			return AQL_OK;
+		q->agent_state = NULL;
+		a->cu->cuStreamDestroy(s->stream);
+		goto fail;
+	}
 	err = pthread_create(&s->thread, NULL, processor_main, s);
 	if (err) {
 		q->agent_state = NULL;
@@ -1496,8 +1512,18 @@ void nv_queue_detach(aql_agent *agent, struct aql_queue_impl *q)
 	int keep = 0, entered;
 
 	(void)agent;
-	aql_signal_store(&s->stop, 1, AQL_RELEASE);
-	pthread_join(s->thread, NULL);
+	if (s->res) {
+		/* The processor stops between packets; the ring's packets
+		 * from where it stopped on are the core's to cancel. */
+		nv_resident_stop(s->res);
+		s->res = NULL;
+		pthread_mutex_lock(&s->lock);
+		s->next = __atomic_load_n(&q->pub.amd->read_dispatch_id, __ATOMIC_ACQUIRE);
+		pthread_mutex_unlock(&s->lock);
+	} else {
+		aql_signal_store(&s->stop, 1, AQL_RELEASE);
+		pthread_join(s->thread, NULL);
+	}
 	entered = nv_enter(s->a) == AQL_OK;
 	pthread_mutex_lock(&s->lock);
 	/* Owed stores go out; without the context, halt() below gives
@@ -1540,6 +1566,67 @@ void nv_queue_detach(aql_agent *agent, struct aql_queue_impl *q)
 		abandon(s);
 	else
 		free_state(s);
+}
+
+/* ---- the resident processor's translating path ---- */
+
+int nv_queue_run_one(struct aql_queue_impl *q, uint64_t id, const int *stop)
+{
+	struct nvq *s = q->agent_state;
+	uint64_t nap = 1000;
+	int failed;
+
+	pthread_mutex_lock(&s->lock);
+	/* The processor ran every packet before id itself. */
+	if (!s->failed)
+		s->next = id;
+	s->limit = id + 1;
+	translate_ready(s);
+	if (!s->failed && s->nwrites)
+		flush_writes(s);
+	pthread_mutex_unlock(&s->lock);
+	/* In ring order: the processor goes on once this packet finished;
+	 * a destroy stops the wait (its drain waits for the stream). */
+	while (reap(s, 1, NULL) && !__atomic_load_n(stop, __ATOMIC_ACQUIRE)) {
+		sleep_ns(nap);
+		nap = nap * 2 > POLL_MAX_SLEEP_NS ? POLL_MAX_SLEEP_NS : nap * 2;
+	}
+	pthread_mutex_lock(&s->lock);
+	halt_if_drained(s);
+	failed = s->failed;
+	pthread_mutex_unlock(&s->lock);
+	return !failed;
+}
+
+void nv_queue_resident_failed(struct aql_queue_impl *q, CUresult r)
+{
+	struct nvq *s = q->agent_state;
+
+	aql_queue_fail(q, AQL_ERR_DEVICE,
+		       "CUDA queue %llu: its resident processor failed: %s (%s); the device "
+		       "context is unusable from here on", (unsigned long long)q->pub.amd->hsa.id,
+		       nv_result_name(r), nv_result_string(r));
+	__atomic_store_n(&s->dead, 1, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&s->lock);
+	s->next = __atomic_load_n(&q->pub.amd->read_dispatch_id, __ATOMIC_ACQUIRE);
+	s->failed = 1;
+	if (!s->halted)
+		halt(s);
+	pthread_mutex_unlock(&s->lock);
+}
+
+uint64_t nv_queue_fallbacks(aql_agent *agent, struct aql_queue_impl *q)
+{
+	struct nvq *s;
+	uint64_t n = 0;
+
+	(void)agent;
+	pthread_mutex_lock(&hook_lock);
+	s = q->agent_state;
+	if (s && s->res)
+		n = nv_resident_fallbacks(s->res);
+	pthread_mutex_unlock(&hook_lock);
+	return n;
 }
 
 int nv_queue_find_pending(aql_agent *agent, struct aql_queue_impl *q,

@@ -132,11 +132,14 @@ enum aql_agent_kind th_test_kind(void)
 
 aql_queue *th_test_queue(uint32_t size, enum aql_queue_type type, uint32_t flags)
 {
+	const char *resident = getenv("AQL_TEST_RESIDENT");
 	aql_queue_config config = { .size = size, .type = type, .flags = flags,
 				    .full_timeout_ns = TH_TIMEOUT_NS,
 				    .error_callback = record_error };
 	aql_queue *q;
 
+	if (resident && !strcmp(resident, "1"))
+		config.flags |= AQL_QUEUE_RESIDENT | AQL_QUEUE_RESIDENT_BLOCKS(2);
 	if (aql_queue_create(th_test_agent(), &config, &q) != AQL_OK) {
 		fprintf(stderr, "queue: %s\n", aql_error_message());
 		exit(1);

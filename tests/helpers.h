@@ -83,7 +83,8 @@ aql_agent *th_test_agent(void);
 int th_test_gpu(void);
 enum aql_agent_kind th_test_kind(void);
 
-/* As th_queue(), on th_test_agent(). */
+/* As th_queue(), on th_test_agent(); with AQL_TEST_RESIDENT=1, a
+ * resident queue (AQL_QUEUE_RESIDENT, 2 blocks: NVIDIA agents only). */
 aql_queue *th_test_queue(uint32_t size, enum aql_queue_type type, uint32_t flags);
 
 /*

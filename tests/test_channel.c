@@ -38,10 +38,15 @@ static struct rig rig_make(uint32_t workers)
 		r.agent = th_test_agent();
 	else
 		CHECK_OK(aql_host_agent_create(&ac, &r.agent));
-	CHECK_OK(aql_queue_create(r.agent, &qc, &r.queue));
+	/* The kernels before the queue: a resident one (AQL_TEST_RESIDENT=1)
+	 * runs those loaded before it was created. */
 	CHECK_OK(aql_code_object_load_file(r.agent, co_path, NULL, &r.co));
 	if (!r.co)
 		exit(1);
+	if (th_test_gpu())
+		r.queue = th_test_queue(qc.size, AQL_QUEUE_MULTI, 0);
+	else
+		CHECK_OK(aql_queue_create(r.agent, &qc, &r.queue));
 	return r;
 }
 

@@ -885,6 +885,50 @@ static void modules(void)
 	CU_EQ(cu.cuModuleLoadDataEx(&m, "this is not PTX {", 0, NULL, NULL), CUDA_ERROR_INVALID_PTX);
 }
 
+/* An entry that calls a function another input must define. */
+static const char caller_ptx[] =
+	".version 7.8\n.target sm_75\n.address_size 64\n"
+	".extern .func callee_fn(.param .b64 a);\n"
+	".visible .entry caller()\n{\n\t.reg .b64 %rd<1>;\n\tmov.u64 %rd0, 0;\n"
+	"\t{\n\t.param .b64 a;\n\tst.param.b64 [a], %rd0;\n"
+	"\tcall.uni callee_fn, (a);\n\t}\n\tret;\n}\n";
+
+/* The linker's rules: PTX only, NUL-terminated, externs defined at
+ * Complete, the image the state's, handles checked. */
+static void linker(void)
+{
+	char log[512];
+	int opts[] = { CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES };
+	void *vals[] = { log, (void *)(uintptr_t)sizeof(log) };
+	char unterminated[4] = { '.', 'v', 'e', 'r' };
+	CUlinkState ls, gone;
+	void *image = NULL;
+	size_t size = 0;
+
+	CU_EQ(cu.cuLinkCreate(0, NULL, NULL, NULL), CUDA_ERROR_INVALID_VALUE);
+	CU_OK(cu.cuLinkCreate(2, opts, vals, &ls));
+	CU_EQ(cu.cuLinkAddData(ls, CU_JIT_INPUT_PTX, unterminated, sizeof(unterminated), "u", 0,
+			       NULL, NULL), CUDA_ERROR_INVALID_VALUE);
+	CU_EQ(cu.cuLinkAddData(ls, CU_JIT_NUM_INPUT_TYPES, (void *)caller_ptx,
+			       sizeof(caller_ptx), "c", 0, NULL, NULL), CUDA_ERROR_INVALID_VALUE);
+	CU_EQ(cu.cuLinkAddData(ls, CU_JIT_INPUT_CUBIN, (void *)caller_ptx, sizeof(caller_ptx),
+			       "c", 0, NULL, NULL), CUDA_ERROR_NOT_SUPPORTED);
+	CU_EQ(cu.cuLinkAddData(ls, CU_JIT_INPUT_PTX, (void *)new_ptx, sizeof(new_ptx), "n", 0,
+			       NULL, NULL), CUDA_ERROR_UNSUPPORTED_PTX_VERSION);
+	CU_OK(cu.cuLinkAddData(ls, CU_JIT_INPUT_PTX, (void *)caller_ptx, sizeof(caller_ptx),
+			       "c", 0, NULL, NULL));
+	log[0] = 0;
+	CU_EQ(cu.cuLinkComplete(ls, &image, &size), CUDA_ERROR_INVALID_IMAGE);
+	CHECK(strstr(log, "callee_fn") != NULL, "the undefined name in the log: %s", log);
+	CU_EQ(cu.cuLinkComplete(ls, NULL, &size), CUDA_ERROR_INVALID_VALUE);
+	CU_OK(cu.cuLinkDestroy(ls));
+	gone = ls;
+	CU_EQ(cu.cuLinkAddData(gone, CU_JIT_INPUT_PTX, (void *)caller_ptx, sizeof(caller_ptx),
+			       "c", 0, NULL, NULL), CUDA_ERROR_INVALID_HANDLE);
+	CU_EQ(cu.cuLinkComplete(gone, &image, &size), CUDA_ERROR_INVALID_HANDLE);
+	CU_EQ(cu.cuLinkDestroy(gone), CUDA_ERROR_INVALID_HANDLE);
+}
+
 static void kernels(void)
 {
 	struct saxpy k;
@@ -1159,6 +1203,7 @@ int main(int argc, char **argv)
 	streams_and_memops();
 	threads(ctx);
 	modules();
+	linker();
 	if (ptx_path)
 		kernels();
 	else

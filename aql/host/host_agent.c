@@ -795,8 +795,46 @@ static aql_status encode_copy(aql_agent *agent, aql_packet *packet, void *dst,
 	return AQL_OK;
 }
 
+/*
+ * Atomics made in libaql for host builds that synchronise with host
+ * threads through memory alone (the resident CUDA processor's host build,
+ * nv/resident_kernel.c): a host code object is not instrumented, so a
+ * sanitizer sees its synchronisation only when libaql makes it.
+ */
+static uint64_t host_sync_load(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static void host_sync_store(uint64_t *p, uint64_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
+static uint64_t host_sync_add(uint64_t *p, uint64_t v)
+{
+	return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+}
+
+static uint32_t host_sync_add32(uint32_t *p, uint32_t v)
+{
+	return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+}
+
+static uint64_t host_sync_cas(uint64_t *p, uint64_t expected, uint64_t desired)
+{
+	__atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_SEQ_CST,
+				    __ATOMIC_SEQ_CST);
+	return expected;
+}
+
 /* What the CPU agent lends to kernels in host code objects. */
 static const aql_symbol_binding host_builtins[] = {
+	{ "aql_host_sync_load", (uint64_t)(uintptr_t)host_sync_load },
+	{ "aql_host_sync_store", (uint64_t)(uintptr_t)host_sync_store },
+	{ "aql_host_sync_add", (uint64_t)(uintptr_t)host_sync_add },
+	{ "aql_host_sync_add32", (uint64_t)(uintptr_t)host_sync_add32 },
+	{ "aql_host_sync_cas", (uint64_t)(uintptr_t)host_sync_cas },
 	{ "aql_host_workitem_current", (uint64_t)(uintptr_t)aql_host_workitem_current },
 	{ "aql_host_barrier", (uint64_t)(uintptr_t)aql_host_barrier },
 	{ "aql_channel_host_wake", (uint64_t)(uintptr_t)aql_channel_host_wake },

@@ -86,6 +86,17 @@ typedef __PTRDIFF_TYPE__ ptrdiff_t;
 #define aql_global __global
 #define aql_local __local
 #define AQL_INLINE static inline __attribute__((always_inline))
+
+/* The ids of a work-item run in a kernel's device-function form (see
+ * aql_wg_ids below): the host's struct aql_host_ids_, field for field. */
+struct aql_gpu_ids_ {
+	uint32_t item[3];		/* "local" is an address space in OpenCL */
+	uint32_t group[3];
+	uint32_t size[3];
+	uint32_t wg[3];
+	uint32_t grid[3];
+};
+typedef struct aql_gpu_ids_ aql_wg_ids;
 #else
 #include <stddef.h>
 #include <stdint.h>
@@ -153,44 +164,41 @@ AQL_INLINE uint32_t aql_local_size(unsigned dim)
 
 #elif defined(AQL_KERNEL_TARGET_NVPTX)
 
-AQL_INLINE uint32_t aql_local_id(unsigned dim)
-{
-	return dim == 0 ? __nvvm_read_ptx_sreg_tid_x()
-	     : dim == 1 ? __nvvm_read_ptx_sreg_tid_y()
-	     : dim == 2 ? __nvvm_read_ptx_sreg_tid_z() : 0;
-}
+/*
+ * A kernel body reads its ids from the special registers, or, in the
+ * device-function form that NVIDIA's resident processor calls
+ * (nv/README.md), from the aql_wg_ids the processor passes: the body's
+ * parameter aql_ids_ hides the file-scope null below, as on the host.
+ */
+static const __generic struct aql_gpu_ids_ *__constant aql_ids_ __attribute__((unused)) = 0;
 
-AQL_INLINE uint32_t aql_group_id(unsigned dim)
-{
-	return dim == 0 ? __nvvm_read_ptx_sreg_ctaid_x()
-	     : dim == 1 ? __nvvm_read_ptx_sreg_ctaid_y()
-	     : dim == 2 ? __nvvm_read_ptx_sreg_ctaid_z() : 0;
-}
-
+/* v from the processor's ids when c is not null, else the register's. */
+#define AQL_NV_ID_(field, dflt, x, y, z)                                       \
+	AQL_INLINE uint32_t aql_nv_##field##_(const struct aql_gpu_ids_ *c,   \
+					      unsigned dim)                    \
+	{                                                                      \
+		if (dim > 2)                                                   \
+			return (dflt);                                         \
+		if (c)                                                         \
+			return c->field[dim];                                  \
+		return dim == 0 ? (x) : dim == 1 ? (y) : (z);                  \
+	}
+AQL_NV_ID_(item, 0, __nvvm_read_ptx_sreg_tid_x(), __nvvm_read_ptx_sreg_tid_y(),
+	   __nvvm_read_ptx_sreg_tid_z())
+AQL_NV_ID_(group, 0, __nvvm_read_ptx_sreg_ctaid_x(), __nvvm_read_ptx_sreg_ctaid_y(),
+	   __nvvm_read_ptx_sreg_ctaid_z())
 /* CUDA grids are whole blocks: no partial work-groups. */
-AQL_INLINE uint32_t aql_enqueued_local_size(unsigned dim)
-{
-	return dim == 0 ? __nvvm_read_ptx_sreg_ntid_x()
-	     : dim == 1 ? __nvvm_read_ptx_sreg_ntid_y()
-	     : dim == 2 ? __nvvm_read_ptx_sreg_ntid_z() : 1;
-}
+AQL_NV_ID_(wg, 1, __nvvm_read_ptx_sreg_ntid_x(), __nvvm_read_ptx_sreg_ntid_y(),
+	   __nvvm_read_ptx_sreg_ntid_z())
+AQL_NV_ID_(grid, 1, __nvvm_read_ptx_sreg_nctaid_x() * __nvvm_read_ptx_sreg_ntid_x(),
+	   __nvvm_read_ptx_sreg_nctaid_y() * __nvvm_read_ptx_sreg_ntid_y(),
+	   __nvvm_read_ptx_sreg_nctaid_z() * __nvvm_read_ptx_sreg_ntid_z())
 
-AQL_INLINE uint32_t aql_local_size(unsigned dim)
-{
-	return aql_enqueued_local_size(dim);
-}
-
-AQL_INLINE uint32_t aql_num_groups_nv_(unsigned dim)
-{
-	return dim == 0 ? __nvvm_read_ptx_sreg_nctaid_x()
-	     : dim == 1 ? __nvvm_read_ptx_sreg_nctaid_y()
-	     : dim == 2 ? __nvvm_read_ptx_sreg_nctaid_z() : 1;
-}
-
-AQL_INLINE uint32_t aql_global_size(unsigned dim)
-{
-	return aql_num_groups_nv_(dim) * aql_enqueued_local_size(dim);
-}
+#define aql_local_id(dim) aql_nv_item_(aql_ids_, (dim))
+#define aql_group_id(dim) aql_nv_group_(aql_ids_, (dim))
+#define aql_local_size(dim) aql_nv_wg_(aql_ids_, (dim))
+#define aql_enqueued_local_size(dim) aql_nv_wg_(aql_ids_, (dim))
+#define aql_global_size(dim) aql_nv_grid_(aql_ids_, (dim))
 
 #else /* host */
 
@@ -212,6 +220,24 @@ struct aql_host_ids_ {
 };
 
 static const struct aql_host_ids_ *const aql_ids_ __attribute__((unused)) = NULL;
+
+/*
+ * aql_wg_ids: what a caller of a kernel's device-function form passes for
+ * each work-item (ids within the group, the group's ids, the group's size,
+ * the dispatch's work-group and grid sizes). Every kernel declared with
+ * AQL_KERNEL or AQL_KERNEL_NO_BARRIER also defines, beside its entry,
+ *
+ *   void <name>_aql_dev(const void *kernarg, const aql_wg_ids *ids);
+ *   void <name>_aql_dev_nb(...)   (the same, for AQL_KERNEL_NO_BARRIER)
+ *
+ * an exported function (a .visible .func in PTX) that runs one work-item
+ * of the body with the kernarg block and the ids given rather than the
+ * hardware's: NVIDIA's resident processor (nv/README.md) links and calls
+ * it. The _nb name says that the body never calls aql_barrier(), so that
+ * work-items may run in a group smaller than the caller's block. Kernels
+ * with static LDS (AQL_KERNEL_LDS) have none.
+ */
+typedef struct aql_host_ids_ aql_wg_ids;
 
 AQL_INLINE struct aql_host_ids_ aql_host_ids_of_(const aql_host_workitem *wi)
 {
@@ -273,7 +299,7 @@ AQL_HOST_ID_(grid, 1, (&aql_host_workitem_current()->packet->grid_size_x)[dim])
  *   times the work-group size).
  * aql_num_groups(dim), aql_global_id(dim), aql_local_linear_id(): derived.
  */
-#ifdef AQL_KERNEL_TARGET_HOST
+#if defined(AQL_KERNEL_TARGET_HOST) || defined(AQL_KERNEL_TARGET_NVPTX)
 /* Macros, so that they too read the ids in scope. */
 #define aql_num_groups(dim)                                                    \
 	(aql_global_size(dim) / aql_enqueued_local_size(dim) +                 \
@@ -693,7 +719,9 @@ AQL_INLINE void aql_atomic_store_u32(uint32_t *p, uint32_t v, int order)
 #ifndef AQL_KERNEL_TARGET_HOST
 
 #define AQL_KD_NO_BARRIER_ 1	/* only the CPU agent reads this flag */
-#define AQL_KERNEL_NB_(kn, ...) AQL_KERNEL_PLAIN_(kn, AQL_KD_NO_BARRIER_, __VA_ARGS__)
+#define AQL_KERNEL_PLAIN_(kn, kf, ...) AQL_KERNEL_GPU_(kn, kf, _aql_dev, __VA_ARGS__)
+#define AQL_KERNEL_NB_(kn, ...)                                                \
+	AQL_KERNEL_GPU_(kn, AQL_KD_NO_BARRIER_, _aql_dev_nb, __VA_ARGS__)
 
 #if defined(AQL_KERNEL_TARGET_AMDGCN)
 #define AQL_KERNEL_ATTRS_                                                      \
@@ -738,14 +766,33 @@ AQL_INLINE void aql_atomic_store_u32(uint32_t *p, uint32_t v, int order)
 	};
 #endif
 
-#define AQL_KERNEL_PLAIN_(kn, kf, ...)                                         \
+/* The device-function form (see aql_wg_ids): PTX only. */
+#if defined(AQL_KERNEL_TARGET_NVPTX)
+#define AQL_KERNEL_DEV_(kn, dev, ...)                                          \
+	struct kn##_aql_args {                                                 \
+		AQL_PP_SEQ(AQL_MEMBER_, , __VA_ARGS__)                         \
+	};                                                                     \
+	__attribute__((noinline)) void kn##dev(const void *kernarg,            \
+					       const aql_wg_ids *ids)          \
+	{                                                                      \
+		const struct kn##_aql_args *a_ = kernarg;                      \
+		kn##_aql_body(ids, AQL_PP_LIST(AQL_UNPACK_, a_, __VA_ARGS__));  \
+	}
+#else
+#define AQL_KERNEL_DEV_(kn, dev, ...)
+#endif
+
+#define AQL_KERNEL_GPU_(kn, kf, dev, ...)                                      \
 	AQL_KERNEL_DESCRIPTION_(kn, __VA_ARGS__)                               \
-	AQL_INLINE void kn##_aql_body(AQL_PP_LIST(AQL_BODY_PARAM_, , __VA_ARGS__)); \
+	AQL_INLINE void kn##_aql_body(const struct aql_gpu_ids_ *aql_ids_ AQL_UNUSED_, \
+				      AQL_PP_LIST(AQL_BODY_PARAM_, , __VA_ARGS__)); \
 	__kernel AQL_KERNEL_ATTRS_ void kn(AQL_PP_LIST(AQL_PARAM_, , __VA_ARGS__)) \
 	{                                                                      \
-		kn##_aql_body(AQL_PP_LIST(AQL_NAME_, , __VA_ARGS__));          \
+		kn##_aql_body(0, AQL_PP_LIST(AQL_NAME_, , __VA_ARGS__));       \
 	}                                                                      \
-	AQL_INLINE void kn##_aql_body(AQL_PP_LIST(AQL_BODY_PARAM_, , __VA_ARGS__))
+	AQL_KERNEL_DEV_(kn, dev, __VA_ARGS__)                                  \
+	AQL_INLINE void kn##_aql_body(const struct aql_gpu_ids_ *aql_ids_ AQL_UNUSED_, \
+				      AQL_PP_LIST(AQL_BODY_PARAM_, , __VA_ARGS__))
 
 /* OpenCL allows __local variables only in kernel scope. */
 #define AQL_KERNEL_WITH_LDS_(kn, kf, lds_type, ...)                            \
@@ -805,6 +852,17 @@ AQL_INLINE void aql_atomic_store_u32(uint32_t *p, uint32_t v, int order)
 		.name = #kn,                                                   \
 	};
 
+/* The device-function form (see aql_wg_ids): the emulated CUDA driver's
+ * host build of NVIDIA's resident processor calls it. */
+#define AQL_HOST_DEV_(kn, dev, ...)                                            \
+	__attribute__((visibility("default"))) void kn##dev(const void *kernarg, \
+							    const aql_wg_ids *ids); \
+	void kn##dev(const void *kernarg, const aql_wg_ids *ids)               \
+	{                                                                      \
+		const struct kn##_aql_args *a_ = kernarg;                      \
+		kn##_aql_body(ids, AQL_PP_LIST(AQL_UNPACK_, a_, __VA_ARGS__));  \
+	}
+
 /* One work-item per call, as a fiber that may stop at barriers. */
 #define AQL_KERNEL_PLAIN_(kn, kf, ...)                                         \
 	AQL_HOST_KERNEL_(kn, kf, 0, entry, (const void *kernarg), __VA_ARGS__) \
@@ -816,6 +874,7 @@ AQL_INLINE void aql_atomic_store_u32(uint32_t *p, uint32_t v, int order)
 		struct aql_host_ids_ ids_ = aql_host_ids_of_(aql_host_workitem_current()); \
 		kn##_aql_body(&ids_, AQL_PP_LIST(AQL_UNPACK_, a_, __VA_ARGS__)); \
 	}                                                                      \
+	AQL_HOST_DEV_(kn, _aql_dev, __VA_ARGS__)                               \
 	AQL_INLINE void kn##_aql_body(const struct aql_host_ids_ *aql_ids_ AQL_UNUSED_, \
 				      AQL_PP_LIST(AQL_BODY_PARAM_, , __VA_ARGS__))
 
@@ -861,6 +920,7 @@ AQL_INLINE void aql_atomic_store_u32(uint32_t *p, uint32_t v, int order)
 			AQL_HOST_WG_LOOP_(kn, 0, __VA_ARGS__)                  \
 		}                                                              \
 	}                                                                      \
+	AQL_HOST_DEV_(kn, _aql_dev_nb, __VA_ARGS__)                            \
 	AQL_INLINE void kn##_aql_body(const struct aql_host_ids_ *aql_ids_ AQL_UNUSED_, \
 				      AQL_PP_LIST(AQL_BODY_PARAM_, , __VA_ARGS__))
 

@@ -92,7 +92,26 @@ enum aql_queue_flag {
 	 * size for programs built against an older header. */
 	AQL_QUEUE_LOW_PRIORITY = 1u << 1,
 	AQL_QUEUE_HIGH_PRIORITY = 1u << 2,
+	/*
+	 * NVIDIA agents only: a persistent kernel on the GPU (the resident
+	 * processor, nv/README.md) owns the ring and runs its packets in
+	 * ring order, polling it from the device: producers submit as
+	 * always (reserve, body, header last, doorbell) and no packet costs
+	 * a driver call. Kernels of PTX code objects loaded on the agent
+	 * before the queue is created run inside it; other packets fall
+	 * back, in order, to the translating path and are counted
+	 * (aql_queue_resident_fallbacks()). The kernel holds
+	 * AQL_QUEUE_RESIDENT_BLOCKS() blocks (AQL_QUEUE_RESIDENT_DEFAULT_BLOCKS
+	 * if not given) of 256 threads each until the queue is destroyed;
+	 * other work of the program gets the SMs it leaves. Other agents
+	 * refuse the flag (AQL_ERR_UNSUPPORTED).
+	 */
+	AQL_QUEUE_RESIDENT = 1u << 3,
 };
+
+/* Flags bits 8-15: the resident processor's blocks, 1 to 255. */
+#define AQL_QUEUE_RESIDENT_BLOCKS(n) (((uint32_t)(n) & 0xffu) << 8)
+#define AQL_QUEUE_RESIDENT_DEFAULT_BLOCKS 8u
 
 typedef struct aql_queue aql_queue;
 
@@ -143,6 +162,19 @@ struct aql_queue {
  */
 aql_status aql_queue_create(aql_agent *agent, const aql_queue_config *config,
 			    aql_queue **out);
+
+/*
+ * How many packets of a resident queue (AQL_QUEUE_RESIDENT) its processor
+ * handed to the translating path so far, into *count: dispatches of
+ * kernels it has no device-function form of (a cubin, a code object
+ * loaded after the queue was created, a kernel with static LDS), of
+ * work-groups larger than its block (or, for kernels that may call
+ * aql_barrier(), of another size), or with dynamic shared memory; and
+ * every packet other than dispatches and barriers. Errors:
+ * AQL_ERR_INVALID_ARG (NULL argument, a queue that is not resident).
+ * Thread safe; the count only grows.
+ */
+aql_status aql_queue_resident_fallbacks(aql_queue *queue, uint64_t *count);
 
 /*
  * A profiling stamp of agent (start_ts or end_ts of a completion signal

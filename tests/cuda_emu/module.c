@@ -24,15 +24,27 @@ NV_DRIVER_FUNCS(NV_DECLARE_)
 struct CUfunc_st {
 	struct CUmod_st *mod;
 	const aql_ptx_entry *entry;
+	uint32_t ptx_version;		/* of the PTX that defines it */
 	const aql_kernel *kernel;	/* host build */
 	uint32_t max_threads;
 	uint32_t dyn_max;		/* MAX_DYNAMIC_SHARED_SIZE_BYTES; under emu.lock */
 };
 
-struct CUmod_st {
-	struct CUctx_st *ctx;
+/*
+ * One PTX text of a module and the host build that runs its entries (NULL
+ * when it has none). A module loaded from PTX, a cubin or a fatbin has one
+ * part; one from cuLinkComplete's image has a part per input.
+ */
+struct part {
 	aql_ptx_module *ptx;
 	aql_code_object *co;
+};
+
+struct CUmod_st {
+	struct CUctx_st *ctx;
+	struct part *parts;
+	uint32_t nparts;
+	struct emu_table *table;	/* a linked switch's, or NULL */
 	uint32_t count;
 	struct CUfunc_st *fns;
 	_Atomic long pending;		/* launches queued, not done */
@@ -91,15 +103,15 @@ static void jl_load(void)
 }
 
 /*
- * Link the PTX for sm_90 as the driver's JIT would. Returns 0 if it links
- * or no toolkit is installed; -1 with *log (malloc'd) holding the
- * linker's error log if it does not.
+ * Link n PTX texts for sm_90 as the driver's JIT (one text) or linker
+ * would. Returns 0 if they link or no toolkit is installed; -1 with *log
+ * (malloc'd) holding the linker's error log if they do not.
  */
-static int jit_check(const char *text, size_t size, char **log)
+static int jit_link(uint32_t n, const char *const *texts, const size_t *sizes, char **log)
 {
 	const char *opts[] = { "-arch=sm_90" };
 	nvjl_handle h = NULL;
-	int bad;
+	int bad = 0;
 
 	pthread_once(&jl_once, jl_load);
 	if (!jl_found)
@@ -107,8 +119,9 @@ static int jit_check(const char *text, size_t size, char **log)
 	atomic_fetch_add(&emu.stats.ptx_jit_links, 1);
 	if (jl.create(&h, 1, opts) != 0)
 		return 0;
-	bad = jl.add_data(h, NVJITLINK_INPUT_PTX, text, size, "module.ptx") != 0 ||
-	      jl.complete(h) != 0;
+	for (uint32_t i = 0; i < n && !bad; i++)
+		bad = jl.add_data(h, NVJITLINK_INPUT_PTX, texts[i], sizes[i], "module.ptx") != 0;
+	bad = bad || jl.complete(h) != 0;
 	if (bad) {
 		size_t n = 0;
 
@@ -186,7 +199,7 @@ static void log_put(char *buf, size_t size, int size_index, void **values, const
 
 /* The first host code object in AQL_CUDA_EMU_KERNELS that defines every
  * entry of the module, loaded on the emulation's CPU agent. */
-static aql_code_object *find_host_build(const aql_ptx_module *ptx)
+static aql_code_object *find_host_build(const aql_ptx_module *ptx, const aql_load_options *opts)
 {
 	const char *list = getenv("AQL_CUDA_EMU_KERNELS");
 	char path[4096];
@@ -199,7 +212,7 @@ static aql_code_object *find_host_build(const aql_ptx_module *ptx)
 		if (n > 0 && n < sizeof(path)) {
 			memcpy(path, list, n);
 			path[n] = 0;
-			if (aql_code_object_load_file(emu.agent, path, NULL, &co) == AQL_OK) {
+			if (aql_code_object_load_file(emu.agent, path, opts, &co) == AQL_OK) {
 				uint32_t i;
 				const aql_kernel *k;
 
@@ -295,7 +308,7 @@ static CUresult from_ptx(const char *text, size_t size, const struct jit_logs *l
 			      "aql cuda emulation: PTX ISA %u.%u is newer than this driver's",
 			      v / 10, v % 10);
 	}
-	if (jit_check(text, size, &jlog) != 0) {
+	if (jit_link(1, &text, &size, &jlog) != 0) {
 		refuse(l, values, CUDA_ERROR_INVALID_PTX, "%s", jlog ? jlog : "nvJitLink failed");
 		free(jlog);
 		aql_ptx_free(ptx);
@@ -395,6 +408,382 @@ static CUresult from_fatbin(const unsigned char *image, const struct jit_logs *l
 	return r;
 }
 
+/* ---- The linker -------------------------------------------------------- */
+
+/*
+ * cuLinkComplete's image here: not a cubin but the inputs' PTX, each
+ * checked as the driver's JIT would check it, so that a module loaded
+ * from it binds each input's entries to that input's host build. The
+ * magic cannot start PTX text, an ELF header or a fatbin.
+ */
+#define LINK_MAGIC "\x01" "aqlemu-linked"
+#define LINK_MAGIC_SIZE 14u
+#define LINK_MAX_INPUTS 64u
+
+struct CUlinkState_st {
+	struct jit_logs logs;
+	void **values;			/* cuLinkCreate's, for the logs */
+	char *texts[LINK_MAX_INPUTS];
+	size_t sizes[LINK_MAX_INPUTS];
+	uint32_t n;
+	unsigned char *image;		/* cuLinkComplete's, owned */
+	struct CUlinkState_st *next;
+};
+
+static struct CUlinkState_st *links;	/* live states, under emu.lock */
+
+static int is_linked(const unsigned char *p)
+{
+	return !memcmp(p, LINK_MAGIC, LINK_MAGIC_SIZE);
+}
+
+CUresult cuLinkCreate(unsigned int n, int *options, void **values, CUlinkState *state)
+{
+	EMU_ENTRY();
+	struct CUctx_st *c;
+	struct CUlinkState_st *ls;
+	CUresult r = emu_ctx(&c);
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	if (!state)
+		return CUDA_ERROR_INVALID_VALUE;
+	ls = calloc(1, sizeof(*ls));
+	if (!ls)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	r = jit_options(n, options, values, &ls->logs);
+	if (r != CUDA_SUCCESS) {
+		free(ls);
+		return r;
+	}
+	/* "optionValues must remain valid for the life of the CUlinkState
+	 * if output options are used" (cuLinkCreate, cuda.h 13.0). */
+	ls->values = values;
+	EMU_LIST_PUSH(links, ls);
+	*state = ls;
+	return CUDA_SUCCESS;
+}
+
+static struct CUlinkState_st *link_find(CUlinkState state)
+{
+	struct CUlinkState_st *ls;
+
+	pthread_mutex_lock(&emu.lock);
+	EMU_LIST_FIND(links, state, ls);
+	pthread_mutex_unlock(&emu.lock);
+	return ls;
+}
+
+CUresult cuLinkAddData(CUlinkState state, int type, void *data, size_t size, const char *name,
+		       unsigned int n, int *options, void **values)
+{
+	EMU_ENTRY();
+	struct CUlinkState_st *ls;
+	struct jit_logs logs;
+	aql_ptx_module *ptx = NULL;
+	CUresult r = emu_gate();
+
+	(void)name;
+	if (r != CUDA_SUCCESS)
+		return r;
+	ls = link_find(state);
+	if (!ls)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (!data || !size || type < 0 || type >= CU_JIT_NUM_INPUT_TYPES)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = jit_options(n, options, values, &logs);
+	if (r != CUDA_SUCCESS)
+		return r;
+	/* Only PTX here; the driver also takes cubins, fatbins and objects. */
+	if (type != CU_JIT_INPUT_PTX)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	/* "PTX must be NULL-terminated" (cuLinkAddData, cuda.h 13.0). */
+	if (memchr(data, 0, size) == NULL)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (ls->n == LINK_MAX_INPUTS || ls->image)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	/* Each input is checked as cuModuleLoadDataEx checks PTX, but linked
+	 * only at cuLinkComplete: its externs may be defined by the others. */
+	if (aql_ptx_parse(data, strlen(data), &ptx) != AQL_OK) {
+		log_put(ls->logs.error, ls->logs.error_size, ls->logs.error_size_index, ls->values,
+			aql_error_message());
+		return CUDA_ERROR_INVALID_PTX;
+	}
+	if (ptx->version[0] * 10 + ptx->version[1] > (emu.mode == EMU_OLD ? 78u : 90u)) {
+		aql_ptx_free(ptx);
+		return CUDA_ERROR_UNSUPPORTED_PTX_VERSION;
+	}
+	aql_ptx_free(ptx);
+	ls->texts[ls->n] = strdup(data);
+	if (!ls->texts[ls->n])
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	ls->n++;
+	return CUDA_SUCCESS;
+}
+
+/* Calls f(name, user) for each ".<kind> .func NAME" of text, kind being
+ * "extern" or "visible"; stops when f returns non-zero, and returns that. */
+static int each_func(const char *text, const char *kind, int (*f)(const char *, size_t, void *),
+		     void *user)
+{
+	char pat[32];
+	const char *p = text;
+	int r;
+
+	snprintf(pat, sizeof(pat), ".%s .func", kind);
+	while ((p = strstr(p, pat))) {
+		const char *q = p + strlen(pat);
+		size_t len;
+
+		/* A return value, "(.param ...) NAME", may come first. */
+		q += strspn(q, " \t\n");
+		if (*q == '(')
+			q = strchr(q, ')') ? strchr(q, ')') + 1 : q;
+		q += strspn(q, " \t\n");
+		len = strcspn(q, " \t\n(;");
+		if ((r = f(q, len, user)))
+			return r;
+		p = q + len;
+	}
+	return 0;
+}
+
+struct func_query {
+	const char *name;
+	size_t len;
+};
+
+static int same_name(const char *name, size_t len, void *user)
+{
+	const struct func_query *q = user;
+
+	return len == q->len && !memcmp(name, q->name, len);
+}
+
+struct undefined {
+	struct CUlinkState_st *ls;
+	char missing[128];
+};
+
+/* An extern function that no input defines: the link fails on it. */
+static int check_defined(const char *name, size_t len, void *user)
+{
+	struct undefined *u = user;
+	struct func_query q = { name, len };
+
+	for (uint32_t i = 0; i < u->ls->n; i++)
+		if (each_func(u->ls->texts[i], "visible", same_name, &q))
+			return 0;
+	snprintf(u->missing, sizeof(u->missing), "%.*s", (int)len, name);
+	return 1;
+}
+
+CUresult cuLinkComplete(CUlinkState state, void **cubin, size_t *size)
+{
+	EMU_ENTRY();
+	struct CUlinkState_st *ls;
+	struct undefined u;
+	size_t total = LINK_MAGIC_SIZE + 4;
+	unsigned char *p;
+	char msg[256], *jlog = NULL;
+	CUresult r = emu_gate();
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	ls = link_find(state);
+	if (!ls)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (!cubin)
+		return CUDA_ERROR_INVALID_VALUE;
+	u.ls = ls;
+	for (uint32_t i = 0; i < ls->n; i++) {
+		if (each_func(ls->texts[i], "extern", check_defined, &u)) {
+			/* The linker's refusal; cuda.h 13.0 lists no code for
+			 * it, the driver answers an unresolved symbol so. */
+			snprintf(msg, sizeof(msg), "aql cuda emulation: undefined reference to '%s'",
+				 u.missing);
+			log_put(ls->logs.error, ls->logs.error_size, ls->logs.error_size_index,
+				ls->values, msg);
+			return CUDA_ERROR_INVALID_IMAGE;
+		}
+		total += strlen(ls->texts[i]) + 1;
+	}
+	/* With the toolkit here, its linker checks the inputs together. */
+	for (uint32_t i = 0; i < ls->n; i++)
+		ls->sizes[i] = strlen(ls->texts[i]);
+	if (jit_link(ls->n, (const char *const *)ls->texts, ls->sizes, &jlog) != 0) {
+		log_put(ls->logs.error, ls->logs.error_size, ls->logs.error_size_index, ls->values,
+			jlog ? jlog : "nvJitLink failed");
+		free(jlog);
+		return CUDA_ERROR_INVALID_IMAGE;
+	}
+	free(ls->image);
+	ls->image = p = malloc(total);
+	if (!p)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	memcpy(p, LINK_MAGIC, LINK_MAGIC_SIZE);
+	memcpy(p + LINK_MAGIC_SIZE, &ls->n, 4);
+	p += LINK_MAGIC_SIZE + 4;
+	for (uint32_t i = 0; i < ls->n; i++) {
+		size_t len = strlen(ls->texts[i]) + 1;
+
+		memcpy(p, ls->texts[i], len);
+		p += len;
+	}
+	/* The image is the state's: "it should be loaded before state is
+	 * destroyed" (cuLinkComplete, cuda.h 13.0). */
+	*cubin = ls->image;
+	if (size)
+		*size = total;
+	log_put(ls->logs.info, ls->logs.info_size, ls->logs.info_size_index, ls->values, "");
+	return CUDA_SUCCESS;
+}
+
+CUresult cuLinkDestroy(CUlinkState state)
+{
+	EMU_ENTRY();
+	struct CUlinkState_st *ls;
+	CUresult r = emu_gate();
+
+	if (r != CUDA_SUCCESS)
+		return r;
+	EMU_LIST_TAKE(links, state, ls);
+	if (!ls)
+		return CUDA_ERROR_INVALID_HANDLE;
+	for (uint32_t i = 0; i < ls->n; i++)
+		free(ls->texts[i]);
+	free(ls->image);
+	free(ls);
+	return CUDA_SUCCESS;
+}
+
+/* ---- Modules, continued ------------------------------------------------- */
+
+/*
+ * The host builds' stand-in for a linked switch: an input without entries
+ * that calls .extern functions is glue, and case i of its switch is its
+ * i-th extern function. The host build of every input is loaded with
+ * aql_resident_table_ bound to this table, the host builds of those
+ * functions (exported by the host code objects of the inputs that define
+ * them) in that order.
+ */
+struct emu_table {
+	uint64_t count;
+	uint64_t fn[];
+};
+
+struct table_fill {
+	struct CUmod_st *m;
+	struct emu_table *t;
+	uint32_t cap;
+	char missing[128];
+};
+
+static int table_add(const char *name, size_t len, void *user)
+{
+	struct table_fill *tf = user;
+	char sym[128];
+	void *addr = NULL;
+	size_t size;
+
+	snprintf(sym, sizeof(sym), "%.*s", (int)len, name);
+	for (uint32_t i = 0; i < tf->m->nparts && !addr; i++)
+		if (tf->m->parts[i].co &&
+		    aql_code_object_symbol(tf->m->parts[i].co, sym, &addr, &size) != AQL_OK)
+			addr = NULL;
+	if (!addr || tf->t->count == tf->cap) {
+		snprintf(tf->missing, sizeof(tf->missing), "%s", sym);
+		return 1;
+	}
+	tf->t->fn[tf->t->count++] = (uint64_t)(uintptr_t)addr;
+	return 0;
+}
+
+static int count_func(const char *name, size_t len, void *user)
+{
+	(void)name, (void)len;
+	++*(uint32_t *)user;
+	return 0;
+}
+
+static void module_free(struct CUmod_st *m)
+{
+	for (uint32_t i = 0; i < m->nparts; i++) {
+		aql_code_object_destroy(m->parts[i].co);
+		aql_ptx_free(m->parts[i].ptx);
+	}
+	free(m->parts);
+	free(m->table);
+	free(m->fns);
+	free(m);
+}
+
+/* The parts' PTX of a linked image: checked when it was added. */
+static CUresult linked_parts(const unsigned char *image, struct CUmod_st *m)
+{
+	uint32_t n;
+	const char *text = (const char *)image + LINK_MAGIC_SIZE + 4;
+
+	memcpy(&n, image + LINK_MAGIC_SIZE, 4);
+	m->parts = calloc(n ? n : 1, sizeof(*m->parts));
+	if (!m->parts)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	for (uint32_t i = 0; i < n; i++) {
+		if (aql_ptx_parse(text, strlen(text), &m->parts[i].ptx) != AQL_OK)
+			return CUDA_ERROR_INVALID_IMAGE;
+		m->nparts++;
+		text += strlen(text) + 1;
+	}
+	return CUDA_SUCCESS;
+}
+
+/* Bind every part with entries to its host build; the table first, when
+ * there is glue (it needs the host builds of its functions, which the
+ * parts without a table binding define). */
+static CUresult bind_parts(struct CUmod_st *m, const unsigned char *image, char *msg, size_t len)
+{
+	const char *text = is_linked(image) ? (const char *)image + LINK_MAGIC_SIZE + 4 : NULL;
+	const char *glue = NULL;
+	aql_symbol_binding bind = { "aql_resident_table_", 0 };
+	aql_load_options opts = { &bind, 1 };
+	uint32_t cap = 0;
+
+	for (uint32_t i = 0; text && i < m->nparts; i++, text += strlen(text) + 1)
+		if (!m->parts[i].ptx->entry_count)
+			glue = text;
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t i = 0; i < m->nparts; i++) {
+			aql_ptx_module *ptx = m->parts[i].ptx;
+
+			if (!ptx->entry_count || m->parts[i].co)
+				continue;
+			m->parts[i].co = find_host_build(ptx, m->table ? &opts : NULL);
+			if (!m->parts[i].co && (pass || !glue)) {
+				snprintf(msg, len, "aql cuda emulation: no host code object in "
+					 "AQL_CUDA_EMU_KERNELS defines every entry of the module "
+					 "(first: %s)", ptx->entries[0].name);
+				return CUDA_ERROR_INVALID_IMAGE;
+			}
+		}
+		if (pass || !glue)
+			break;
+		/* The parts that load without the table are loaded; now it. */
+		each_func(glue, "extern", count_func, &cap);
+		m->table = calloc(1, sizeof(*m->table) + cap * sizeof(uint64_t));
+		if (!m->table)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		struct table_fill tf = { m, m->table, cap, "" };
+
+		if (each_func(glue, "extern", table_add, &tf)) {
+			snprintf(msg, len, "aql cuda emulation: no host build exports %s, which "
+				 "the linked switch calls", tf.missing);
+			return CUDA_ERROR_INVALID_IMAGE;
+		}
+		bind.address = (uint64_t)(uintptr_t)m->table;
+	}
+	return CUDA_SUCCESS;
+}
+
 CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int n, int *options,
 			    void **values)
 {
@@ -404,6 +793,7 @@ CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int n,
 	struct jit_logs logs;
 	aql_ptx_module *ptx = NULL;
 	char msg[512];
+	uint32_t count = 0, k = 0;
 	CUresult r = emu_ctx(&c);
 
 	if (r != CUDA_SUCCESS)
@@ -413,56 +803,71 @@ CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int n,
 	r = jit_options(n, options, values, &logs);
 	if (r != CUDA_SUCCESS)
 		return r;
-	if (is_fatbin(image))
-		r = from_fatbin(image, &logs, values, &ptx);
-	else if (is_cubin(image))
-		r = from_cubin(image, elf_extent(image), &logs, values, &ptx);
-	else
-		r = from_ptx(image, strlen(image), &logs, values, &ptx);
-	if (r != CUDA_SUCCESS)
-		return r;
 	m = calloc(1, sizeof(*m));
-	if (!m || !(m->fns = calloc(ptx->entry_count ? ptx->entry_count : 1, sizeof(*m->fns)))) {
-		free(m);
-		aql_ptx_free(ptx);
+	if (!m)
 		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (is_linked(image)) {
+		r = linked_parts(image, m);
+	} else {
+		if (is_fatbin(image))
+			r = from_fatbin(image, &logs, values, &ptx);
+		else if (is_cubin(image))
+			r = from_cubin(image, elf_extent(image), &logs, values, &ptx);
+		else
+			r = from_ptx(image, strlen(image), &logs, values, &ptx);
+		if (r == CUDA_SUCCESS && !(m->parts = calloc(1, sizeof(*m->parts)))) {
+			aql_ptx_free(ptx);
+			r = CUDA_ERROR_OUT_OF_MEMORY;
+		}
+		if (r == CUDA_SUCCESS) {
+			m->parts[0].ptx = ptx;
+			m->nparts = 1;
+		}
 	}
-	m->co = ptx->entry_count ? find_host_build(ptx) : NULL;
-	if (ptx->entry_count && !m->co) {
-		snprintf(msg, sizeof(msg),
-			 "aql cuda emulation: no host code object in AQL_CUDA_EMU_KERNELS defines "
-			 "every entry of the module (first: %s)", ptx->entries[0].name);
-		log_put(logs.error, logs.error_size, logs.error_size_index, values, msg);
-		fprintf(stderr, "%s\n", msg);
-		free(m->fns);
-		free(m);
-		aql_ptx_free(ptx);
-		return CUDA_ERROR_INVALID_IMAGE;
+	for (uint32_t i = 0; r == CUDA_SUCCESS && i < m->nparts; i++)
+		count += m->parts[i].ptx->entry_count;
+	if (r == CUDA_SUCCESS && !(m->fns = calloc(count ? count : 1, sizeof(*m->fns))))
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	if (r == CUDA_SUCCESS) {
+		msg[0] = 0;
+		r = bind_parts(m, image, msg, sizeof(msg));
+		if (r != CUDA_SUCCESS && msg[0]) {
+			log_put(logs.error, logs.error_size, logs.error_size_index, values, msg);
+			fprintf(stderr, "%s\n", msg);
+		}
+	}
+	if (r != CUDA_SUCCESS) {
+		module_free(m);
+		return r;
 	}
 	m->ctx = c;
-	m->ptx = ptx;
-	m->count = ptx->entry_count;
-	for (uint32_t i = 0; i < m->count; i++) {
-		struct CUfunc_st *f = &m->fns[i];
-		const aql_ptx_entry *e = &ptx->entries[i];
-		const aql_host_kernel_descriptor *kd;
-		uint32_t mt = EMU_MAX_THREADS, req;
+	m->count = count;
+	for (uint32_t p = 0; p < m->nparts; p++) {
+		const aql_ptx_module *pm = m->parts[p].ptx;
 
-		aql_code_object_kernel(m->co, e->name, &f->kernel);
-		kd = (const aql_host_kernel_descriptor *)(uintptr_t)f->kernel->kernel_object;
-		if (kd->max_flat_workgroup_size && kd->max_flat_workgroup_size < mt)
-			mt = kd->max_flat_workgroup_size;
-		req = e->maxntid[0] ? e->maxntid[0] * (e->maxntid[1] ? e->maxntid[1] : 1) *
-					      (e->maxntid[2] ? e->maxntid[2] : 1)
-				    : 0;
-		if (req && req < mt)
-			mt = req;
-		f->mod = m;
-		f->entry = e;
-		f->max_threads = mt;
-		f->dyn_max = EMU_SHARED_DEFAULT > f->kernel->group_segment_size
-				     ? EMU_SHARED_DEFAULT - f->kernel->group_segment_size
-				     : 0;
+		for (uint32_t i = 0; i < pm->entry_count; i++, k++) {
+			struct CUfunc_st *f = &m->fns[k];
+			const aql_ptx_entry *e = &pm->entries[i];
+			const aql_host_kernel_descriptor *kd;
+			uint32_t mt = EMU_MAX_THREADS, req;
+
+			aql_code_object_kernel(m->parts[p].co, e->name, &f->kernel);
+			kd = (const aql_host_kernel_descriptor *)(uintptr_t)f->kernel->kernel_object;
+			if (kd->max_flat_workgroup_size && kd->max_flat_workgroup_size < mt)
+				mt = kd->max_flat_workgroup_size;
+			req = e->maxntid[0] ? e->maxntid[0] * (e->maxntid[1] ? e->maxntid[1] : 1) *
+						      (e->maxntid[2] ? e->maxntid[2] : 1)
+					    : 0;
+			if (req && req < mt)
+				mt = req;
+			f->mod = m;
+			f->entry = e;
+			f->ptx_version = pm->version[0] * 10 + pm->version[1];
+			f->max_threads = mt;
+			f->dyn_max = EMU_SHARED_DEFAULT > f->kernel->group_segment_size
+					     ? EMU_SHARED_DEFAULT - f->kernel->group_segment_size
+					     : 0;
+		}
 	}
 	log_put(logs.info, logs.info_size, logs.info_size_index, values, "");
 	EMU_LIST_PUSH(modules, m);
@@ -487,10 +892,7 @@ CUresult cuModuleUnload(CUmodule module)
 	/* Launches still queued finish with the code they were given. */
 	while (atomic_load(&m->pending) != 0)
 		emu_pause(&spins);
-	aql_code_object_destroy(m->co);
-	aql_ptx_free(m->ptx);
-	free(m->fns);
-	free(m);
+	module_free(m);
 	return atomic_load(&emu_current->sticky);
 }
 
@@ -602,7 +1004,7 @@ CUresult cuFuncGetAttribute(int *value, int attrib, CUfunction fn)
 			*value = 32;
 			break;
 		case CU_FUNC_ATTRIBUTE_PTX_VERSION:
-			*value = (int)(f->mod->ptx->version[0] * 10 + f->mod->ptx->version[1]);
+			*value = (int)f->ptx_version;
 			break;
 		case CU_FUNC_ATTRIBUTE_BINARY_VERSION:
 			*value = 90;

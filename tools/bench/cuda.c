@@ -40,6 +40,18 @@
  * cuda_chain_graph		peer: a graph of host node, kernel, host node
  *				(stream capture of cuLaunchHostFunc,
  *				cuLaunchKernel, cuLaunchHostFunc), replayed.
+ * cuda_resident_rtt		a prepared dispatch packet into the ring of a
+ *				resident queue (AQL_QUEUE_RESIDENT, 2 blocks):
+ *				published to its completion signal seen, with
+ *				no driver call; peer cuda_rtt_raw_sync.
+ * cuda_resident_throughput	RESIDENT_BATCH dispatch packets back to back
+ *				on the resident queue (1,000 with --quick),
+ *				only the last with a completion signal,
+ *				awaited; peers cuda_launch_throughput_raw and
+ *				cuda_rtt_graph_per_launch (a graph's launches
+ *				per second are 1e9 over it).
+ * cuda_resident_chain		cuda_chain_signals with the GPU step on the
+ *				resident queue; peer cuda_chain_host_sync.
  * cuda_copy_{h2d,d2h}_{pinned,pageable}
  *				aql_queue_copy between agent memory and host
  *				memory of aql's data pool (registered by the
@@ -65,6 +77,8 @@
 #define BATCH		256u
 #define GRAPH_LAUNCHES	32u
 #define QUEUE_SIZE	4096u
+#define RESIDENT_BATCH	10000u
+#define RESIDENT_BLOCKS	2u
 
 extern const unsigned char aql_bench_cuda_host[];
 extern const size_t aql_bench_cuda_host_size;
@@ -85,6 +99,11 @@ struct cuda_bench {
 	aql_signal *sig;
 	void *kernarg;
 	aql_packet packet;
+	/* The resident queue, or NULL with why it could not be made. */
+	aql_queue *q_res;
+	aql_signal *res_sig;
+	char res_why[200];
+	uint32_t res_batch;
 	CUstream s;
 	CUevent ev;
 	CUfunction fn;
@@ -226,6 +245,103 @@ static int one_packet(void)
 		return fail_msg("raw dispatch packet", AQL_ERR_QUEUE_ERROR,
 				"the completion signal went negative");
 	return 0;
+}
+
+/* A packet into the resident queue, its completion spun on: no driver
+ * call on either side. */
+static int one_resident(void)
+{
+	uint64_t deadline = now_ns() + WAIT_TIMEOUT_NS;
+	aql_packet p = B.packet;
+	aql_status st;
+	int64_t v;
+
+	p.dispatch.completion_signal = aql_signal_handle(B.res_sig);
+	aql_signal_store(B.res_sig, 1, AQL_RELAXED);
+	st = aql_queue_submit(B.q_res, &p);
+	if (st != AQL_OK)
+		return fail("aql_queue_submit (resident)", st);
+	while ((v = aql_signal_load(B.res_sig, AQL_ACQUIRE)) >= 1) {
+		if (now_ns() > deadline)
+			return fail_msg("waiting for a resident packet", AQL_ERR_TIMEOUT,
+					"its completion signal stayed 1 for 10 s");
+		cpu_relax();
+	}
+	return v < 0 ? fail_msg("resident dispatch", AQL_ERR_QUEUE_ERROR,
+				"the completion signal went negative") : 0;
+}
+
+/* A resident row without a resident queue: skipped, saying why. */
+static int resident_skipped(struct result *res)
+{
+	if (B.q_res)
+		return 0;
+	res->kind = RESULT_SKIPPED;
+	res->skipped = B.res_why;
+	return 1;
+}
+
+static int bench_resident_rtt(struct ctx *ctx, struct result *res)
+{
+	(void)ctx;
+	return resident_skipped(res) ? 0 : sample_rtt(res, B.samples, 1, one_resident);
+}
+
+/* Dispatches/s over rounds of res_batch packets, the last one awaited. */
+static int bench_resident_throughput(struct ctx *ctx, struct result *res)
+{
+	double *rate;
+	aql_packet p = B.packet;
+	uint64_t t0;
+	int rc = -1;
+
+	(void)ctx;
+	if (resident_skipped(res))
+		return 0;
+	rate = calloc(B.rounds, sizeof(*rate));
+	if (!rate)
+		return fail_errno("malloc", ENOMEM);
+	p.dispatch.completion_signal = 0;
+	for (uint32_t r = 0; r <= B.rounds; r++) {
+		aql_status st = AQL_OK;
+
+		t0 = now_ns();
+		for (uint32_t i = 0; i + 1 < B.res_batch && st == AQL_OK; i++)
+			st = aql_queue_submit(B.q_res, &p);
+		if (st != AQL_OK) {
+			rc = fail("aql_queue_submit (resident)", st);
+			goto out;
+		}
+		if (one_resident())
+			goto out;
+		if (r)
+			rate[r - 1] = rate_of(B.res_batch, now_ns() - t0);
+	}
+	rate_stats(rate, B.rounds, 1, &res->rate);
+	res->rate.unit = "dispatches/s";
+	res->kind = RESULT_RATE;
+	rc = 0;
+out:
+	free(rate);
+	return rc;
+}
+
+static int one_chain_resident(void)
+{
+	aql_completion a, g, c;
+
+	if (launch_cpu(&a, NULL) ||
+	    launch_one(B.q_res, B.k_gpu, "aql_launch (resident)", &g, &a) ||
+	    launch_cpu(&c, &g))
+		return -1;
+	return spin_done(c);
+}
+
+static int bench_resident_chain(struct ctx *ctx, struct result *res)
+{
+	(void)ctx;
+	return resident_skipped(res) ? 0 : sample_rtt(res, B.chain_samples, 1,
+						      one_chain_resident);
 }
 
 static int one_sync(void)
@@ -645,7 +761,20 @@ static int make_queues(struct ctx *ctx)
 	B.packet.dispatch.kernarg_address = (uint64_t)(uintptr_t)B.kernarg;
 	B.packet.dispatch.completion_signal = aql_signal_handle(B.sig);
 	st = aql_kernarg_build(B.k_gpu, &B.packet.dispatch, &v, 1, NULL, B.kernarg, 256);
-	return st == AQL_OK ? 0 : fail("aql_kernarg_build", st);
+	if (st != AQL_OK)
+		return fail("aql_kernarg_build", st);
+	/* After the kernels are loaded: the processor links their forms. */
+	qc.size = QUEUE_SIZE;
+	if (B.info.max_queue_size && B.info.max_queue_size < qc.size)
+		qc.size = B.info.max_queue_size;
+	qc.flags = AQL_QUEUE_RESIDENT | AQL_QUEUE_RESIDENT_BLOCKS(RESIDENT_BLOCKS);
+	st = aql_signal_create(0, &B.res_sig);
+	if (st != AQL_OK)
+		return fail("aql_signal_create", st);
+	if (aql_queue_create(B.gpu, &qc, &B.q_res) != AQL_OK)
+		snprintf(B.res_why, sizeof(B.res_why), "skipped: no resident queue: %s",
+			 aql_error_message());
+	return 0;
 }
 
 static int cuda_setup(struct ctx *ctx)
@@ -676,6 +805,7 @@ static int cuda_setup(struct ctx *ctx)
 	B.samples = ctx->opts->quick ? 200 : 20000;
 	B.chain_samples = ctx->opts->quick ? 100 : 5000;
 	B.rounds = ctx->opts->quick ? 3 : 9;
+	B.res_batch = ctx->opts->quick ? 1000 : RESIDENT_BATCH;
 	B.copy_size = ctx->opts->quick ? (size_t)4 << 20 : (size_t)256 << 20;
 	if (load_kernels(ctx) || make_queues(ctx))
 		return -1;
@@ -698,6 +828,8 @@ static void cuda_cleanup(struct ctx *ctx)
 		if (B.s)
 			B.cu->cuStreamDestroy(B.s);
 	}
+	aql_queue_destroy(B.q_res);
+	aql_signal_destroy(B.res_sig);
 	aql_queue_destroy(B.q);
 	aql_queue_destroy(B.q_raw);
 	aql_queue_destroy(B.q_cpu);
@@ -742,6 +874,9 @@ static const struct bench cuda_benches[] = {
 	{ "cuda_chain_signals", bench_chain_signals },
 	{ "cuda_chain_host_sync", bench_chain_host },
 	{ "cuda_chain_graph", bench_chain_graph },
+	{ "cuda_resident_rtt", bench_resident_rtt },
+	{ "cuda_resident_throughput", bench_resident_throughput },
+	{ "cuda_resident_chain", bench_resident_chain },
 	{ "cuda_copy_h2d_pinned", bench_h2d_pinned },
 	{ "cuda_copy_h2d_pinned_raw", bench_h2d_pinned_raw },
 	{ "cuda_copy_d2h_pinned", bench_d2h_pinned },
@@ -765,12 +900,23 @@ static const struct goal cuda_goals[] = {
 	  "cuda_graph_replay_per_launch", "cuda_rtt_graph_per_launch", false, 1.10, NULL },
 	{ "cuda_chain_goal", "chain via aql signals / via host sync",
 	  "cuda_chain_signals", "cuda_chain_host_sync", false, 1.0, NULL },
+	{ "cuda_resident_rtt_goal_ns", "resident round trip (ns)",
+	  "cuda_resident_rtt", NULL, false, 2500, "ns" },
+	{ "cuda_resident_rtt_goal", "resident round trip / cuLaunchKernel+StreamSync (<= 1/3)",
+	  "cuda_resident_rtt", "cuda_rtt_raw_sync", false, 1.0 / 3.0, NULL },
+	{ "cuda_resident_throughput_goal", "resident dispatches/s / raw launches/s (>= 2)",
+	  "cuda_resident_throughput", "cuda_launch_throughput_raw", true, 2.0, NULL },
+	{ "cuda_resident_chain_goal", "resident chain / chain via host sync (<= 1/2)",
+	  "cuda_resident_chain", "cuda_chain_host_sync", false, 0.5, NULL },
 };
 
 static const struct peer cuda_peers[] = {
 	{ "cuda_graph_replay_per_launch", "cuda_rtt_graph_per_launch" },
 	{ "cuda_rtt_raw_event", "cuda_rtt_raw_sync" },
 	{ "cuda_launch_throughput", "cuda_launch_throughput_raw" },
+	{ "cuda_resident_rtt", "cuda_rtt_raw_sync" },
+	{ "cuda_resident_throughput", "cuda_launch_throughput_raw" },
+	{ "cuda_resident_chain", "cuda_chain_host_sync" },
 };
 
 const struct mode bench_mode_cuda = {
