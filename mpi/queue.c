@@ -8,7 +8,10 @@
  * signals serve every operation, as a typed launch's timeline does: the
  * barriers decrement "started" as they complete, the agent decrements
  * "ended" as operations end, and operation i of the queue is done once
- * "ended" is below END0 - i. One thread, the agent, posts and tests the
+ * "ended" is below its base - i. A state freed (aql_mpi_cancel(), or the
+ * queue's destroy hook) leaves its signals to the next one, which counts
+ * on from their values: completions handed out stay valid. One thread,
+ * the agent, posts and tests the
  * operations; it calls MPI only with the agent's lock held, and
  * libaql-mpi's other MPI calls on behalf of queue-ordered work (datatypes
  * at enqueue) take the same lock, so MPI_THREAD_SERIALIZED is honoured.
@@ -23,8 +26,8 @@
 
 #include "mpi/mpi_impl.h"
 
-#define START0 (INT64_C(1) << 40)
-#define END0 (INT64_C(1) << 40)
+/* A fresh counter's value: room for 2^40 operations. */
+#define COUNT0 (INT64_C(1) << 40)
 
 enum op_kind { OP_SEND, OP_RECV, OP_ALLREDUCE };
 
@@ -32,6 +35,7 @@ struct qstate {
 	struct qstate *next;
 	aql_queue *queue;
 	aql_signal *started, *ended;
+	int64_t start0, end0;	/* their values before the first operation */
 	pthread_mutex_t submit;	/* an operation's index and packets */
 	uint64_t enqueued;	/* under submit */
 	uint32_t pending;	/* operations not yet ended; under the agent's lock */
@@ -59,6 +63,8 @@ static struct {
 	pthread_cond_t ended;	/* an operation ended, for aql_mpi_cancel() */
 	struct op *head;
 	struct qstate *queues;
+	aql_signal **spare;	/* counters of freed states, for new ones */
+	uint32_t nspare, spare_cap;
 	pthread_t thread;
 	int running, stop;
 } agent = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
@@ -132,7 +138,7 @@ static int step(struct op *o)
 			end_op(o, 0);
 			return 1;
 		}
-		if (s >= START0 - (int64_t)o->index)
+		if (s >= o->qs->start0 - (int64_t)o->index)
 			return 0;
 		err = post(o);
 		if (err != MPI_SUCCESS) {
@@ -209,25 +215,78 @@ static void *agent_main(void *arg)
 	return NULL;
 }
 
+/* Under the lock: the state of queue, or NULL. */
+static struct qstate *find_state(aql_queue *queue)
+{
+	struct qstate *qs = agent.queues;
+
+	while (qs && qs->queue != queue)
+		qs = qs->next;
+	return qs;
+}
+
+/* Under the lock: a counter and its value now, a spare one if any. */
+static aql_status counter_take(aql_signal **out, int64_t *base)
+{
+	if (agent.nspare) {
+		*out = agent.spare[--agent.nspare];
+		*base = aql_signal_load(*out, AQL_ACQUIRE);
+		return AQL_OK;
+	}
+	*base = COUNT0;
+	return aql_signal_create(COUNT0, out);
+}
+
+/*
+ * Under the lock: keep a freed state's counter for the next. Completions
+ * handed out keep reading it, so it is never destroyed (the signal pool
+ * would hand it out again, reset): one that failed (-1) stays as it is,
+ * as a failed timeline signal does (aql/timeline.c).
+ */
+static void counter_retire(aql_signal *s)
+{
+	aql_signal **grown;
+
+	if (aql_signal_load(s, AQL_ACQUIRE) < 0)
+		return;
+	if (agent.nspare == agent.spare_cap) {
+		grown = realloc(agent.spare, (agent.spare_cap ? 2 * agent.spare_cap : 8) *
+					     sizeof(*grown));
+		if (!grown)
+			return;
+		agent.spare = grown;
+		agent.spare_cap = agent.spare_cap ? 2 * agent.spare_cap : 8;
+	}
+	agent.spare[agent.nspare++] = s;
+}
+
+static void queue_gone(aql_queue *queue, void *user);
+
 /* Under the lock: the state of queue, made on first use. */
 static aql_status queue_state(aql_queue *queue, struct qstate **out)
 {
 	struct qstate *qs;
+	aql_status st;
 
-	for (qs = agent.queues; qs; qs = qs->next) {
-		if (qs->queue == queue) {
-			*out = qs;
-			return AQL_OK;
-		}
-	}
+	*out = find_state(queue);
+	if (*out)
+		return AQL_OK;
 	qs = calloc(1, sizeof(*qs));
 	if (!qs)
 		return aql_error_set(AQL_ERR_NOMEM, "aql_mpi_enqueue: out of memory");
-	if (aql_signal_create(START0, &qs->started) != AQL_OK ||
-	    aql_signal_create(END0, &qs->ended) != AQL_OK) {
-		aql_signal_destroy(qs->started);
+	st = counter_take(&qs->started, &qs->start0);
+	if (st == AQL_OK)
+		st = counter_take(&qs->ended, &qs->end0);
+	/* Destroying the queue cancels what is pending on it (queue_gone). */
+	if (st == AQL_OK)
+		st = aql_queue_add_destroy_hook(queue, queue_gone, NULL);
+	if (st != AQL_OK) {
+		if (qs->started)
+			counter_retire(qs->started);
+		if (qs->ended)
+			counter_retire(qs->ended);
 		free(qs);
-		return AQL_ERR_NOMEM;
+		return st;
 	}
 	pthread_mutex_init(&qs->submit, NULL);
 	qs->queue = queue;
@@ -351,7 +410,7 @@ static aql_status enqueue(aql_queue *queue, struct op *o, aql_buf *buf, aql_buf 
 	 * makes this wait. */
 	pthread_mutex_lock(&qs->submit);
 	o->index = qs->enqueued;
-	hold.value = END0 - (int64_t)o->index;
+	hold.value = qs->end0 - (int64_t)o->index;
 	hold.signal = aql_signal_handle(qs->ended);
 	start.completion_signal = aql_signal_handle(qs->started);
 	st = stage_out(queue, o->kind == OP_RECV ? NULL : send ? send : buf);
@@ -385,7 +444,7 @@ static aql_status enqueue(aql_queue *queue, struct op *o, aql_buf *buf, aql_buf 
 	}
 	pthread_cond_signal(&agent.wake);
 	if (done)
-		*done = (aql_completion){ qs->ended, END0 - (int64_t)o->index, NULL };
+		*done = (aql_completion){ qs->ended, qs->end0 - (int64_t)o->index, NULL };
 	pthread_mutex_unlock(&agent.lock);
 	return st;
 }
@@ -442,9 +501,12 @@ aql_status aql_mpi_enqueue_allreduce(aql_queue *queue, aql_buf *send, aql_buf *r
 	return enqueue(queue, o, recv, send, NULL, "aql_mpi_enqueue_allreduce", done);
 }
 
-/* Under the lock: cancel qs's operations and wait until none is left. */
-static void cancel_queue(struct qstate *qs)
+/* Under the lock: cancel qs's operations and wait until none is left;
+ * who names the caller in the queue's error. */
+static void cancel_queue(struct qstate *qs, const char *who)
 {
+	char why[128];
+
 	int cancelled = 0;
 
 	for (struct op *o = agent.head; o; o = o->next) {
@@ -455,8 +517,8 @@ static void cancel_queue(struct qstate *qs)
 	}
 	if (cancelled) {
 		/* The packets behind them must not run as if they had ended. */
-		aql_queue_set_error(qs->queue, AQL_ERR_QUEUE_ERROR,
-				    "queue-ordered MPI operations were cancelled (aql_mpi_cancel)");
+		snprintf(why, sizeof(why), "queue-ordered MPI operations were cancelled (%s)", who);
+		aql_queue_set_error(qs->queue, AQL_ERR_QUEUE_ERROR, why);
 		pthread_cond_signal(&agent.wake);
 	}
 	while (qs->pending && agent.running)
@@ -471,23 +533,40 @@ static void free_state(struct qstate *qs)
 			break;
 		}
 	}
-	aql_signal_destroy(qs->started);
-	aql_signal_destroy(qs->ended);
+	/* From the queue's destroy hook: removed already, a no-op. */
+	aql_queue_remove_destroy_hook(qs->queue, queue_gone, NULL);
+	counter_retire(qs->started);
+	counter_retire(qs->ended);
 	pthread_mutex_destroy(&qs->submit);
 	free(qs);
 }
 
+/* The queue's destroy hook: what is pending on it ends before it goes. */
+static void queue_gone(aql_queue *queue, void *user)
+{
+	struct qstate *qs;
+
+	(void)user;
+	pthread_mutex_lock(&agent.lock);
+	qs = find_state(queue);
+	if (qs) {
+		cancel_queue(qs, "aql_queue_destroy");
+		free_state(qs);
+	}
+	pthread_mutex_unlock(&agent.lock);
+}
+
 aql_status aql_mpi_cancel(aql_queue *queue)
 {
+	struct qstate *qs;
+
 	if (!queue)
 		return aql_error_set(AQL_ERR_INVALID_ARG, "aql_mpi_cancel: queue is NULL");
 	pthread_mutex_lock(&agent.lock);
-	for (struct qstate *qs = agent.queues; qs; qs = qs->next) {
-		if (qs->queue == queue) {
-			cancel_queue(qs);
-			free_state(qs);
-			break;
-		}
+	qs = find_state(queue);
+	if (qs) {
+		cancel_queue(qs, "aql_mpi_cancel");
+		free_state(qs);
 	}
 	pthread_mutex_unlock(&agent.lock);
 	return AQL_OK;
@@ -500,7 +579,7 @@ void aql_mpi_shutdown(void)
 
 	pthread_mutex_lock(&agent.lock);
 	while (agent.queues) {
-		cancel_queue(agent.queues);
+		cancel_queue(agent.queues, "aql_mpi_shutdown");
 		free_state(agent.queues);
 	}
 	agent.stop = 1;

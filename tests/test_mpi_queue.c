@@ -9,7 +9,8 @@
  * into a GPU-style buffer is refused; faults: a truncated message and a
  * send to a rank that does not exist put the queue into its error state
  * with MPI's string, the rank, the peer and the tag, and drop what comes
- * after; aql_mpi_cancel() cancels a pending receive.
+ * after; aql_mpi_cancel() cancels a pending receive, and so does
+ * aql_queue_destroy() alone, waking a thread that waits for it.
  *
  * With AQL_TEST_AGENT=nvidia or amd (and the GPU build of the kernels),
  * the agent of its own memory whose launch a send follows is the emulated
@@ -18,6 +19,7 @@
  * Usage: mpiexec -n N test_mpi_queue LAUNCH_KERNELS.host.so
  *        [multiple|serialized|funneled] [LAUNCH_KERNELS.{ptx,hsaco}]
  */
+#include <pthread.h>
 #include <string.h>
 
 #include <aql/mpi.h>
@@ -245,6 +247,61 @@ static void test_faults(void)
 	CHECK_OK(aql_buf_destroy(x));
 }
 
+struct waiter {
+	aql_completion c;
+	aql_status st;
+};
+
+static void *wait_thread(void *arg)
+{
+	struct waiter *w = arg;
+
+	w->st = th_done(aql_completion_wait(w->c, TH_TIMEOUT_NS));
+	return NULL;
+}
+
+/*
+ * Destroying a queue cancels its pending receive, with no aql_mpi_cancel():
+ * a thread already waiting for it wakes with the failure, and the launch
+ * behind it is dropped. Completions stay readable after the queue is gone,
+ * also once a new queue's operations reuse its counters.
+ */
+static void test_destroy(void)
+{
+	aql_queue *q = new_queue(th_agent());
+	aql_buf *s = new_buf(M, "destroyed sum"), *five = new_buf(5, "never sent"),
+		*x = new_buf(M, "behind");
+	aql_completion first, done, after;
+	struct waiter w;
+	pthread_t t;
+
+	/* An operation that ends well on a queue then destroyed. */
+	CHECK_OK(aql_mpi_enqueue_allreduce(q, NULL, s, MPI_SUM, comm, &first));
+	CHECK_DONE(aql_completion_wait(first, TH_TIMEOUT_NS));
+	CHECK_OK(aql_queue_destroy(q));
+	/* A new queue (reusing those counters): a receive nobody sends to. */
+	q = new_queue(th_agent());
+	CHECK_OK(aql_mpi_enqueue_recv(q, five, NULL, prev(), 60, comm, &done));
+	CHECK_OK(launch_add(q, x, 1, NULL, &after));
+	CHECK(aql_completion_done(first) && aql_signal_load(first.signal, AQL_ACQUIRE) >= 0,
+	      "a completion of a destroyed queue stays done, and good");
+	w = (struct waiter){ done, AQL_OK };
+	if (pthread_create(&t, NULL, wait_thread, &w))
+		th_stop("no waiter thread");
+	th_sleep_ms(50);
+	CHECK(!aql_completion_done(done), "the receive is pending before the destroy");
+	CHECK_OK(aql_queue_destroy(q));
+	pthread_join(t, NULL);
+	CHECK(w.st == AQL_ERR_QUEUE_ERROR, "the waiter woke with the cancelled receive's failure (%s)",
+	      aql_status_str(w.st));
+	CHECK(aql_signal_load(done.signal, AQL_ACQUIRE) < 0,
+	      "the cancelled receive's completion is -1 after the destroy");
+	CHECK(aql_signal_load(after.signal, AQL_ACQUIRE) < 0, "the launch behind it was dropped");
+	CHECK_OK(aql_buf_destroy(s));
+	CHECK_OK(aql_buf_destroy(five));
+	CHECK_OK(aql_buf_destroy(x));
+}
+
 int main(int argc, char **argv)
 {
 	aql_host_agent_config cfg = { .workers = 2, .separate_memory = 1 };
@@ -301,6 +358,7 @@ int main(int argc, char **argv)
 		if (!th_test_gpu()) {
 			test_allreduce();
 			test_faults();
+			test_destroy();
 		}
 	}
 	aql_mpi_shutdown();

@@ -182,10 +182,13 @@ aql_status aql_mpi_enqueue_allreduce(aql_queue *queue, aql_buf *send, aql_buf *r
  * them back); each one's completion signal becomes -1 unless it had
  * completed; if any was cancelled, the queue enters its error state
  * (the packets behind them are dropped). Returns once none of queue's
- * operations is left, and frees libaql-mpi's state for queue (its
- * operations' completions with it). Call it before aql_queue_destroy() of
- * a queue that had queue-ordered operations: libaql does not call it for
- * you. Errors: AQL_ERR_INVALID_ARG (NULL). Thread safe, but not
+ * operations is left, and frees libaql-mpi's state for queue; the
+ * completions handed out stay valid (they read done, or failed).
+ * aql_queue_destroy() does the same first, through a destroy hook
+ * (aql_queue_add_destroy_hook()), so a queue may be destroyed with
+ * receives pending, a waiter on their completions waking with
+ * AQL_ERR_QUEUE_ERROR; a posted send that no rank receives makes either
+ * call wait. Errors: AQL_ERR_INVALID_ARG (NULL). Thread safe, but not
  * concurrently with an enqueue on the same queue.
  */
 aql_status aql_mpi_cancel(aql_queue *queue);
