@@ -11,8 +11,8 @@
  * "ended" is below its base - i. A state freed (aql_mpi_cancel(), or the
  * queue's destroy hook) leaves its signals to the next one, which counts
  * on from their values: completions handed out stay valid. One thread,
- * the agent, posts and tests the
- * operations; it calls MPI only with the agent's lock held, and
+ * the agent, posts and tests the operations; it calls MPI only with the
+ * agent's lock held, and
  * libaql-mpi's other MPI calls on behalf of queue-ordered work (datatypes
  * at enqueue) take the same lock, so MPI_THREAD_SERIALIZED is honoured.
  */
@@ -313,27 +313,6 @@ static aql_status check_level(void)
 	return AQL_OK;
 }
 
-/* Under the lock: where buf's data is, for a use by queue-ordered work. */
-static aql_status check_place(aql_buf *buf, int write, const char *call)
-{
-	aql_buf_info info;
-	aql_agent_info ai;
-	aql_status st = aql_buf_get_info(buf, &info);
-
-	if (st != AQL_OK)
-		return aql_error_set(st, "%s: a buffer is required", call);
-	if (!write || !info.agent)
-		return AQL_OK;
-	st = aql_agent_get_info(info.agent, &ai);
-	if (st != AQL_OK)
-		return st;
-	if (!ai.unified_memory)
-		return aql_error_set(AQL_ERR_UNSUPPORTED,
-				     "%s: buffer '%s' is on agent '%s', which has memory of its own: a queue-ordered receive into it is not built in this version (receive with aql_mpi_recv())",
-				     call, info.name, ai.name);
-	return AQL_OK;
-}
-
 /* Queue, on queue, the copy back of buf where an agent of its own holds it. */
 static aql_status stage_out(aql_queue *queue, aql_buf *buf)
 {
@@ -379,10 +358,6 @@ static aql_status enqueue(aql_queue *queue, struct op *o, aql_buf *buf, aql_buf 
 	pthread_mutex_lock(&agent.lock);
 	st = check_level();
 	if (st == AQL_OK)
-		st = check_place(buf, o->kind != OP_SEND, call);
-	if (st == AQL_OK && send)
-		st = check_place(send, 0, call);
-	if (st == AQL_OK)
 		st = aql_buf_get_info(buf, &info);
 	if (st == AQL_OK)
 		st = aql_mpi_describe(buf, layout, &o->datatype, &o->count, &first, &o->derived);
@@ -413,7 +388,15 @@ static aql_status enqueue(aql_queue *queue, struct op *o, aql_buf *buf, aql_buf 
 	hold.value = qs->end0 - (int64_t)o->index;
 	hold.signal = aql_signal_handle(qs->ended);
 	start.completion_signal = aql_signal_handle(qs->started);
+	/* What the operation reads comes back from an agent of its own
+	 * first, in queue order; so does a buffer it writes only part of. */
 	st = stage_out(queue, o->kind == OP_RECV ? NULL : send ? send : buf);
+	if (st == AQL_OK && o->kind == OP_RECV && layout && layout->kind != AQL_MPI_WHOLE)
+		st = stage_out(queue, buf);
+	/* What it writes then counts as changed on the host: the next launch
+	 * that reads it copies it to its agent, after the operation. */
+	if (st == AQL_OK && o->kind != OP_SEND)
+		st = aql_buf_host_written(buf, queue);
 	if (st == AQL_OK)
 		st = aql_queue_submit(queue, (const aql_packet *)&start);
 	started = st == AQL_OK;

@@ -5,16 +5,17 @@
  * its queue (held behind a closed gate, nothing is sent) and sends what
  * that launch wrote on an agent with memory of its own; a launch after a
  * receive in the same queue, and a launch on another queue after its
- * completion, see the received data; an allreduce in a queue; a receive
- * into a GPU-style buffer is refused; faults: a truncated message and a
+ * completion, see the received data; an allreduce in a queue; receives
+ * into a buffer on the agent of its own memory, staged in queue order
+ * (a layout's and a whole one); faults: a truncated message and a
  * send to a rank that does not exist put the queue into its error state
  * with MPI's string, the rank, the peer and the tag, and drop what comes
  * after; aql_mpi_cancel() cancels a pending receive, and so does
  * aql_queue_destroy() alone, waking a thread that waits for it.
  *
  * With AQL_TEST_AGENT=nvidia or amd (and the GPU build of the kernels),
- * the agent of its own memory whose launch a send follows is the emulated
- * CUDA or KFD agent, and only that ordering test runs.
+ * the agent of its own memory is the emulated CUDA or KFD agent, and only
+ * the ordering and staged-receive tests run.
  *
  * Usage: mpiexec -n N test_mpi_queue LAUNCH_KERNELS.host.so
  *        [multiple|serialized|funneled] [LAUNCH_KERNELS.{ptx,hsaco}]
@@ -135,10 +136,6 @@ static void test_order(aql_agent *sep)
 	CHECK(bad == 0, "received, then +1 in queue order: %d of %d wrong", bad, M);
 	bad = count_bad(g, 1000 * prev() + 5 + 3);
 	CHECK(bad == 0, "received, then +3 on another queue: %d of %d wrong", bad, M);
-	/* A queue-ordered receive into a buffer on an agent of its own is not built. */
-	CHECK(aql_mpi_enqueue_recv(qs, d, NULL, prev(), 3, comm, NULL) == AQL_ERR_UNSUPPORTED &&
-	      th_error_has("halo out") && th_error_has("memory of its own"),
-	      "a receive into a separate agent's buffer refused");
 	aql_signal_destroy(gate);
 	CHECK_OK(aql_mpi_cancel(q));
 	CHECK_OK(aql_mpi_cancel(q2));
@@ -149,6 +146,67 @@ static void test_order(aql_agent *sep)
 	CHECK_OK(aql_queue_destroy(q));
 	CHECK_OK(aql_queue_destroy(q2));
 	CHECK_OK(aql_queue_destroy(qs));
+}
+
+/*
+ * A receive into a buffer whose current copy is on the agent of its own
+ * memory, of every other element (a vector layout): what the launch before
+ * it wrote there comes back first, so the elements not received keep it;
+ * the received ones replace theirs, and the launch after it, on that
+ * agent, sees both. Then a receive of a whole buffer there, which
+ * replaces the agent's copy with no copy back.
+ */
+static void test_recv_staged(aql_agent *sep)
+{
+	aql_queue *q = new_queue(th_agent()), *qs = new_queue(sep);
+	aql_buf *src = new_buf(M / 2, "halo sent"), *r = new_buf(M, "halo on the agent"),
+		*w = new_buf(M / 2, "whole on the agent");
+	aql_buf_info info;
+	aql_mpi_layout even = { .kind = AQL_MPI_VECTOR, .blocks = M / 2, .blocklen = 1,
+				.stride = 2 };
+	int32_t *h = aql_buf_data(src, int32_t);
+	const int32_t *got;
+	aql_completion sent, sent2, after, after2;
+	uint64_t back;
+	int bad = 0, bad2 = 0;
+
+	for (int k = 0; h && k < M / 2; k++)
+		h[k] = 100000 + 1000 * rank + k;
+	h = aql_buf_data(r, int32_t);
+	for (int i = 0; h && i < M; i++)
+		h[i] = i;
+	CHECK_OK(launch_k(qs, add_sep, r, 7, NULL, NULL));
+	CHECK_OK(aql_mpi_enqueue_recv(qs, r, &even, prev(), 4, comm, NULL));
+	CHECK_OK(launch_k(qs, add_sep, r, 1, NULL, &after));
+	CHECK_OK(launch_k(qs, add_sep, w, 7, NULL, NULL));
+	CHECK_OK(aql_buf_get_info(w, &info));
+	back = info.moves_to_host;
+	CHECK_OK(aql_mpi_enqueue_recv(qs, w, NULL, prev(), 5, comm, NULL));
+	CHECK_OK(launch_k(qs, add_sep, w, 1, NULL, &after2));
+	CHECK_OK(aql_mpi_enqueue_send(q, src, NULL, next(), 4, comm, &sent));
+	CHECK_OK(aql_mpi_enqueue_send(q, src, NULL, next(), 5, comm, &sent2));
+	CHECK_DONE(aql_completion_wait(after, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(after2, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(sent2, TH_TIMEOUT_NS));
+	got = aql_buf_data_const(r, int32_t);
+	for (int i = 0; got && i < M; i++)
+		bad += got[i] != (i % 2 ? i + 7 + 1 : 100000 + 1000 * prev() + i / 2 + 1);
+	CHECK(got && bad == 0,
+	      "received into every other element on the agent, then +1 there: %d of %d wrong",
+	      bad, M);
+	CHECK_OK(aql_buf_get_info(w, &info));
+	CHECK(info.moves_to_host == back, "a whole receive copied nothing back (%llu copies)",
+	      (unsigned long long)(info.moves_to_host - back));
+	got = aql_buf_data_const(w, int32_t);
+	for (int k = 0; got && k < M / 2; k++)
+		bad2 += got[k] != 100000 + 1000 * prev() + k + 1;
+	CHECK(got && bad2 == 0, "received a whole buffer on the agent, then +1: %d of %d wrong",
+	      bad2, M / 2);
+	CHECK_OK(aql_queue_destroy(q));
+	CHECK_OK(aql_queue_destroy(qs));
+	CHECK_OK(aql_buf_destroy(src));
+	CHECK_OK(aql_buf_destroy(r));
+	CHECK_OK(aql_buf_destroy(w));
 }
 
 static void test_allreduce(void)
@@ -355,6 +413,7 @@ int main(int argc, char **argv)
 		CHECK_OK(aql_queue_destroy(q));
 	} else if (add && add_sep && sep) {
 		test_order(sep);
+		test_recv_staged(sep);
 		if (!th_test_gpu()) {
 			test_allreduce();
 			test_faults();

@@ -145,16 +145,17 @@ aql_status aql_mpi_gather(aql_buf *send, const aql_mpi_layout *layout, aql_buf *
  * (AQL_ERR_UNSUPPORTED naming the level): only the main thread may call
  * MPI there.
  *
- * Data: a send reads buf's host storage once the operation starts; where
- * buf's storage is on an agent with memory of its own, a copy back to the
- * host (aql_buf_to_host()) is queued before it on queue, whose agent must
- * be that agent. A receive (and allreduce's result) writes the host
- * storage, so the buffer must be on no agent yet or on one that shares
- * the host's memory (the CPU agent): into a GPU agent's buffer it is
- * AQL_ERR_UNSUPPORTED in this version (receive with aql_mpi_recv()).
- * Buffers do not count these operations as work in flight: host access
- * or a launch on another queue not ordered after *done is not refused
- * while one uses the buffer.
+ * Data: MPI reads and writes buf's host storage (pinned host memory),
+ * staged in queue order where buf's current copy is on an agent with
+ * memory of its own (a GPU), whose queue queue must then be: a copy back
+ * to the host (aql_buf_to_host()) is queued before an operation that
+ * reads buf (a send, an allreduce's input) or writes only part of it (a
+ * receive with a layout), and what a receive or allreduce writes counts
+ * as changed on the host (aql_buf_host_written()), so the next launch
+ * that reads it copies it to the agent, after the operation. Buffers do
+ * not count these operations as work in flight: host access or a launch
+ * on another queue not ordered after *done is not refused while one uses
+ * the buffer.
  *
  * Faults: an MPI call that returns an error (on a communicator with
  * MPI_ERRORS_RETURN), a truncated message included, puts queue into its
@@ -163,9 +164,9 @@ aql_status aql_mpi_gather(aql_buf *send, const aql_mpi_layout *layout, aql_buf *
  * it are dropped. The queue's error callback then runs on the
  * communication agent's thread, which must not call libaql-mpi from it.
  * Errors: those of aql_mpi_describe(), AQL_ERR_UNSUPPORTED
- * (thread level, receive into a GPU agent's buffer), AQL_ERR_INVALID_ARG
- * (a buffer on another agent than queue's), those of aql_queue_submit()
- * and aql_buf_to_host(). Thread safe.
+ * (thread level), AQL_ERR_INVALID_ARG (a buffer on another agent than
+ * queue's, where it must be staged), those of aql_queue_submit(),
+ * aql_buf_to_host() and aql_buf_host_written(). Thread safe.
  */
 aql_status aql_mpi_enqueue_send(aql_queue *queue, aql_buf *buf, const aql_mpi_layout *layout,
 				int dest, int tag, MPI_Comm comm, aql_completion *done);
