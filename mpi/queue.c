@@ -24,6 +24,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <aql/graph.h>
+
 #include "mpi/mpi_impl.h"
 
 /* A fresh counter's value: room for 2^40 operations. */
@@ -44,7 +46,8 @@ struct qstate {
 struct op {
 	struct op *next;
 	struct qstate *qs;
-	uint64_t index;		/* in its queue */
+	struct gop *g;		/* a run of a recorded operation, or NULL */
+	uint64_t index;		/* in its queue; of a run: in its recorded operation's */
 	enum op_kind kind;
 	void *ptr;
 	const void *send;	/* allreduce: MPI_IN_PLACE or the send storage */
@@ -55,6 +58,24 @@ struct op {
 	MPI_Request req;
 	const char *call;
 	char name[96];
+};
+
+/*
+ * An operation recorded in a graph. Its packets are a barrier whose
+ * completion decrements "turn", then a BARRIER_VALUE that waits until
+ * turn is even: turn starts even, a replay's barrier makes it odd (the
+ * operation may start), and the agent makes it even again when the
+ * operation ends, so the same two packets serve every replay. Each
+ * replay arms one run (a struct op with g set) on the replaying queue
+ * (aql_graph_record_hook()); the runs of one operation go one at a time,
+ * in the order armed. The agent's lock guards all but tmpl.
+ */
+struct gop {
+	struct op tmpl;		/* what each run does */
+	aql_signal *turn;
+	uint64_t armed, finished;	/* runs so far; runs ended */
+	uint32_t runs;		/* armed and not ended */
+	int released;		/* the graph and its executables are gone */
 };
 
 static struct {
@@ -80,17 +101,37 @@ static const char *level_name(int level)
 	}
 }
 
-/* Under the lock: end o with value into its queue's "ended" (0: done). */
+static void free_gop(struct gop *g)
+{
+	int finalized = 1;
+
+	MPI_Finalized(&finalized);
+	if (g->tmpl.derived && !finalized)
+		MPI_Type_free(&g->tmpl.datatype);
+	aql_signal_destroy(g->turn);
+	free(g);
+}
+
+/* Under the lock: end o, into its queue's "ended" or its recorded
+ * operation's turn; -1 where it failed. */
 static void end_op(struct op *o, int ok)
 {
 	struct qstate *qs = o->qs;
+	struct gop *g = o->g;
+	aql_signal *s = g ? g->turn : qs->ended;
 
 	if (o->derived)
 		MPI_Type_free(&o->datatype);
+	if (g) {
+		g->finished++;
+		g->runs--;
+	}
 	if (ok)
-		aql_signal_sub(qs->ended, 1, AQL_RELEASE);
+		aql_signal_sub(s, 1, AQL_RELEASE);
 	else
-		aql_signal_store(qs->ended, -1, AQL_RELEASE);
+		aql_signal_store(s, -1, AQL_RELEASE);
+	if (g && g->released && !g->runs)
+		free_gop(g);
 	qs->pending--;
 	free(o);
 	pthread_cond_broadcast(&agent.ended);
@@ -124,6 +165,32 @@ static int post(struct op *o)
 	}
 }
 
+/* Under the lock: whether o, not posted, may be: 1 yes, 0 not yet, -1
+ * never (cancelled, or what it follows failed): it ends failed. */
+static int may_start(struct op *o)
+{
+	int64_t v;
+
+	if (o->cancel)
+		return -1;
+	if (!o->g) {
+		v = aql_signal_load(o->qs->started, AQL_ACQUIRE);
+		/* Negative: the queue failed or was destroyed before it. */
+		if (v < 0)
+			return -1;
+		return v < o->qs->start0 - (int64_t)o->index;
+	}
+	v = aql_signal_load(o->g->turn, AQL_ACQUIRE);
+	if (v < 0) {
+		/* Its replay's barrier was dropped, or an earlier run failed. */
+		aql_queue_set_error(o->qs->queue, AQL_ERR_QUEUE_ERROR,
+				    "a queue-ordered MPI operation recorded in a graph failed in an earlier replay, or its replay was dropped");
+		return -1;
+	}
+	/* Its turn: the runs before it ended, and its barrier completed. */
+	return o->g->finished == o->index && (v & 1);
+}
+
 /* Under the lock: move o on; 1 once it has ended (and is freed). */
 static int step(struct op *o)
 {
@@ -131,15 +198,16 @@ static int step(struct op *o)
 	int err, flag = 0;
 
 	if (!o->posted) {
-		int64_t s = aql_signal_load(o->qs->started, AQL_ACQUIRE);
+		int go = may_start(o);
 
-		/* Negative: the queue failed or was destroyed before it. */
-		if (o->cancel || s < 0) {
+		if (go < 0) {
 			end_op(o, 0);
 			return 1;
 		}
-		if (s >= o->qs->start0 - (int64_t)o->index)
+		if (!go)
 			return 0;
+	}
+	if (!o->posted) {
 		err = post(o);
 		if (err != MPI_SUCCESS) {
 			fail_op(o, err, o->call);
@@ -331,6 +399,116 @@ static aql_status stage_out(aql_queue *queue, aql_buf *buf)
 	return aql_buf_to_host(buf, queue, &(aql_completion){ 0 });
 }
 
+/* Under the lock: hand o to the agent, started on first use. */
+static void add_op(struct op *o)
+{
+	o->qs->pending++;
+	o->next = agent.head;
+	agent.head = o;
+	if (!agent.running) {
+		agent.stop = 0;
+		if (pthread_create(&agent.thread, NULL, agent_main, NULL) == 0)
+			agent.running = 1;
+		else
+			o->cancel = 1;
+	}
+	pthread_cond_signal(&agent.wake);
+}
+
+/* A replay of a recording with g: one run of it, on queue. */
+static void gop_replayed(void *user, aql_queue *queue)
+{
+	struct gop *g = user;
+	struct qstate *qs = NULL;
+	struct op *o = malloc(sizeof(*o));
+
+	pthread_mutex_lock(&agent.lock);
+	if (!o || queue_state(queue, &qs) != AQL_OK) {
+		/* The replay's hold would wait for ever: the queue stops. */
+		aql_queue_set_error(queue, AQL_ERR_NOMEM,
+				    "a queue-ordered MPI operation recorded in a graph: out of memory at its replay");
+		pthread_mutex_unlock(&agent.lock);
+		free(o);
+		return;
+	}
+	*o = g->tmpl;
+	o->qs = qs;
+	o->g = g;
+	o->index = g->armed++;
+	g->runs++;
+	add_op(o);
+	pthread_mutex_unlock(&agent.lock);
+}
+
+/* The recording and its executable graphs are gone: free g after its runs. */
+static void gop_release(void *user)
+{
+	struct gop *g = user;
+
+	pthread_mutex_lock(&agent.lock);
+	g->released = 1;
+	if (!g->runs)
+		free_gop(g);
+	pthread_mutex_unlock(&agent.lock);
+}
+
+/*
+ * Record o on queue, which records a graph: its two packets, and the hook
+ * that arms a run at each replay. Takes o (and its datatype).
+ */
+static aql_status record(aql_queue *queue, struct op *o, aql_barrier_packet *start,
+			 aql_barrier_value_packet *hold)
+{
+	static const aql_graph_hook hook = { gop_replayed, gop_release };
+	struct gop *g = calloc(1, sizeof(*g));
+	aql_status st;
+
+	if (!g || aql_signal_create(COUNT0, &g->turn) != AQL_OK) {
+		pthread_mutex_lock(&agent.lock);
+		if (o->derived)
+			MPI_Type_free(&o->datatype);
+		pthread_mutex_unlock(&agent.lock);
+		free(g);
+		free(o);
+		return aql_error_set(AQL_ERR_NOMEM, "aql_mpi_enqueue: recording: out of memory");
+	}
+	g->tmpl = *o;
+	g->tmpl.req = MPI_REQUEST_NULL;
+	free(o);
+	/* The hook first: from here release frees g, whatever else fails. */
+	st = aql_graph_record_hook(queue, &hook, g);
+	if (st != AQL_OK) {
+		pthread_mutex_lock(&agent.lock);
+		free_gop(g);
+		pthread_mutex_unlock(&agent.lock);
+		return st;
+	}
+	start->completion_signal = aql_signal_handle(g->turn);
+	hold->signal = aql_signal_handle(g->turn);
+	hold->mask = 1;
+	hold->cond = AQL_COND_EQ;
+	hold->value = 0;
+	st = aql_graph_record_packet(queue, (const aql_packet *)start);
+	if (st == AQL_OK)
+		st = aql_graph_record_packet(queue, (const aql_packet *)hold);
+	return st;
+}
+
+/* Under the lock: refused in a recording, where the buffer is on an
+ * agent of its own memory (no staging at replay). */
+static aql_status check_recordable(aql_buf *buf, const char *call)
+{
+	aql_buf_info info;
+	aql_agent_info ai;
+
+	if (!buf || aql_buf_get_info(buf, &info) != AQL_OK || !info.agent ||
+	    aql_agent_get_info(info.agent, &ai) != AQL_OK || ai.unified_memory)
+		return AQL_OK;
+	return aql_error_set(AQL_ERR_UNSUPPORTED,
+			     "%s: buffer '%s' is on agent '%s', which has memory of its own: a queue-ordered operation recorded in a graph uses the host storage as it is at each replay and stages nothing (bring it back before the replay, aql_buf_to_host())",
+			     call, info.name, ai.name);
+}
+
 static aql_status enqueue(aql_queue *queue, struct op *o, aql_buf *buf, aql_buf *send,
 			  const aql_mpi_layout *layout, const char *call, aql_completion *done)
 {
@@ -349,14 +527,23 @@ static aql_status enqueue(aql_queue *queue, struct op *o, aql_buf *buf, aql_buf 
 	aql_buf_info info;
 	uint64_t first;
 	aql_status st;
-	int started;
+	int started, recording;
 
 	if (!queue || !buf) {
 		free(o);
 		return aql_error_set(AQL_ERR_INVALID_ARG, "%s: queue and buffer are required", call);
 	}
 	pthread_mutex_lock(&agent.lock);
+	recording = aql_graph_is_recording(queue);
 	st = check_level();
+	if (st == AQL_OK && recording && done)
+		st = aql_error_set(AQL_ERR_INVALID_ARG,
+				   "%s: queue records a graph: pass done NULL (the replay's completion covers the operation)",
+				   call);
+	if (st == AQL_OK && recording)
+		st = check_recordable(buf, call);
+	if (st == AQL_OK && recording)
+		st = check_recordable(send, call);
 	if (st == AQL_OK)
 		st = aql_buf_get_info(buf, &info);
 	if (st == AQL_OK)
@@ -365,7 +552,7 @@ static aql_status enqueue(aql_queue *queue, struct op *o, aql_buf *buf, aql_buf 
 		st = aql_error_set(AQL_ERR_INVALID_ARG,
 				   "%s: buffer '%s' holds %s: only built-in scalar types reduce", call,
 				   info.name, info.type->name);
-	if (st == AQL_OK)
+	if (st == AQL_OK && !recording)
 		st = queue_state(queue, &qs);
 	if (st != AQL_OK) {
 		if (o->derived)
@@ -378,6 +565,8 @@ static aql_status enqueue(aql_queue *queue, struct op *o, aql_buf *buf, aql_buf 
 	o->ptr = (char *)aql_buf_host_storage(buf) + first * info.type->size;
 	snprintf(o->name, sizeof(o->name), "%s", info.name);
 	pthread_mutex_unlock(&agent.lock);
+	if (recording)
+		return record(queue, o, &start, &hold);
 
 	/* The index and the packets together, under the queue's own lock, so
 	 * that operations from several threads get indices in their packets'
@@ -415,17 +604,7 @@ static aql_status enqueue(aql_queue *queue, struct op *o, aql_buf *buf, aql_buf 
 		free(o);
 		return st;
 	}
-	qs->pending++;
-	o->next = agent.head;
-	agent.head = o;
-	if (!agent.running) {
-		agent.stop = 0;
-		if (pthread_create(&agent.thread, NULL, agent_main, NULL) == 0)
-			agent.running = 1;
-		else
-			o->cancel = 1;
-	}
-	pthread_cond_signal(&agent.wake);
+	add_op(o);
 	if (done)
 		*done = (aql_completion){ qs->ended, qs->end0 - (int64_t)o->index, NULL };
 	pthread_mutex_unlock(&agent.lock);

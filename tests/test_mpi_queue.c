@@ -11,7 +11,8 @@
  * send to a rank that does not exist put the queue into its error state
  * with MPI's string, the rank, the peer and the tag, and drop what comes
  * after; aql_mpi_cancel() cancels a pending receive, and so does
- * aql_queue_destroy() alone, waking a thread that waits for it.
+ * aql_queue_destroy() alone, waking a thread that waits for it; the same
+ * operations recorded in a graph and replayed.
  *
  * With AQL_TEST_AGENT=nvidia or amd (and the GPU build of the kernels),
  * the agent of its own memory is the emulated CUDA or KFD agent, and only
@@ -23,6 +24,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include <aql/graph.h>
 #include <aql/mpi.h>
 
 #include "helpers.h"
@@ -360,6 +362,56 @@ static void test_destroy(void)
 	CHECK_OK(aql_buf_destroy(x));
 }
 
+/*
+ * Queue-ordered MPI in a recorded graph: a step (+1 on what goes out, a
+ * send to the next rank and a receive from the one before, +10 on what
+ * came in) recorded once and replayed three times; each replay sends what
+ * the one before left. Nothing is sent while recording; a completion is
+ * refused there (the replay's covers the operation).
+ */
+static void test_graph(void)
+{
+	aql_queue *q = new_queue(th_agent());
+	aql_buf *out = new_buf(M, "graph out"), *in = new_buf(M, "graph in");
+	int32_t *h = aql_buf_data(out, int32_t);
+	aql_completion done;
+	aql_graph_exec *e = NULL;
+	aql_graph *g = NULL;
+	int bad;
+
+	for (int i = 0; h && i < M; i++)
+		h[i] = i + 1000 * rank;
+	CHECK_OK(aql_graph_begin(q, &g));
+	CHECK(aql_graph_is_recording(q), "the queue records");
+	CHECK_OK(launch_add(q, out, 1, NULL, NULL));
+	CHECK(aql_mpi_enqueue_send(q, out, NULL, next(), 70, comm, &done) == AQL_ERR_INVALID_ARG &&
+	      th_error_has("records a graph"), "a completion refused while recording");
+	/* Even ranks send first, odd ones receive first: no cycle of sends. */
+	if (rank % 2 == 0)
+		CHECK_OK(aql_mpi_enqueue_send(q, out, NULL, next(), 70, comm, NULL));
+	CHECK_OK(aql_mpi_enqueue_recv(q, in, NULL, prev(), 70, comm, NULL));
+	if (rank % 2)
+		CHECK_OK(aql_mpi_enqueue_send(q, out, NULL, next(), 70, comm, NULL));
+	CHECK_OK(launch_add(q, in, 10, NULL, NULL));
+	CHECK_OK(aql_graph_end(g));
+	CHECK(!aql_graph_is_recording(q), "the recording ended");
+	th_sleep_ms(20);
+	h = aql_buf_data(in, int32_t);
+	CHECK(h && h[5] == 0, "nothing was received while recording (%d)", h ? h[5] : -1);
+	CHECK_OK(aql_graph_instantiate(g, &e));
+	aql_graph_destroy(g);
+	for (int r = 1; e && r <= 3; r++) {
+		CHECK_OK(aql_graph_exec_replay(e, q, &done));
+		CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
+		bad = count_bad(in, 1000 * prev() + r + 10);
+		CHECK(bad == 0, "replay %d: received, +10: %d of %d wrong", r, bad, M);
+	}
+	CHECK_OK(aql_graph_exec_destroy(e));
+	CHECK_OK(aql_queue_destroy(q));
+	CHECK_OK(aql_buf_destroy(out));
+	CHECK_OK(aql_buf_destroy(in));
+}
+
 int main(int argc, char **argv)
 {
 	aql_host_agent_config cfg = { .workers = 2, .separate_memory = 1 };
@@ -418,6 +470,7 @@ int main(int argc, char **argv)
 			test_allreduce();
 			test_faults();
 			test_destroy();
+			test_graph();
 		}
 	}
 	aql_mpi_shutdown();

@@ -157,6 +157,13 @@ aql_status aql_mpi_gather(aql_buf *send, const aql_mpi_layout *layout, aql_buf *
  * on another queue not ordered after *done is not refused while one uses
  * the buffer.
  *
+ * In a graph: on a queue that records (aql_graph_begin()), the operation
+ * is recorded, not run, and each replay of an executable graph made from
+ * the recording runs it in the replay's order (docs/mpi.md); done must be
+ * NULL there (the replay's completion covers it), and a buffer on an
+ * agent with memory of its own is refused (AQL_ERR_UNSUPPORTED: nothing
+ * is staged at a replay). Replay such graphs on one queue at a time.
+ *
  * Faults: an MPI call that returns an error (on a communicator with
  * MPI_ERRORS_RETURN), a truncated message included, puts queue into its
  * error state (aql_queue_set_error()) with MPI's error string, this rank,
@@ -164,9 +171,11 @@ aql_status aql_mpi_gather(aql_buf *send, const aql_mpi_layout *layout, aql_buf *
  * it are dropped. The queue's error callback then runs on the
  * communication agent's thread, which must not call libaql-mpi from it.
  * Errors: those of aql_mpi_describe(), AQL_ERR_UNSUPPORTED
- * (thread level), AQL_ERR_INVALID_ARG (a buffer on another agent than
- * queue's, where it must be staged), those of aql_queue_submit(),
- * aql_buf_to_host() and aql_buf_host_written(). Thread safe.
+ * (thread level; in a graph, a buffer on an agent of its own memory),
+ * AQL_ERR_INVALID_ARG (a buffer on another agent than queue's, where it
+ * must be staged; done while recording), those of aql_queue_submit(),
+ * aql_buf_to_host(), aql_buf_host_written() and, recording,
+ * aql_graph_record_packet(). Thread safe.
  */
 aql_status aql_mpi_enqueue_send(aql_queue *queue, aql_buf *buf, const aql_mpi_layout *layout,
 				int dest, int tag, MPI_Comm comm, aql_completion *done);
