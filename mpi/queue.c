@@ -12,9 +12,9 @@
  * queue's destroy hook) leaves its signals to the next one, which counts
  * on from their values: completions handed out stay valid. One thread,
  * the agent, posts and tests the operations; it calls MPI only with the
- * agent's lock held, and
- * libaql-mpi's other MPI calls on behalf of queue-ordered work (datatypes
- * at enqueue) take the same lock, so MPI_THREAD_SERIALIZED is honoured.
+ * agent's lock held, and libaql-mpi's other MPI calls on behalf of
+ * queue-ordered work (datatypes at enqueue, and their release) take the
+ * same lock, so MPI_THREAD_SERIALIZED is honoured.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -432,6 +432,7 @@ static void gop_replayed(void *user, aql_queue *queue)
 		return;
 	}
 	*o = g->tmpl;
+	o->derived = 0;		/* g's datatype, freed with g */
 	o->qs = qs;
 	o->g = g;
 	o->index = g->armed++;

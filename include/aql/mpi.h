@@ -169,7 +169,9 @@ aql_status aql_mpi_gather(aql_buf *send, const aql_mpi_layout *layout, aql_buf *
  * error state (aql_queue_set_error()) with MPI's error string, this rank,
  * the peer and the tag; *done's signal becomes -1, and the packets behind
  * it are dropped. The queue's error callback then runs on the
- * communication agent's thread, which must not call libaql-mpi from it.
+ * communication agent's thread (on the caller's for aql_mpi_cancel(),
+ * aql_queue_destroy() and a replay), holding libaql-mpi's lock: it must
+ * not call libaql-mpi.
  * Errors: those of aql_mpi_describe(), AQL_ERR_UNSUPPORTED
  * (thread level; in a graph, a buffer on an agent of its own memory),
  * AQL_ERR_INVALID_ARG (a buffer on another agent than queue's, where it
