@@ -60,14 +60,17 @@ int main(int argc, char **argv)
 		CHECK_OK(AQL_LAUNCH(q, add, &lc, NULL, AQL_ARG(b), AQL_ARG(1), AQL_ARG((uint32_t)M)));
 		/* The agent posts the receive at once: its queue was empty. */
 		th_sleep_ms(100);
+		printf("rank %d: pending: a receive from rank %d and a launch behind it\n", rank,
+		       DYING);
+		fflush(stdout);
 	}
 	MPI_Barrier(MPI_COMM_WORLD);
 	if (rank == DYING) {
+		/* Time for the launcher to forward what the others printed. */
+		th_sleep_ms(300);
 		fprintf(stderr, "rank %d: dies now (SIGKILL)\n", rank);
 		raise(SIGKILL);
 	}
-	printf("rank %d: pending: a receive from rank %d and a launch behind it\n", rank, DYING);
-	fflush(stdout);
 	st = aql_completion_wait(done, TH_TIMEOUT_NS);
 	printf("rank %d: ended: the receive from the dead rank ended with %s (%s)\n", rank,
 	       aql_status_str(st), aql_error_message());
