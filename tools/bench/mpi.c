@@ -27,9 +27,9 @@
  *	From an empty kernel's completion to the communication agent's call
  *	of MPI_Isend for the send queued behind it. Per sample, rank 0
  *	holds a profiling queue behind a barrier, queues the empty kernel
- *	and the send of 1 byte, waits 1 ms (the communication agent has by
- *	then settled into its idle polling, as it would behind a kernel of
- *	some length) and opens the barrier. The kernel's end is its
+ *	and the send of 1 byte, waits 1 ms (the communication agent waits
+ *	meanwhile as it would behind a 1 ms kernel) and opens the barrier.
+ *	The kernel's end is its
  *	profiling stamp (aql_signal_dispatch_time(), CLOCK_MONOTONIC); the
  *	send's start is stamped by this file's MPI_Isend, which interposes
  *	on the library's through MPI's profiling interface (PMPI_Isend) and
@@ -337,7 +337,7 @@ static aql_status exchange_queued(aql_buf *u, aql_completion *done)
 	return st != AQL_OK ? st : aql_mpi_enqueue_send(M.qm, u, &mine, peer, TAG_UP, M.comm, done);
 }
 
-/* Hold qm until c (a launch's completion on q) has ended. */
+/* Hold q until c (a launch's completion on another queue) has ended. */
 static aql_status queue_after(aql_queue *q, aql_completion c)
 {
 	aql_barrier_value_packet p = {
