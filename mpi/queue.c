@@ -15,6 +15,13 @@
  * agent's lock held, and libaql-mpi's other MPI calls on behalf of
  * queue-ordered work (datatypes at enqueue, and their release) take the
  * same lock, so MPI_THREAD_SERIALIZED is honoured.
+ *
+ * Chaining: an operation's two packets take consecutive slots (one
+ * reservation). One whose start barrier is in the slot right after the
+ * previous operation's BARRIER_VALUE packet follows that operation and
+ * nothing else; since everything before that operation had completed
+ * when it started, this one may start as soon as it has ended, without
+ * waiting for the packet processor to run the two packets between.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -28,9 +35,14 @@
 #include <aql/graph.h>
 
 #include "mpi/mpi_impl.h"
+#include "util/clock.h"
+#include "util/spin.h"
 
 /* A fresh counter's value: room for 2^40 operations. */
 #define COUNT0 (INT64_C(1) << 40)
+
+/* The most the idle agent polls for new work before it sleeps. */
+#define IDLE_SPIN_NS 50000u
 
 enum op_kind { OP_SEND, OP_RECV, OP_ALLREDUCE };
 
@@ -41,6 +53,7 @@ struct qstate {
 	int64_t start0, end0;	/* their values before the first operation */
 	pthread_mutex_t submit;	/* an operation's index and packets */
 	uint64_t enqueued;	/* under submit */
+	uint64_t after;		/* slot after the last operation's packets, 0 none; under submit */
 	uint32_t pending;	/* operations not yet ended; under the agent's lock */
 };
 
@@ -54,6 +67,7 @@ struct op {
 	const void *send;	/* allreduce: MPI_IN_PLACE or the send storage */
 	MPI_Datatype datatype;
 	int count, derived, peer, tag, posted, cancel, cancelled;
+	int chained;		/* right behind operation index - 1 of its queue */
 	MPI_Op mpi_op;
 	MPI_Comm comm;
 	MPI_Request req;
@@ -89,6 +103,7 @@ static struct {
 	uint32_t nspare, spare_cap;
 	pthread_t thread;
 	int running, stop;
+	uint64_t added;		/* operations handed over: written under the lock, polled without */
 } agent = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
 	    .ended = PTHREAD_COND_INITIALIZER };
 
@@ -174,6 +189,14 @@ static int may_start(struct op *o)
 
 	if (o->cancel)
 		return -1;
+	if (!o->g && o->chained) {
+		/* The one before it failed, or the queue stopped since. */
+		v = aql_signal_load(o->qs->ended, AQL_ACQUIRE);
+		if (v < 0 || aql_queue_error(o->qs->queue, NULL) != AQL_OK)
+			return -1;
+		if (v < o->qs->end0 - (int64_t)o->index + 1)
+			return 1;
+	}
 	if (!o->g) {
 		v = aql_signal_load(o->qs->started, AQL_ACQUIRE);
 		/* Negative: the queue failed or was destroyed before it. */
@@ -238,8 +261,36 @@ static int step(struct op *o)
 	return 1;
 }
 
+/*
+ * Under the lock, none pending: poll (without it) for work handed over,
+ * up to a budget learnt from earlier waits, then sleep until woken. A
+ * program that enqueues its next operation soon after the last ended
+ * (a ping-pong) then finds the agent awake, and add_op()'s signal is a
+ * check, not a futex wake.
+ */
+static void idle_wait(struct aql_spin *spin)
+{
+	uint64_t seen = agent.added, start = aql_now_ns(), now = start;
+	uint64_t end = start + aql_spin_budget(spin, IDLE_SPIN_NS);
+
+	pthread_mutex_unlock(&agent.lock);
+	for (uint32_t i = 1;; i++) {
+		/* Relaxed: the lock, taken below, orders what was handed over. */
+		if (__atomic_load_n(&agent.added, __ATOMIC_RELAXED) != seen)
+			break;
+		if ((i & 63) == 1 && (now = aql_now_ns()) >= end)
+			break;
+		aql_cpu_relax();
+	}
+	pthread_mutex_lock(&agent.lock);
+	if (!agent.head && !agent.stop)
+		pthread_cond_wait(&agent.wake, &agent.lock);
+	aql_spin_learn(spin, IDLE_SPIN_NS, aql_now_ns() - start);
+}
+
 static void *agent_main(void *arg)
 {
+	struct aql_spin spin = { 0 };
 	unsigned idle = 0;
 
 	(void)arg;
@@ -254,7 +305,7 @@ static void *agent_main(void *arg)
 		if (!agent.head) {
 			if (agent.stop)
 				break;
-			pthread_cond_wait(&agent.wake, &agent.lock);
+			idle_wait(&spin);
 			continue;
 		}
 		for (struct op **pp = &agent.head; *pp;) {
@@ -410,6 +461,7 @@ static void add_op(struct op *o)
 	o->qs->pending++;
 	o->next = agent.head;
 	agent.head = o;
+	__atomic_store_n(&agent.added, agent.added + 1, __ATOMIC_RELAXED);
 	if (!agent.running) {
 		agent.stop = 0;
 		if (pthread_create(&agent.thread, NULL, agent_main, NULL) == 0)
@@ -531,7 +583,7 @@ static aql_status enqueue(aql_queue *queue, struct op *o, aql_buf *buf, aql_buf 
 	};
 	struct qstate *qs = NULL;
 	aql_buf_info info;
-	uint64_t first;
+	uint64_t first, id = 0;
 	aql_status st;
 	int started, recording;
 
@@ -592,13 +644,17 @@ static aql_status enqueue(aql_queue *queue, struct op *o, aql_buf *buf, aql_buf 
 	 * that reads it copies it to its agent, after the operation. */
 	if (st == AQL_OK && o->kind != OP_SEND)
 		st = aql_buf_host_written(buf, queue);
+	/* Both slots at once: nothing comes between them (chaining). */
 	if (st == AQL_OK)
-		st = aql_queue_submit(queue, (const aql_packet *)&start);
+		st = aql_queue_reserve(queue, 2, &id);
 	started = st == AQL_OK;
 	if (started) {
-		/* The start barrier is in: from here the operation counts. */
 		qs->enqueued++;
-		st = aql_queue_submit(queue, (const aql_packet *)&hold);
+		o->chained = id == qs->after;
+		qs->after = id + 2;
+		aql_packet_store(aql_queue_slot(queue, id + 1), (const aql_packet *)&hold);
+		aql_packet_store(aql_queue_slot(queue, id), (const aql_packet *)&start);
+		aql_queue_ring_doorbell(queue, id + 1);
 	}
 	pthread_mutex_unlock(&qs->submit);
 

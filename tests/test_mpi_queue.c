@@ -12,7 +12,9 @@
  * with MPI's string, the rank, the peer and the tag, and drop what comes
  * after; aql_mpi_cancel() cancels a pending receive, and so does
  * aql_queue_destroy() alone, waking a thread that waits for it; the same
- * operations recorded in a graph and replayed.
+ * operations recorded in a graph and replayed; an operation right behind
+ * another (chained) starts only once that one ended, and one with a
+ * packet between them only once that packet completed.
  *
  * With AQL_TEST_AGENT=nvidia or amd (and the GPU build of the kernels),
  * the agent of its own memory is the emulated CUDA or KFD agent, and only
@@ -307,6 +309,82 @@ static void test_faults(void)
 	CHECK_OK(aql_buf_destroy(x));
 }
 
+/* Whether a message from prev() with tag has arrived (MPI_THREAD_MULTIPLE). */
+static int arrived(int tag)
+{
+	int flag = 0;
+
+	MPI_Iprobe(prev(), tag, comm, &flag, MPI_STATUS_IGNORE);
+	return flag;
+}
+
+/* Receive tag from prev() into b and check it holds base + i. */
+static void recv_check(aql_buf *b, int tag, int32_t base, const char *what)
+{
+	int bad;
+
+	CHECK_OK(aql_mpi_recv(b, NULL, prev(), tag, comm, MPI_STATUS_IGNORE));
+	bad = count_bad(b, base);
+	CHECK(bad == 0, "%s: %d of %d wrong", what, bad, M);
+}
+
+/*
+ * Chaining (mpi/queue.c): a send right behind a receive in its queue may
+ * start once the receive ended, before the packet processor has run the
+ * packets between; it must not start before. Each rank's receive waits
+ * until all have checked that no chained send went out. Then the same
+ * with a closed gate between a receive that ended and the send: the send
+ * must wait for the gate. The checks need MPI_THREAD_MULTIPLE (the main
+ * thread calls MPI beside the agent).
+ */
+static void test_chain(void)
+{
+	aql_queue *q = new_queue(th_agent());
+	aql_buf *d = new_buf(M, "chained out"), *e = new_buf(M, "chained in"),
+		*f = new_buf(M, "chained check");
+	aql_completion rdone = { 0 }, sdone = { 0 };
+	int32_t *h = aql_buf_data(d, int32_t);
+	aql_signal *gate;
+
+	for (int i = 0; h && i < M; i++)
+		h[i] = i + 1000 * rank;
+	CHECK_OK(aql_mpi_enqueue_recv(q, e, NULL, prev(), 60, comm, &rdone));
+	CHECK_OK(aql_mpi_enqueue_send(q, d, NULL, next(), 61, comm, &sdone));
+	th_sleep_ms(100);
+	MPI_Barrier(comm);
+	CHECK(!arrived(61), "the chained send did not go out before the receive before it ended");
+	CHECK(!aql_completion_done(rdone) && !aql_completion_done(sdone),
+	      "neither ended before the message was sent (recv %d send %d)",
+	      aql_completion_done(rdone), aql_completion_done(sdone));
+	MPI_Barrier(comm);
+	CHECK_OK(aql_mpi_send(d, NULL, next(), 60, comm));
+	CHECK_DONE(aql_completion_wait(sdone, TH_TIMEOUT_NS));
+	CHECK(aql_completion_done(rdone), "the receive ended before the send after it");
+	recv_check(f, 61, 1000 * prev(), "the chained send's message");
+	CHECK(count_bad(e, 1000 * prev()) == 0, "the receive before it got its message");
+
+	/* A receive that ends at once, a closed gate, then a send. */
+	CHECK_OK(aql_mpi_send(d, NULL, next(), 62, comm));
+	CHECK_OK(aql_mpi_enqueue_recv(q, e, NULL, prev(), 62, comm, &rdone));
+	gate = th_gate_close(q);
+	CHECK_OK(aql_mpi_enqueue_send(q, d, NULL, next(), 63, comm, &sdone));
+	CHECK_DONE(aql_completion_wait(rdone, TH_TIMEOUT_NS));
+	th_sleep_ms(100);
+	MPI_Barrier(comm);
+	CHECK(!arrived(63) && !aql_completion_done(sdone),
+	      "a send with a closed gate before it waited for the gate, not for the receive");
+	MPI_Barrier(comm);
+	th_gate_open(gate);
+	CHECK_DONE(aql_completion_wait(sdone, TH_TIMEOUT_NS));
+	recv_check(f, 63, 1000 * prev(), "the send after the gate");
+	aql_signal_destroy(gate);
+	CHECK_OK(aql_mpi_cancel(q));
+	CHECK_OK(aql_buf_destroy(d));
+	CHECK_OK(aql_buf_destroy(e));
+	CHECK_OK(aql_buf_destroy(f));
+	CHECK_OK(aql_queue_destroy(q));
+}
+
 struct waiter {
 	aql_completion c;
 	aql_status st;
@@ -474,6 +552,8 @@ int main(int argc, char **argv)
 			test_faults();
 			test_destroy();
 			test_graph();
+			if (provided == MPI_THREAD_MULTIPLE)
+				test_chain();
 		}
 	}
 	aql_mpi_shutdown();
