@@ -44,11 +44,11 @@
  *	host: one queue, the host waiting for each phase before the next:
  *	launch the interior, wait, aql_mpi_send / aql_mpi_recv the halos,
  *	launch the edges, wait. queue: the whole step submitted at once with
- *	no host wait: the interior on the compute queue, the exchange on a
- *	second queue (queue-ordered, after the previous step's edges through
- *	a barrier-value packet on their completion), the edges on the
- *	compute queue after the exchange (cfg.after), so that the exchange
- *	overlaps the interior. A round is 20 steps (--quick 5) of either,
+ *	no host wait, on the same queue: the interior, the exchange
+ *	(queue-ordered), the edges. (The exchange cannot overlap the interior
+ *	on a second queue: a queue-ordered receive declares its buffer written
+ *	(aql_buf_host_written()), which work in flight on another queue that
+ *	uses the buffer refuses, AQL_ERR_BUSY.) A round is 20 steps (--quick 5) of either,
  *	the ranks starting it together (MPI_Barrier) and the host waiting
  *	once at its end; a sample is the round's time per step. Rounds
  *	alternate host and queue.
@@ -80,7 +80,7 @@ static struct {
 	MPI_Comm comm;
 	aql_agent *cpu;
 	aql_agent_info info;
-	aql_queue *q, *qm;	/* q: profiling, every row; qm: Jacobi's exchange */
+	aql_queue *q;		/* every row's */
 	aql_buf *b1, *b8;
 	aql_signal *ksig, *gate;
 	aql_code_object *co;
@@ -320,7 +320,7 @@ static aql_status exchange_host(aql_buf *u)
 	return st != AQL_OK ? st : aql_mpi_send(u, &mine, peer, TAG_UP, M.comm);
 }
 
-/* The same queue-ordered on qm; *done: the second operation's completion. */
+/* The same queue-ordered on q; *done: the second operation's completion. */
 static aql_status exchange_queued(aql_buf *u, aql_completion *done)
 {
 	aql_mpi_layout mine = row(M.rank == 0 ? M.rows : 1);
@@ -329,28 +329,12 @@ static aql_status exchange_queued(aql_buf *u, aql_completion *done)
 	aql_status st;
 
 	if (M.rank == 0) {
-		st = aql_mpi_enqueue_send(M.qm, u, &mine, peer, TAG_DOWN, M.comm, NULL);
+		st = aql_mpi_enqueue_send(M.q, u, &mine, peer, TAG_DOWN, M.comm, NULL);
 		return st != AQL_OK ? st :
-				      aql_mpi_enqueue_recv(M.qm, u, &halo, peer, TAG_UP, M.comm, done);
+				      aql_mpi_enqueue_recv(M.q, u, &halo, peer, TAG_UP, M.comm, done);
 	}
-	st = aql_mpi_enqueue_recv(M.qm, u, &halo, peer, TAG_DOWN, M.comm, NULL);
-	return st != AQL_OK ? st : aql_mpi_enqueue_send(M.qm, u, &mine, peer, TAG_UP, M.comm, done);
-}
-
-/* Hold q until c (a launch's completion on another queue) has ended. */
-static aql_status queue_after(aql_queue *q, aql_completion c)
-{
-	aql_barrier_value_packet p = {
-		.header = { aql_packet_header(AQL_PACKET_VENDOR_SPECIFIC, 1, AQL_FENCE_SYSTEM,
-					      AQL_FENCE_SYSTEM),
-			    AQL_AMD_PACKET_BARRIER_VALUE, 0 },
-		.signal = aql_signal_handle(c.signal),
-		.value = c.below,
-		.mask = -1,
-		.cond = AQL_COND_LT,
-	};
-
-	return aql_queue_submit(q, (const aql_packet *)&p);
+	st = aql_mpi_enqueue_recv(M.q, u, &halo, peer, TAG_DOWN, M.comm, NULL);
+	return st != AQL_OK ? st : aql_mpi_enqueue_send(M.q, u, &mine, peer, TAG_UP, M.comm, done);
 }
 
 static aql_status step_host(uint32_t t)
@@ -371,19 +355,15 @@ static aql_status step_host(uint32_t t)
 	return st;
 }
 
-/* Step t queued; *edges: the previous step's edges in, this one's out. */
+/* Step t queued; *edges: its edges' completion. */
 static aql_status step_queued(uint32_t t, aql_completion *edges)
 {
 	aql_buf *u = M.u[t % 2], *next = M.u[(t + 1) % 2];
 	aql_completion halo;
-	aql_status st = AQL_OK;
+	aql_status st = launch_interior(u, next, NULL);
 
-	if (edges->signal)
-		st = queue_after(M.qm, *edges);
 	if (st == AQL_OK)
 		st = exchange_queued(u, &halo);
-	if (st == AQL_OK)
-		st = launch_interior(u, next, NULL);
 	if (st == AQL_OK)
 		st = launch_edges(u, next, &halo, edges);
 	return st;
@@ -523,8 +503,6 @@ static int mpi_setup(struct ctx *ctx)
 	if (st == AQL_OK)
 		st = aql_queue_create(M.cpu, &qc, &M.q);
 	if (st == AQL_OK)
-		st = aql_queue_create(M.cpu, &qc, &M.qm);
-	if (st == AQL_OK)
 		st = aql_buf_create(AQL_TYPE(uint8_t), 1, AQL_INOUT, NULL, &M.b1);
 	if (st == AQL_OK)
 		st = aql_buf_create(AQL_TYPE(uint64_t), 1, AQL_INOUT, NULL, &M.b8);
@@ -559,11 +537,8 @@ static void mpi_cleanup(struct ctx *ctx)
 	}
 	if (M.q)
 		aql_mpi_cancel(M.q);
-	if (M.qm)
-		aql_mpi_cancel(M.qm);
 	aql_mpi_shutdown();
 	aql_queue_destroy(M.q);
-	aql_queue_destroy(M.qm);
 	for (int i = 0; i < 2; i++)
 		aql_buf_destroy(M.u[i]);
 	aql_buf_destroy(M.b1);
