@@ -363,11 +363,13 @@ static void test_chain(void)
 	recv_check(f, 61, 1000 * prev(), "the chained send's message");
 	CHECK(count_bad(e, 1000 * prev()) == 0, "the receive before it got its message");
 
-	/* A receive that ends at once, a closed gate, then a send. */
-	CHECK_OK(aql_mpi_send(d, NULL, next(), 62, comm));
+	/* A receive, a closed gate, then a send; the receive's message
+	 * sent once all three are queued (before: a message over the eager
+	 * limit would wait for a receive not yet queued). */
 	CHECK_OK(aql_mpi_enqueue_recv(q, e, NULL, prev(), 62, comm, &rdone));
 	gate = th_gate_close(q);
 	CHECK_OK(aql_mpi_enqueue_send(q, d, NULL, next(), 63, comm, &sdone));
+	CHECK_OK(aql_mpi_send(d, NULL, next(), 62, comm));
 	CHECK_DONE(aql_completion_wait(rdone, TH_TIMEOUT_NS));
 	th_sleep_ms(100);
 	MPI_Barrier(comm);
