@@ -21,7 +21,11 @@
  * previous operation's BARRIER_VALUE packet follows that operation and
  * nothing else; since everything before that operation had completed
  * when it started, this one may start as soon as it has ended, without
- * waiting for the packet processor to run the two packets between.
+ * waiting for the packet processor to run the two packets between. Its
+ * barrier then has no completion signal ("started" counts the other
+ * operations' barriers): it may end before the processor reaches that
+ * barrier, and a counter written after its state is freed would be
+ * wrong for the state that takes it next.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -53,7 +57,8 @@ struct qstate {
 	int64_t start0, end0;	/* their values before the first operation */
 	pthread_mutex_t submit;	/* an operation's index and packets */
 	uint64_t enqueued;	/* under submit */
-	uint64_t after;		/* slot after the last operation's packets, 0 none; under submit */
+	uint64_t barriers;	/* start barriers that decrement "started"; under submit */
+	uint64_t after;		/* slot after the last operation's packets; under submit */
 	uint32_t pending;	/* operations not yet ended; under the agent's lock */
 };
 
@@ -62,6 +67,7 @@ struct op {
 	struct qstate *qs;
 	struct gop *g;		/* a run of a recorded operation, or NULL */
 	uint64_t index;		/* in its queue; of a run: in its recorded operation's */
+	uint64_t barrier;	/* not chained: its start barrier's, in "started" */
 	enum op_kind kind;
 	void *ptr;
 	const void *send;	/* allreduce: MPI_IN_PLACE or the send storage */
@@ -194,15 +200,14 @@ static int may_start(struct op *o)
 		v = aql_signal_load(o->qs->ended, AQL_ACQUIRE);
 		if (v < 0 || aql_queue_error(o->qs->queue, NULL) != AQL_OK)
 			return -1;
-		if (v < o->qs->end0 - (int64_t)o->index + 1)
-			return 1;
+		return v < o->qs->end0 - (int64_t)o->index + 1;
 	}
 	if (!o->g) {
 		v = aql_signal_load(o->qs->started, AQL_ACQUIRE);
 		/* Negative: the queue failed or was destroyed before it. */
 		if (v < 0)
 			return -1;
-		return v < o->qs->start0 - (int64_t)o->index;
+		return v < o->qs->start0 - (int64_t)o->barrier;
 	}
 	v = aql_signal_load(o->g->turn, AQL_ACQUIRE);
 	if (v < 0) {
@@ -413,6 +418,8 @@ static aql_status queue_state(aql_queue *queue, struct qstate **out)
 		return st;
 	}
 	pthread_mutex_init(&qs->submit, NULL);
+	/* No operation yet: none is chained, not even one in slot 0. */
+	qs->after = UINT64_MAX;
 	qs->queue = queue;
 	qs->next = agent.queues;
 	agent.queues = qs;
@@ -634,7 +641,6 @@ static aql_status enqueue(aql_queue *queue, struct op *o, aql_buf *buf, aql_buf 
 	o->index = qs->enqueued;
 	hold.value = qs->end0 - (int64_t)o->index;
 	hold.signal = aql_signal_handle(qs->ended);
-	start.completion_signal = aql_signal_handle(qs->started);
 	/* What the operation reads comes back from an agent of its own
 	 * first, in queue order; so does a buffer it writes only part of. */
 	st = stage_out(queue, o->kind == OP_RECV ? NULL : send ? send : buf);
@@ -652,6 +658,10 @@ static aql_status enqueue(aql_queue *queue, struct op *o, aql_buf *buf, aql_buf 
 		qs->enqueued++;
 		o->chained = id == qs->after;
 		qs->after = id + 2;
+		if (!o->chained) {
+			o->barrier = qs->barriers++;
+			start.completion_signal = aql_signal_handle(qs->started);
+		}
 		aql_packet_store(aql_queue_slot(queue, id + 1), (const aql_packet *)&hold);
 		aql_packet_store(aql_queue_slot(queue, id), (const aql_packet *)&start);
 		aql_queue_ring_doorbell(queue, id + 1);
