@@ -244,6 +244,65 @@ void aql_queue_cancel_pending(struct aql_queue_impl *q)
 	}
 }
 
+aql_status aql_queue_add_destroy_hook(aql_queue *queue, aql_queue_destroy_fn fn, void *user)
+{
+	struct aql_queue_impl *q = aql_queue_impl(queue);
+	struct aql_queue_hook *h;
+
+	if (!queue || !fn)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"aql_queue_add_destroy_hook: a queue and a function are required");
+	h = malloc(sizeof(*h));
+	if (!h)
+		return aql_fail(AQL_ERR_NOMEM, "queue %llu: no memory for a destroy hook",
+				(unsigned long long)queue->amd->hsa.id);
+	pthread_mutex_lock(&live_lock);
+	*h = (struct aql_queue_hook){ q->hooks, fn, user };
+	q->hooks = h;
+	pthread_mutex_unlock(&live_lock);
+	return AQL_OK;
+}
+
+aql_status aql_queue_remove_destroy_hook(aql_queue *queue, aql_queue_destroy_fn fn, void *user)
+{
+	struct aql_queue_impl *q = aql_queue_impl(queue);
+	struct aql_queue_hook *gone = NULL;
+
+	if (!queue || !fn)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"aql_queue_remove_destroy_hook: a queue and a function are required");
+	pthread_mutex_lock(&live_lock);
+	for (struct aql_queue_hook **pp = &q->hooks; *pp; pp = &(*pp)->next) {
+		if ((*pp)->fn == fn && (*pp)->user == user) {
+			gone = *pp;
+			*pp = gone->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&live_lock);
+	free(gone);
+	return AQL_OK;
+}
+
+/* Run and free the queue's destroy hooks: taken off the queue first, so
+ * that a hook may remove itself (a no-op then) and none runs twice. */
+static void run_destroy_hooks(struct aql_queue_impl *q)
+{
+	struct aql_queue_hook *h;
+
+	pthread_mutex_lock(&live_lock);
+	h = q->hooks;
+	q->hooks = NULL;
+	pthread_mutex_unlock(&live_lock);
+	while (h) {
+		struct aql_queue_hook *next = h->next;
+
+		h->fn(&q->pub, h->user);
+		free(h);
+		h = next;
+	}
+}
+
 aql_status aql_queue_destroy(aql_queue *queue)
 {
 	struct aql_queue_impl *q = aql_queue_impl(queue);
@@ -257,6 +316,7 @@ aql_status aql_queue_destroy(aql_queue *queue)
 				"queue %llu: aql_queue_destroy from its own error callback; "
 				"inactivate it there and destroy it after the callback returns",
 				(unsigned long long)queue->amd->hsa.id);
+	run_destroy_hooks(q);
 	if (__atomic_load_n(&q->graph, __ATOMIC_RELAXED))
 		aql_graph_queue_gone(q);
 	if (!__atomic_exchange_n(&q->detached, 1, __ATOMIC_ACQ_REL)) {

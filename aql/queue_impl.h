@@ -21,6 +21,13 @@ struct aql_queue_service {
 	uint32_t users;		/* flushes running; under the live-queue lock */
 };
 
+/* A destroy hook (aql_queue_add_destroy_hook()). */
+struct aql_queue_hook {
+	struct aql_queue_hook *next;
+	aql_queue_destroy_fn fn;
+	void *user;
+};
+
 struct aql_queue_impl {
 	aql_queue pub;		/* first: aql_queue * converts to this */
 	aql_agent *agent;
@@ -31,6 +38,7 @@ struct aql_queue_impl {
 	struct aql_timeline *timeline;	/* typed launches and copies; lazily */
 	struct aql_queue_service *service;	/* set once; the live-queue lock */
 	struct aql_graph *graph;	/* the recording it records into, or NULL */
+	struct aql_queue_hook *hooks;	/* latest first; the live-queue lock */
 	struct aql_queue_impl *next_live;	/* the live-queue list; its lock */
 	/* Set before attach (from the flags), then under priority_lock. */
 	enum aql_queue_priority priority;

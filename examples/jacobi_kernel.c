@@ -1,15 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The kernel of jacobi_mpi.c: one Jacobi step of the 2-D heat equation
- * over a block of rows, one point per work-item. The block is rows rows
- * of w points, stored with a halo row above and below (rows + 2 rows in
- * all); its first row is row `first` of the h-row grid. The grid's edges
- * hold their values. Each point is computed with the same expression
- * whatever the block, so a split grid gives the bits of a whole one.
+ * over a block of rows (jacobi.h), one point per work-item; the block's
+ * first row is row `first` of the h-row grid.
  * Work-item 0 reports the step over the channel (struct progress: group
  * is the step, first the block's row count).
  */
 #include <aql/kernel.h>
+#include "jacobi.h"
 #include "progress.h"
 
 AQL_KERNEL_NO_BARRIER(jacobi_step, (aql_global aql_channel_dev *, log),
@@ -18,16 +16,10 @@ AQL_KERNEL_NO_BARRIER(jacobi_step, (aql_global aql_channel_dev *, log),
 		      (uint32_t, step))
 {
 	uint32_t id = aql_global_id(0);
-	uint32_t i = id / w + 1, j = id % w;	/* i: the row in the block, past the halo */
-	uint32_t g = first + i - 1;		/* the row in the grid */
-	uint32_t p = i * w + j;
 
 	if (id >= rows * w)
 		return;
-	if (g == 0 || g == h - 1 || j == 0 || j == w - 1)
-		next[p] = u[p];
-	else
-		next[p] = u[p] + r * ((u[p - w] + u[p + w]) + (u[p - 1] + u[p + 1]) - 4.0f * u[p]);
+	jacobi_point(u, next, r, w, first, h, id / w + 1, id % w);
 	if (id == 0) {
 		struct progress msg = { step, rows };
 

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <aql/aql.h>
 #include <aql/mpi.h>
+#include "jacobi.h"
 #include "progress.h"
 
 #define CHECK(call)                                                            \
@@ -74,12 +75,6 @@ static aql_mpi_layout row(uint32_t i)
 	return l;
 }
 
-/* The initial temperature of grid point (g, j): a hot top edge over a pattern. */
-static float initial(uint32_t g, uint32_t j)
-{
-	return g == 0 ? 100.0f : (float)((g * 7 + j * 13) % 17);
-}
-
 /*
  * STEPS steps of rows rows from grid row first, queued on q; with MPI
  * (comm not MPI_COMM_NULL), each step's halos are exchanged after it.
@@ -98,7 +93,7 @@ static aql_buf *run(aql_queue *q, const aql_kernel *step, aql_channel *log, aql_
 	for (uint32_t i = 0; i < rows + 2; i++)
 		for (uint32_t j = 0; j < W; j++)
 			h[i * W + j] = first + i >= 1 && first + i <= H ?
-					       initial(first + i - 1, j) : 0.0f;
+					       jacobi_initial(first + i - 1, j) : 0.0f;
 	for (uint32_t t = 0; t < STEPS; t++) {
 		aql_buf *next = u[(t + 1) % 2];
 
@@ -155,8 +150,9 @@ int main(int argc, char **argv)
 	MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
 
 	/* This rank's rows: [first, first + rows) of the grid. */
-	uint32_t first = (uint32_t)((uint64_t)H * rank / size);
-	uint32_t rows = (uint32_t)((uint64_t)H * (rank + 1) / size) - first;
+	uint32_t first, rows;
+
+	jacobi_block(H, rank, size, &first, &rows);
 
 	memset(&seen, 0, sizeof(seen));
 	seen.rows = rows;

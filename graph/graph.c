@@ -42,8 +42,22 @@ struct node {
 	size_t size;
 };
 
+/*
+ * The hooks of a recording (aql_graph_record_hook()), shared by it and
+ * the executable graphs made from it, and released with the last of them.
+ */
+struct hook_set {
+	uint32_t refs;		/* atomic */
+	uint32_t n, cap;
+	struct hook_entry {
+		aql_graph_hook hook;
+		void *user;
+	} *h;
+};
+
 struct aql_graph {
 	aql_agent *agent;
+	struct hook_set *hooks;	/* NULL: none */
 	uint64_t id;
 	struct aql_queue_impl *queues[GRAPH_MAX_QUEUES];
 	uint32_t nqueues;
@@ -100,6 +114,7 @@ struct aql_graph_exec {
 	uint32_t nuses, uses_cap;
 	aql_packet *scratch;	/* copies in, then tmpl */
 	void *agent_graph;	/* ops->graph_build's */
+	struct hook_set *hooks;	/* the recording's, or NULL */
 	struct replay *replays;	/* the last of each queue replayed on */
 	uint32_t nreplays, replays_cap;
 	uint64_t nreplay;
@@ -112,6 +127,18 @@ static uint64_t graph_ids;
 static uint64_t queue_id(const struct aql_queue_impl *q)
 {
 	return q->pub.amd->hsa.id;
+}
+
+/* Drop a reference; the last one releases every hook. NULL is accepted. */
+static void hooks_put(struct hook_set *hs)
+{
+	if (!hs || __atomic_sub_fetch(&hs->refs, 1, __ATOMIC_ACQ_REL))
+		return;
+	for (uint32_t i = 0; i < hs->n; i++)
+		if (hs->h[i].hook.release)
+			hs->h[i].hook.release(hs->h[i].user);
+	free(hs->h);
+	free(hs);
 }
 
 static size_t align64(size_t n)
@@ -329,6 +356,47 @@ aql_status aql_graph_record_packet(aql_queue *queue, const aql_packet *packet)
 	return st;
 }
 
+aql_status aql_graph_record_hook(aql_queue *queue, const aql_graph_hook *hook, void *user)
+{
+	struct aql_graph *g = NULL;
+	struct hook_set *hs;
+	struct hook_entry *grown;
+	aql_status st;
+
+	if (!queue || !hook)
+		return aql_fail(AQL_ERR_INVALID_ARG, "aql_graph_record_hook: queue and hook are required");
+	pthread_mutex_lock(&rec_lock);
+	st = recording_graph(queue, NULL, 0, &g);
+	if (st == AQL_OK && !g->hooks) {
+		g->hooks = calloc(1, sizeof(*g->hooks));
+		if (g->hooks)
+			g->hooks->refs = 1;
+		else
+			st = aql_fail(AQL_ERR_NOMEM, "graph %llu: a hook: out of memory",
+				      (unsigned long long)g->id);
+	}
+	if (st == AQL_OK && g->hooks->n == g->hooks->cap) {
+		hs = g->hooks;
+		grown = realloc(hs->h, (hs->cap ? 2 * hs->cap : 4) * sizeof(*grown));
+		if (grown) {
+			hs->h = grown;
+			hs->cap = hs->cap ? 2 * hs->cap : 4;
+		} else {
+			st = aql_fail(AQL_ERR_NOMEM, "graph %llu: a hook: out of memory",
+				      (unsigned long long)g->id);
+		}
+	}
+	if (st == AQL_OK)
+		g->hooks->h[g->hooks->n++] = (struct hook_entry){ *hook, user };
+	pthread_mutex_unlock(&rec_lock);
+	return st;
+}
+
+int aql_graph_is_recording(aql_queue *queue)
+{
+	return queue && __atomic_load_n(&aql_queue_impl(queue)->graph, __ATOMIC_RELAXED);
+}
+
 /* Under rec_lock. */
 static void end_recording(struct aql_graph *g)
 {
@@ -387,6 +455,7 @@ void aql_graph_destroy(aql_graph *graph)
 	for (uint32_t i = 0; i < graph->nnodes; i++)
 		free(graph->nodes[i].args);
 	free(graph->nodes);
+	hooks_put(graph->hooks);
 	free(graph);
 }
 
@@ -403,6 +472,7 @@ static void exec_free(struct aql_graph_exec *e)
 	free(e->reloc);
 	free(e->replays);
 	free(e->kernarg);
+	hooks_put(e->hooks);
 	pthread_mutex_destroy(&e->lock);
 	free(e);
 }
@@ -613,6 +683,10 @@ aql_status aql_graph_instantiate(aql_graph *graph, aql_graph_exec **out)
 		exec_free(e);
 		return st;
 	}
+	/* Ended: no hook is added any more. */
+	e->hooks = graph->hooks;
+	if (e->hooks)
+		__atomic_add_fetch(&e->hooks->refs, 1, __ATOMIC_RELAXED);
 	*out = e;
 	return AQL_OK;
 }
@@ -958,6 +1032,10 @@ aql_status aql_graph_exec_replay(aql_graph_exec *exec, aql_queue *queue, aql_com
 			*done = fin;
 	}
 	pthread_mutex_unlock(&exec->lock);
+	/* Unlocked: a hook may submit, record or replay itself. */
+	for (uint32_t i = 0; st == AQL_OK && exec->hooks && i < exec->hooks->n; i++)
+		if (exec->hooks->h[i].hook.replayed)
+			exec->hooks->h[i].hook.replayed(exec->hooks->h[i].user, queue);
 	return st;
 }
 

@@ -8,10 +8,24 @@
  * signals serve every operation, as a typed launch's timeline does: the
  * barriers decrement "started" as they complete, the agent decrements
  * "ended" as operations end, and operation i of the queue is done once
- * "ended" is below END0 - i. One thread, the agent, posts and tests the
- * operations; it calls MPI only with the agent's lock held, and
- * libaql-mpi's other MPI calls on behalf of queue-ordered work (datatypes
- * at enqueue) take the same lock, so MPI_THREAD_SERIALIZED is honoured.
+ * "ended" is below its base - i. A state freed (aql_mpi_cancel(), or the
+ * queue's destroy hook) leaves its signals to the next one, which counts
+ * on from their values: completions handed out stay valid. One thread,
+ * the agent, posts and tests the operations; it calls MPI only with the
+ * agent's lock held, and libaql-mpi's other MPI calls on behalf of
+ * queue-ordered work (datatypes at enqueue, and their release) take the
+ * same lock, so MPI_THREAD_SERIALIZED is honoured.
+ *
+ * Chaining: an operation's two packets take consecutive slots (one
+ * reservation). One whose start barrier is in the slot right after the
+ * previous operation's BARRIER_VALUE packet follows that operation and
+ * nothing else; since everything before that operation had completed
+ * when it started, this one may start as soon as it has ended, without
+ * waiting for the packet processor to run the two packets between. Its
+ * barrier then has no completion signal ("started" counts the other
+ * operations' barriers): it may end before the processor reaches that
+ * barrier, and a counter written after its state is freed would be
+ * wrong for the state that takes it next.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -19,12 +33,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 
-#include "mpi/mpi_impl.h"
+#include <aql/graph.h>
 
-#define START0 (INT64_C(1) << 40)
-#define END0 (INT64_C(1) << 40)
+#include "mpi/mpi_impl.h"
+#include "util/clock.h"
+#include "util/spin.h"
+
+/* A fresh counter's value: room for 2^40 operations. */
+#define COUNT0 (INT64_C(1) << 40)
+
+/* The most the idle agent polls for new work before it sleeps. */
+#define IDLE_SPIN_NS 50000u
 
 enum op_kind { OP_SEND, OP_RECV, OP_ALLREDUCE };
 
@@ -32,25 +54,49 @@ struct qstate {
 	struct qstate *next;
 	aql_queue *queue;
 	aql_signal *started, *ended;
+	int64_t start0, end0;	/* their values before the first operation */
 	pthread_mutex_t submit;	/* an operation's index and packets */
 	uint64_t enqueued;	/* under submit */
+	uint64_t barriers;	/* start barriers that decrement "started"; under submit */
+	uint64_t after;		/* slot after the last operation's packets; under submit */
 	uint32_t pending;	/* operations not yet ended; under the agent's lock */
 };
 
 struct op {
 	struct op *next;
 	struct qstate *qs;
-	uint64_t index;		/* in its queue */
+	struct gop *g;		/* a run of a recorded operation, or NULL */
+	uint64_t index;		/* in its queue; of a run: in its recorded operation's */
+	uint64_t barrier;	/* not chained: its start barrier's, in "started" */
 	enum op_kind kind;
 	void *ptr;
 	const void *send;	/* allreduce: MPI_IN_PLACE or the send storage */
 	MPI_Datatype datatype;
 	int count, derived, peer, tag, posted, cancel, cancelled;
+	int chained;		/* right behind operation index - 1 of its queue */
 	MPI_Op mpi_op;
 	MPI_Comm comm;
 	MPI_Request req;
 	const char *call;
 	char name[96];
+};
+
+/*
+ * An operation recorded in a graph. Its packets are a barrier whose
+ * completion decrements "turn", then a BARRIER_VALUE that waits until
+ * turn is even: turn starts even, a replay's barrier makes it odd (the
+ * operation may start), and the agent makes it even again when the
+ * operation ends, so the same two packets serve every replay. Each
+ * replay arms one run (a struct op with g set) on the replaying queue
+ * (aql_graph_record_hook()); the runs of one operation go one at a time,
+ * in the order armed. The agent's lock guards all but tmpl.
+ */
+struct gop {
+	struct op tmpl;		/* what each run does */
+	aql_signal *turn;
+	uint64_t armed, finished;	/* runs so far; runs ended */
+	uint32_t runs;		/* armed and not ended */
+	int released;		/* the graph and its executables are gone */
 };
 
 static struct {
@@ -59,8 +105,11 @@ static struct {
 	pthread_cond_t ended;	/* an operation ended, for aql_mpi_cancel() */
 	struct op *head;
 	struct qstate *queues;
+	aql_signal **spare;	/* counters of freed states, for new ones */
+	uint32_t nspare, spare_cap;
 	pthread_t thread;
 	int running, stop;
+	uint64_t added;		/* operations handed over: written under the lock, polled without */
 } agent = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
 	    .ended = PTHREAD_COND_INITIALIZER };
 
@@ -74,17 +123,37 @@ static const char *level_name(int level)
 	}
 }
 
-/* Under the lock: end o with value into its queue's "ended" (0: done). */
+static void free_gop(struct gop *g)
+{
+	int finalized = 1;
+
+	MPI_Finalized(&finalized);
+	if (g->tmpl.derived && !finalized)
+		MPI_Type_free(&g->tmpl.datatype);
+	aql_signal_destroy(g->turn);
+	free(g);
+}
+
+/* Under the lock: end o, into its queue's "ended" or its recorded
+ * operation's turn; -1 where it failed. */
 static void end_op(struct op *o, int ok)
 {
 	struct qstate *qs = o->qs;
+	struct gop *g = o->g;
+	aql_signal *s = g ? g->turn : qs->ended;
 
 	if (o->derived)
 		MPI_Type_free(&o->datatype);
+	if (g) {
+		g->finished++;
+		g->runs--;
+	}
 	if (ok)
-		aql_signal_sub(qs->ended, 1, AQL_RELEASE);
+		aql_signal_sub(s, 1, AQL_RELEASE);
 	else
-		aql_signal_store(qs->ended, -1, AQL_RELEASE);
+		aql_signal_store(s, -1, AQL_RELEASE);
+	if (g && g->released && !g->runs)
+		free_gop(g);
 	qs->pending--;
 	free(o);
 	pthread_cond_broadcast(&agent.ended);
@@ -118,6 +187,39 @@ static int post(struct op *o)
 	}
 }
 
+/* Under the lock: whether o, not posted, may be: 1 yes, 0 not yet, -1
+ * never (cancelled, or what it follows failed): it ends failed. */
+static int may_start(struct op *o)
+{
+	int64_t v;
+
+	if (o->cancel)
+		return -1;
+	if (!o->g && o->chained) {
+		/* The one before it failed, or the queue stopped since. */
+		v = aql_signal_load(o->qs->ended, AQL_ACQUIRE);
+		if (v < 0 || aql_queue_error(o->qs->queue, NULL) != AQL_OK)
+			return -1;
+		return v < o->qs->end0 - (int64_t)o->index + 1;
+	}
+	if (!o->g) {
+		v = aql_signal_load(o->qs->started, AQL_ACQUIRE);
+		/* Negative: the queue failed or was destroyed before it. */
+		if (v < 0)
+			return -1;
+		return v < o->qs->start0 - (int64_t)o->barrier;
+	}
+	v = aql_signal_load(o->g->turn, AQL_ACQUIRE);
+	if (v < 0) {
+		/* Its replay's barrier was dropped, or an earlier run failed. */
+		aql_queue_set_error(o->qs->queue, AQL_ERR_QUEUE_ERROR,
+				    "a queue-ordered MPI operation recorded in a graph failed in an earlier replay, or its replay was dropped");
+		return -1;
+	}
+	/* Its turn: the runs before it ended, and its barrier completed. */
+	return o->g->finished == o->index && (v & 1);
+}
+
 /* Under the lock: move o on; 1 once it has ended (and is freed). */
 static int step(struct op *o)
 {
@@ -125,15 +227,16 @@ static int step(struct op *o)
 	int err, flag = 0;
 
 	if (!o->posted) {
-		int64_t s = aql_signal_load(o->qs->started, AQL_ACQUIRE);
+		int go = may_start(o);
 
-		/* Negative: the queue failed or was destroyed before it. */
-		if (o->cancel || s < 0) {
+		if (go < 0) {
 			end_op(o, 0);
 			return 1;
 		}
-		if (s >= START0 - (int64_t)o->index)
+		if (!go)
 			return 0;
+	}
+	if (!o->posted) {
 		err = post(o);
 		if (err != MPI_SUCCESS) {
 			fail_op(o, err, o->call);
@@ -163,11 +266,43 @@ static int step(struct op *o)
 	return 1;
 }
 
+/*
+ * Under the lock, none pending: poll (without it) for work handed over,
+ * up to a budget learnt from earlier waits, then sleep until woken. A
+ * program that enqueues its next operation soon after the last ended
+ * (a ping-pong) then finds the agent awake, and add_op()'s signal is a
+ * check, not a futex wake.
+ */
+static void idle_wait(struct aql_spin *spin)
+{
+	uint64_t seen = agent.added, start = aql_now_ns(), now = start;
+	uint64_t end = start + aql_spin_budget(spin, IDLE_SPIN_NS);
+
+	pthread_mutex_unlock(&agent.lock);
+	for (uint32_t i = 1;; i++) {
+		/* Relaxed: the lock, taken below, orders what was handed over. */
+		if (__atomic_load_n(&agent.added, __ATOMIC_RELAXED) != seen)
+			break;
+		if ((i & 63) == 1 && (now = aql_now_ns()) >= end)
+			break;
+		aql_cpu_relax();
+	}
+	pthread_mutex_lock(&agent.lock);
+	if (!agent.head && !agent.stop)
+		pthread_cond_wait(&agent.wake, &agent.lock);
+	aql_spin_learn(spin, IDLE_SPIN_NS, aql_now_ns() - start);
+}
+
 static void *agent_main(void *arg)
 {
+	struct aql_spin spin = { 0 };
 	unsigned idle = 0;
 
 	(void)arg;
+	/* Its idle sleeps below are 20 us; Linux's default timer slack of
+	 * 50 us would make them 70, which a send queued behind a kernel
+	 * waits out (aql-bench --mpi's mpi_trigger_ns). */
+	prctl(PR_SET_TIMERSLACK, 1000ul, 0ul, 0ul, 0ul);
 	pthread_mutex_lock(&agent.lock);
 	for (;;) {
 		int moved = 0;
@@ -175,7 +310,7 @@ static void *agent_main(void *arg)
 		if (!agent.head) {
 			if (agent.stop)
 				break;
-			pthread_cond_wait(&agent.wake, &agent.lock);
+			idle_wait(&spin);
 			continue;
 		}
 		for (struct op **pp = &agent.head; *pp;) {
@@ -209,27 +344,82 @@ static void *agent_main(void *arg)
 	return NULL;
 }
 
+/* Under the lock: the state of queue, or NULL. */
+static struct qstate *find_state(aql_queue *queue)
+{
+	struct qstate *qs = agent.queues;
+
+	while (qs && qs->queue != queue)
+		qs = qs->next;
+	return qs;
+}
+
+/* Under the lock: a counter and its value now, a spare one if any. */
+static aql_status counter_take(aql_signal **out, int64_t *base)
+{
+	if (agent.nspare) {
+		*out = agent.spare[--agent.nspare];
+		*base = aql_signal_load(*out, AQL_ACQUIRE);
+		return AQL_OK;
+	}
+	*base = COUNT0;
+	return aql_signal_create(COUNT0, out);
+}
+
+/*
+ * Under the lock: keep a freed state's counter for the next. Completions
+ * handed out keep reading it, so it is never destroyed (the signal pool
+ * would hand it out again, reset): one that failed (-1) stays as it is,
+ * as a failed timeline signal does (aql/timeline.c).
+ */
+static void counter_retire(aql_signal *s)
+{
+	aql_signal **grown;
+
+	if (aql_signal_load(s, AQL_ACQUIRE) < 0)
+		return;
+	if (agent.nspare == agent.spare_cap) {
+		grown = realloc(agent.spare, (agent.spare_cap ? 2 * agent.spare_cap : 8) *
+					     sizeof(*grown));
+		if (!grown)
+			return;
+		agent.spare = grown;
+		agent.spare_cap = agent.spare_cap ? 2 * agent.spare_cap : 8;
+	}
+	agent.spare[agent.nspare++] = s;
+}
+
+static void queue_gone(aql_queue *queue, void *user);
+
 /* Under the lock: the state of queue, made on first use. */
 static aql_status queue_state(aql_queue *queue, struct qstate **out)
 {
 	struct qstate *qs;
+	aql_status st;
 
-	for (qs = agent.queues; qs; qs = qs->next) {
-		if (qs->queue == queue) {
-			*out = qs;
-			return AQL_OK;
-		}
-	}
+	*out = find_state(queue);
+	if (*out)
+		return AQL_OK;
 	qs = calloc(1, sizeof(*qs));
 	if (!qs)
 		return aql_error_set(AQL_ERR_NOMEM, "aql_mpi_enqueue: out of memory");
-	if (aql_signal_create(START0, &qs->started) != AQL_OK ||
-	    aql_signal_create(END0, &qs->ended) != AQL_OK) {
-		aql_signal_destroy(qs->started);
+	st = counter_take(&qs->started, &qs->start0);
+	if (st == AQL_OK)
+		st = counter_take(&qs->ended, &qs->end0);
+	/* Destroying the queue cancels what is pending on it (queue_gone). */
+	if (st == AQL_OK)
+		st = aql_queue_add_destroy_hook(queue, queue_gone, NULL);
+	if (st != AQL_OK) {
+		if (qs->started)
+			counter_retire(qs->started);
+		if (qs->ended)
+			counter_retire(qs->ended);
 		free(qs);
-		return AQL_ERR_NOMEM;
+		return st;
 	}
 	pthread_mutex_init(&qs->submit, NULL);
+	/* No operation yet: none is chained, not even one in slot 0. */
+	qs->after = UINT64_MAX;
 	qs->queue = queue;
 	qs->next = agent.queues;
 	agent.queues = qs;
@@ -254,27 +444,6 @@ static aql_status check_level(void)
 	return AQL_OK;
 }
 
-/* Under the lock: where buf's data is, for a use by queue-ordered work. */
-static aql_status check_place(aql_buf *buf, int write, const char *call)
-{
-	aql_buf_info info;
-	aql_agent_info ai;
-	aql_status st = aql_buf_get_info(buf, &info);
-
-	if (st != AQL_OK)
-		return aql_error_set(st, "%s: a buffer is required", call);
-	if (!write || !info.agent)
-		return AQL_OK;
-	st = aql_agent_get_info(info.agent, &ai);
-	if (st != AQL_OK)
-		return st;
-	if (!ai.unified_memory)
-		return aql_error_set(AQL_ERR_UNSUPPORTED,
-				     "%s: buffer '%s' is on agent '%s', which has memory of its own: a queue-ordered receive into it is not built in this version (receive with aql_mpi_recv())",
-				     call, info.name, ai.name);
-	return AQL_OK;
-}
-
 /* Queue, on queue, the copy back of buf where an agent of its own holds it. */
 static aql_status stage_out(aql_queue *queue, aql_buf *buf)
 {
@@ -293,6 +462,118 @@ static aql_status stage_out(aql_queue *queue, aql_buf *buf)
 	return aql_buf_to_host(buf, queue, &(aql_completion){ 0 });
 }
 
+/* Under the lock: hand o to the agent, started on first use. */
+static void add_op(struct op *o)
+{
+	o->qs->pending++;
+	o->next = agent.head;
+	agent.head = o;
+	__atomic_store_n(&agent.added, agent.added + 1, __ATOMIC_RELAXED);
+	if (!agent.running) {
+		agent.stop = 0;
+		if (pthread_create(&agent.thread, NULL, agent_main, NULL) == 0)
+			agent.running = 1;
+		else
+			o->cancel = 1;
+	}
+	pthread_cond_signal(&agent.wake);
+}
+
+/* A replay of a recording with g: one run of it, on queue. */
+static void gop_replayed(void *user, aql_queue *queue)
+{
+	struct gop *g = user;
+	struct qstate *qs = NULL;
+	struct op *o = malloc(sizeof(*o));
+
+	pthread_mutex_lock(&agent.lock);
+	if (!o || queue_state(queue, &qs) != AQL_OK) {
+		/* The replay's hold would wait for ever: the queue stops. */
+		aql_queue_set_error(queue, AQL_ERR_NOMEM,
+				    "a queue-ordered MPI operation recorded in a graph: out of memory at its replay");
+		pthread_mutex_unlock(&agent.lock);
+		free(o);
+		return;
+	}
+	*o = g->tmpl;
+	o->derived = 0;		/* g's datatype, freed with g */
+	o->qs = qs;
+	o->g = g;
+	o->index = g->armed++;
+	g->runs++;
+	add_op(o);
+	pthread_mutex_unlock(&agent.lock);
+}
+
+/* The recording and its executable graphs are gone: free g after its runs. */
+static void gop_release(void *user)
+{
+	struct gop *g = user;
+
+	pthread_mutex_lock(&agent.lock);
+	g->released = 1;
+	if (!g->runs)
+		free_gop(g);
+	pthread_mutex_unlock(&agent.lock);
+}
+
+/*
+ * Record o on queue, which records a graph: its two packets, and the hook
+ * that arms a run at each replay. Takes o (and its datatype).
+ */
+static aql_status record(aql_queue *queue, struct op *o, aql_barrier_packet *start,
+			 aql_barrier_value_packet *hold)
+{
+	static const aql_graph_hook hook = { gop_replayed, gop_release };
+	struct gop *g = calloc(1, sizeof(*g));
+	aql_status st;
+
+	if (!g || aql_signal_create(COUNT0, &g->turn) != AQL_OK) {
+		pthread_mutex_lock(&agent.lock);
+		if (o->derived)
+			MPI_Type_free(&o->datatype);
+		pthread_mutex_unlock(&agent.lock);
+		free(g);
+		free(o);
+		return aql_error_set(AQL_ERR_NOMEM, "aql_mpi_enqueue: recording: out of memory");
+	}
+	g->tmpl = *o;
+	g->tmpl.req = MPI_REQUEST_NULL;
+	free(o);
+	/* The hook first: from here release frees g, whatever else fails. */
+	st = aql_graph_record_hook(queue, &hook, g);
+	if (st != AQL_OK) {
+		pthread_mutex_lock(&agent.lock);
+		free_gop(g);
+		pthread_mutex_unlock(&agent.lock);
+		return st;
+	}
+	start->completion_signal = aql_signal_handle(g->turn);
+	hold->signal = aql_signal_handle(g->turn);
+	hold->mask = 1;
+	hold->cond = AQL_COND_EQ;
+	hold->value = 0;
+	st = aql_graph_record_packet(queue, (const aql_packet *)start);
+	if (st == AQL_OK)
+		st = aql_graph_record_packet(queue, (const aql_packet *)hold);
+	return st;
+}
+
+/* Under the lock: refused in a recording, where the buffer is on an
+ * agent of its own memory (no staging at replay). */
+static aql_status check_recordable(aql_buf *buf, const char *call)
+{
+	aql_buf_info info;
+	aql_agent_info ai;
+
+	if (!buf || aql_buf_get_info(buf, &info) != AQL_OK || !info.agent ||
+	    aql_agent_get_info(info.agent, &ai) != AQL_OK || ai.unified_memory)
+		return AQL_OK;
+	return aql_error_set(AQL_ERR_UNSUPPORTED,
+			     "%s: buffer '%s' is on agent '%s', which has memory of its own: a queue-ordered operation recorded in a graph uses the host storage as it is at each replay and stages nothing (bring it back before the replay, aql_buf_to_host())",
+			     call, info.name, ai.name);
+}
+
 static aql_status enqueue(aql_queue *queue, struct op *o, aql_buf *buf, aql_buf *send,
 			  const aql_mpi_layout *layout, const char *call, aql_completion *done)
 {
@@ -309,20 +590,25 @@ static aql_status enqueue(aql_queue *queue, struct op *o, aql_buf *buf, aql_buf 
 	};
 	struct qstate *qs = NULL;
 	aql_buf_info info;
-	uint64_t first;
+	uint64_t first, id = 0;
 	aql_status st;
-	int started;
+	int started, recording;
 
 	if (!queue || !buf) {
 		free(o);
 		return aql_error_set(AQL_ERR_INVALID_ARG, "%s: queue and buffer are required", call);
 	}
 	pthread_mutex_lock(&agent.lock);
+	recording = aql_graph_is_recording(queue);
 	st = check_level();
-	if (st == AQL_OK)
-		st = check_place(buf, o->kind != OP_SEND, call);
-	if (st == AQL_OK && send)
-		st = check_place(send, 0, call);
+	if (st == AQL_OK && recording && done)
+		st = aql_error_set(AQL_ERR_INVALID_ARG,
+				   "%s: queue records a graph: pass done NULL (the replay's completion covers the operation)",
+				   call);
+	if (st == AQL_OK && recording)
+		st = check_recordable(buf, call);
+	if (st == AQL_OK && recording)
+		st = check_recordable(send, call);
 	if (st == AQL_OK)
 		st = aql_buf_get_info(buf, &info);
 	if (st == AQL_OK)
@@ -331,7 +617,7 @@ static aql_status enqueue(aql_queue *queue, struct op *o, aql_buf *buf, aql_buf 
 		st = aql_error_set(AQL_ERR_INVALID_ARG,
 				   "%s: buffer '%s' holds %s: only built-in scalar types reduce", call,
 				   info.name, info.type->name);
-	if (st == AQL_OK)
+	if (st == AQL_OK && !recording)
 		st = queue_state(queue, &qs);
 	if (st != AQL_OK) {
 		if (o->derived)
@@ -344,6 +630,8 @@ static aql_status enqueue(aql_queue *queue, struct op *o, aql_buf *buf, aql_buf 
 	o->ptr = (char *)aql_buf_host_storage(buf) + first * info.type->size;
 	snprintf(o->name, sizeof(o->name), "%s", info.name);
 	pthread_mutex_unlock(&agent.lock);
+	if (recording)
+		return record(queue, o, &start, &hold);
 
 	/* The index and the packets together, under the queue's own lock, so
 	 * that operations from several threads get indices in their packets'
@@ -351,17 +639,32 @@ static aql_status enqueue(aql_queue *queue, struct op *o, aql_buf *buf, aql_buf 
 	 * makes this wait. */
 	pthread_mutex_lock(&qs->submit);
 	o->index = qs->enqueued;
-	hold.value = END0 - (int64_t)o->index;
+	hold.value = qs->end0 - (int64_t)o->index;
 	hold.signal = aql_signal_handle(qs->ended);
-	start.completion_signal = aql_signal_handle(qs->started);
+	/* What the operation reads comes back from an agent of its own
+	 * first, in queue order; so does a buffer it writes only part of. */
 	st = stage_out(queue, o->kind == OP_RECV ? NULL : send ? send : buf);
+	if (st == AQL_OK && o->kind == OP_RECV && layout && layout->kind != AQL_MPI_WHOLE)
+		st = stage_out(queue, buf);
+	/* What it writes then counts as changed on the host: the next launch
+	 * that reads it copies it to its agent, after the operation. */
+	if (st == AQL_OK && o->kind != OP_SEND)
+		st = aql_buf_host_written(buf, queue);
+	/* Both slots at once: nothing comes between them (chaining). */
 	if (st == AQL_OK)
-		st = aql_queue_submit(queue, (const aql_packet *)&start);
+		st = aql_queue_reserve(queue, 2, &id);
 	started = st == AQL_OK;
 	if (started) {
-		/* The start barrier is in: from here the operation counts. */
 		qs->enqueued++;
-		st = aql_queue_submit(queue, (const aql_packet *)&hold);
+		o->chained = id == qs->after;
+		qs->after = id + 2;
+		if (!o->chained) {
+			o->barrier = qs->barriers++;
+			start.completion_signal = aql_signal_handle(qs->started);
+		}
+		aql_packet_store(aql_queue_slot(queue, id + 1), (const aql_packet *)&hold);
+		aql_packet_store(aql_queue_slot(queue, id), (const aql_packet *)&start);
+		aql_queue_ring_doorbell(queue, id + 1);
 	}
 	pthread_mutex_unlock(&qs->submit);
 
@@ -373,19 +676,9 @@ static aql_status enqueue(aql_queue *queue, struct op *o, aql_buf *buf, aql_buf 
 		free(o);
 		return st;
 	}
-	qs->pending++;
-	o->next = agent.head;
-	agent.head = o;
-	if (!agent.running) {
-		agent.stop = 0;
-		if (pthread_create(&agent.thread, NULL, agent_main, NULL) == 0)
-			agent.running = 1;
-		else
-			o->cancel = 1;
-	}
-	pthread_cond_signal(&agent.wake);
+	add_op(o);
 	if (done)
-		*done = (aql_completion){ qs->ended, END0 - (int64_t)o->index, NULL };
+		*done = (aql_completion){ qs->ended, qs->end0 - (int64_t)o->index, NULL };
 	pthread_mutex_unlock(&agent.lock);
 	return st;
 }
@@ -442,9 +735,12 @@ aql_status aql_mpi_enqueue_allreduce(aql_queue *queue, aql_buf *send, aql_buf *r
 	return enqueue(queue, o, recv, send, NULL, "aql_mpi_enqueue_allreduce", done);
 }
 
-/* Under the lock: cancel qs's operations and wait until none is left. */
-static void cancel_queue(struct qstate *qs)
+/* Under the lock: cancel qs's operations and wait until none is left;
+ * who names the caller in the queue's error. */
+static void cancel_queue(struct qstate *qs, const char *who)
 {
+	char why[128];
+
 	int cancelled = 0;
 
 	for (struct op *o = agent.head; o; o = o->next) {
@@ -455,8 +751,8 @@ static void cancel_queue(struct qstate *qs)
 	}
 	if (cancelled) {
 		/* The packets behind them must not run as if they had ended. */
-		aql_queue_set_error(qs->queue, AQL_ERR_QUEUE_ERROR,
-				    "queue-ordered MPI operations were cancelled (aql_mpi_cancel)");
+		snprintf(why, sizeof(why), "queue-ordered MPI operations were cancelled (%s)", who);
+		aql_queue_set_error(qs->queue, AQL_ERR_QUEUE_ERROR, why);
 		pthread_cond_signal(&agent.wake);
 	}
 	while (qs->pending && agent.running)
@@ -471,23 +767,40 @@ static void free_state(struct qstate *qs)
 			break;
 		}
 	}
-	aql_signal_destroy(qs->started);
-	aql_signal_destroy(qs->ended);
+	/* From the queue's destroy hook: removed already, a no-op. */
+	aql_queue_remove_destroy_hook(qs->queue, queue_gone, NULL);
+	counter_retire(qs->started);
+	counter_retire(qs->ended);
 	pthread_mutex_destroy(&qs->submit);
 	free(qs);
 }
 
+/* The queue's destroy hook: what is pending on it ends before it goes. */
+static void queue_gone(aql_queue *queue, void *user)
+{
+	struct qstate *qs;
+
+	(void)user;
+	pthread_mutex_lock(&agent.lock);
+	qs = find_state(queue);
+	if (qs) {
+		cancel_queue(qs, "aql_queue_destroy");
+		free_state(qs);
+	}
+	pthread_mutex_unlock(&agent.lock);
+}
+
 aql_status aql_mpi_cancel(aql_queue *queue)
 {
+	struct qstate *qs;
+
 	if (!queue)
 		return aql_error_set(AQL_ERR_INVALID_ARG, "aql_mpi_cancel: queue is NULL");
 	pthread_mutex_lock(&agent.lock);
-	for (struct qstate *qs = agent.queues; qs; qs = qs->next) {
-		if (qs->queue == queue) {
-			cancel_queue(qs);
-			free_state(qs);
-			break;
-		}
+	qs = find_state(queue);
+	if (qs) {
+		cancel_queue(qs, "aql_mpi_cancel");
+		free_state(qs);
 	}
 	pthread_mutex_unlock(&agent.lock);
 	return AQL_OK;
@@ -500,7 +813,7 @@ void aql_mpi_shutdown(void)
 
 	pthread_mutex_lock(&agent.lock);
 	while (agent.queues) {
-		cancel_queue(agent.queues);
+		cancel_queue(agent.queues, "aql_mpi_shutdown");
 		free_state(agent.queues);
 	}
 	agent.stop = 1;

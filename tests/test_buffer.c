@@ -206,7 +206,8 @@ static void test_copies(void)
 	free(back);
 }
 
-/* aql_buf_to_agent copies only what the host changed, piece by piece. */
+/* aql_buf_to_agent copies only what the host changed (by host access, or
+ * declared with aql_buf_host_written()), piece by piece. */
 static void test_to_agent(void)
 {
 	aql_host_agent_config cfg = { .workers = 1, .separate_memory = 1 };
@@ -236,6 +237,15 @@ static void test_to_agent(void)
 	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
 	CHECK_OK(aql_launch_get_stats(q, &s));
 	CHECK(s.copies_in == 3 && s.bytes_in == 2400, "after two parts changed: %llu copies, %llu bytes",
+	      (unsigned long long)s.copies_in, (unsigned long long)s.bytes_in);
+	/* Work in q's order writes part 1's host storage: it goes next. */
+	CHECK(aql_buf_host_written(NULL, q) == AQL_ERR_INVALID_ARG &&
+	      aql_buf_host_written(b, NULL) == AQL_ERR_INVALID_ARG, "NULL buffer or queue refused");
+	CHECK_OK(aql_buf_host_written(parts[1], q));
+	CHECK_OK(aql_buf_to_agent(b, q, NULL));
+	CHECK_OK(aql_launch_get_stats(q, &s));
+	CHECK(s.copies_in == 4 && s.bytes_in == 2800,
+	      "after a part was written in queue order: %llu copies, %llu bytes",
 	      (unsigned long long)s.copies_in, (unsigned long long)s.bytes_in);
 	for (int i = 0; i < 4; i++)
 		aql_buf_destroy(parts[i]);

@@ -254,6 +254,64 @@ static void test_copies_and_packets(void)
 	aql_queue_destroy(q);
 }
 
+struct hook_count {
+	unsigned replayed, released;
+	aql_queue *queue;	/* the last replay's */
+};
+
+static void count_replayed(void *user, aql_queue *queue)
+{
+	struct hook_count *c = user;
+
+	c->replayed++;
+	c->queue = queue;
+}
+
+static void count_released(void *user)
+{
+	((struct hook_count *)user)->released++;
+}
+
+/*
+ * Graph hooks (aql_graph_record_hook()): replayed runs after each replay,
+ * with the replaying queue; release once the recording and every
+ * executable made from it are gone, not before.
+ */
+static void test_hooks(void)
+{
+	static const aql_graph_hook hook = { count_replayed, count_released };
+	aql_queue *q = th_test_queue(64, AQL_QUEUE_MULTI, 0);
+	struct hook_count c = { 0 };
+	aql_graph_exec *e1 = NULL, *e2 = NULL;
+	aql_completion done;
+	aql_graph *g = NULL;
+	aql_buf *b = buf_i32(N, AQL_INOUT, "hooked");
+	aql_launch_config cfg = { .grid = { N } };
+
+	CHECK(aql_graph_record_hook(q, &hook, &c) == AQL_ERR_INVALID_ARG &&
+	      th_error_has("records no graph"), "a hook on a queue that records nothing");
+	CHECK(!aql_graph_is_recording(q) && !aql_graph_is_recording(NULL), "nothing records");
+	CHECK_OK(aql_graph_begin(q, &g));
+	CHECK(aql_graph_is_recording(q), "the queue records");
+	CHECK(aql_graph_record_hook(q, NULL, &c) == AQL_ERR_INVALID_ARG, "a NULL hook");
+	CHECK_OK(aql_graph_record_hook(q, &hook, &c));
+	CHECK_OK(AQL_LAUNCH(q, k_add, &cfg, NULL, AQL_ARG(b), AQL_ARG(1), AQL_ARG((uint32_t)N)));
+	CHECK_OK(aql_graph_end(g));
+	CHECK_OK(aql_graph_instantiate(g, &e1));
+	CHECK_OK(aql_graph_instantiate(g, &e2));
+	aql_graph_destroy(g);
+	CHECK_OK(aql_graph_exec_replay(e1, q, &done));
+	CHECK_OK(aql_graph_exec_replay(e2, q, &done));
+	CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
+	CHECK(c.replayed == 2 && c.queue == q, "replayed ran %u times", c.replayed);
+	CHECK_OK(aql_graph_exec_destroy(e1));
+	CHECK(c.released == 0, "released while an executable lives");
+	CHECK_OK(aql_graph_exec_destroy(e2));
+	CHECK(c.released == 1, "released %u times after the last executable", c.released);
+	CHECK_OK(aql_buf_destroy(b));
+	aql_queue_destroy(q);
+}
+
 /*
  * cfg.after across queues: a launch on q2 after recorded work of q1 joins
  * q2 to the recording; the replay on one queue keeps the recorded order.
@@ -694,6 +752,7 @@ int main(int argc, char **argv)
 	k_twice = kernel_of(co, "twice");
 	test_time_step();
 	test_copies_and_packets();
+	test_hooks();
 	test_one_signal();
 	test_across_queues();
 	test_bad_arguments();

@@ -5,21 +5,28 @@
  * its queue (held behind a closed gate, nothing is sent) and sends what
  * that launch wrote on an agent with memory of its own; a launch after a
  * receive in the same queue, and a launch on another queue after its
- * completion, see the received data; an allreduce in a queue; a receive
- * into a GPU-style buffer is refused; faults: a truncated message and a
+ * completion, see the received data; an allreduce in a queue; receives
+ * into a buffer on the agent of its own memory, staged in queue order
+ * (a layout's and a whole one); faults: a truncated message and a
  * send to a rank that does not exist put the queue into its error state
  * with MPI's string, the rank, the peer and the tag, and drop what comes
- * after; aql_mpi_cancel() cancels a pending receive.
+ * after; aql_mpi_cancel() cancels a pending receive, and so does
+ * aql_queue_destroy() alone, waking a thread that waits for it; the same
+ * operations recorded in a graph and replayed; an operation right behind
+ * another (chained) starts only once that one ended, and one with a
+ * packet between them only once that packet completed.
  *
  * With AQL_TEST_AGENT=nvidia or amd (and the GPU build of the kernels),
- * the agent of its own memory whose launch a send follows is the emulated
- * CUDA or KFD agent, and only that ordering test runs.
+ * the agent of its own memory is the emulated CUDA or KFD agent, and only
+ * the ordering and staged-receive tests run.
  *
  * Usage: mpiexec -n N test_mpi_queue LAUNCH_KERNELS.host.so
  *        [multiple|serialized|funneled] [LAUNCH_KERNELS.{ptx,hsaco}]
  */
+#include <pthread.h>
 #include <string.h>
 
+#include <aql/graph.h>
 #include <aql/mpi.h>
 
 #include "helpers.h"
@@ -133,10 +140,6 @@ static void test_order(aql_agent *sep)
 	CHECK(bad == 0, "received, then +1 in queue order: %d of %d wrong", bad, M);
 	bad = count_bad(g, 1000 * prev() + 5 + 3);
 	CHECK(bad == 0, "received, then +3 on another queue: %d of %d wrong", bad, M);
-	/* A queue-ordered receive into a buffer on an agent of its own is not built. */
-	CHECK(aql_mpi_enqueue_recv(qs, d, NULL, prev(), 3, comm, NULL) == AQL_ERR_UNSUPPORTED &&
-	      th_error_has("halo out") && th_error_has("memory of its own"),
-	      "a receive into a separate agent's buffer refused");
 	aql_signal_destroy(gate);
 	CHECK_OK(aql_mpi_cancel(q));
 	CHECK_OK(aql_mpi_cancel(q2));
@@ -147,6 +150,67 @@ static void test_order(aql_agent *sep)
 	CHECK_OK(aql_queue_destroy(q));
 	CHECK_OK(aql_queue_destroy(q2));
 	CHECK_OK(aql_queue_destroy(qs));
+}
+
+/*
+ * A receive into a buffer whose current copy is on the agent of its own
+ * memory, of every other element (a vector layout): what the launch before
+ * it wrote there comes back first, so the elements not received keep it;
+ * the received ones replace theirs, and the launch after it, on that
+ * agent, sees both. Then a receive of a whole buffer there, which
+ * replaces the agent's copy with no copy back.
+ */
+static void test_recv_staged(aql_agent *sep)
+{
+	aql_queue *q = new_queue(th_agent()), *qs = new_queue(sep);
+	aql_buf *src = new_buf(M / 2, "halo sent"), *r = new_buf(M, "halo on the agent"),
+		*w = new_buf(M / 2, "whole on the agent");
+	aql_buf_info info;
+	aql_mpi_layout even = { .kind = AQL_MPI_VECTOR, .blocks = M / 2, .blocklen = 1,
+				.stride = 2 };
+	int32_t *h = aql_buf_data(src, int32_t);
+	const int32_t *got;
+	aql_completion sent, sent2, after, after2;
+	uint64_t back;
+	int bad = 0, bad2 = 0;
+
+	for (int k = 0; h && k < M / 2; k++)
+		h[k] = 100000 + 1000 * rank + k;
+	h = aql_buf_data(r, int32_t);
+	for (int i = 0; h && i < M; i++)
+		h[i] = i;
+	CHECK_OK(launch_k(qs, add_sep, r, 7, NULL, NULL));
+	CHECK_OK(aql_mpi_enqueue_recv(qs, r, &even, prev(), 4, comm, NULL));
+	CHECK_OK(launch_k(qs, add_sep, r, 1, NULL, &after));
+	CHECK_OK(launch_k(qs, add_sep, w, 7, NULL, NULL));
+	CHECK_OK(aql_buf_get_info(w, &info));
+	back = info.moves_to_host;
+	CHECK_OK(aql_mpi_enqueue_recv(qs, w, NULL, prev(), 5, comm, NULL));
+	CHECK_OK(launch_k(qs, add_sep, w, 1, NULL, &after2));
+	CHECK_OK(aql_mpi_enqueue_send(q, src, NULL, next(), 4, comm, &sent));
+	CHECK_OK(aql_mpi_enqueue_send(q, src, NULL, next(), 5, comm, &sent2));
+	CHECK_DONE(aql_completion_wait(after, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(after2, TH_TIMEOUT_NS));
+	CHECK_DONE(aql_completion_wait(sent2, TH_TIMEOUT_NS));
+	got = aql_buf_data_const(r, int32_t);
+	for (int i = 0; got && i < M; i++)
+		bad += got[i] != (i % 2 ? i + 7 + 1 : 100000 + 1000 * prev() + i / 2 + 1);
+	CHECK(got && bad == 0,
+	      "received into every other element on the agent, then +1 there: %d of %d wrong",
+	      bad, M);
+	CHECK_OK(aql_buf_get_info(w, &info));
+	CHECK(info.moves_to_host == back, "a whole receive copied nothing back (%llu copies)",
+	      (unsigned long long)(info.moves_to_host - back));
+	got = aql_buf_data_const(w, int32_t);
+	for (int k = 0; got && k < M / 2; k++)
+		bad2 += got[k] != 100000 + 1000 * prev() + k + 1;
+	CHECK(got && bad2 == 0, "received a whole buffer on the agent, then +1: %d of %d wrong",
+	      bad2, M / 2);
+	CHECK_OK(aql_queue_destroy(q));
+	CHECK_OK(aql_queue_destroy(qs));
+	CHECK_OK(aql_buf_destroy(src));
+	CHECK_OK(aql_buf_destroy(r));
+	CHECK_OK(aql_buf_destroy(w));
 }
 
 static void test_allreduce(void)
@@ -245,6 +309,195 @@ static void test_faults(void)
 	CHECK_OK(aql_buf_destroy(x));
 }
 
+/* Whether a message from prev() with tag has arrived (MPI_THREAD_MULTIPLE). */
+static int arrived(int tag)
+{
+	int flag = 0;
+
+	MPI_Iprobe(prev(), tag, comm, &flag, MPI_STATUS_IGNORE);
+	return flag;
+}
+
+/* Receive tag from prev() into b and check it holds base + i. */
+static void recv_check(aql_buf *b, int tag, int32_t base, const char *what)
+{
+	int bad;
+
+	CHECK_OK(aql_mpi_recv(b, NULL, prev(), tag, comm, MPI_STATUS_IGNORE));
+	bad = count_bad(b, base);
+	CHECK(bad == 0, "%s: %d of %d wrong", what, bad, M);
+}
+
+/*
+ * Chaining (mpi/queue.c): a send right behind a receive in its queue may
+ * start once the receive ended, before the packet processor has run the
+ * packets between; it must not start before. Each rank's receive waits
+ * until all have checked that no chained send went out. Then the same
+ * with a closed gate between a receive that ended and the send: the send
+ * must wait for the gate. The checks need MPI_THREAD_MULTIPLE (the main
+ * thread calls MPI beside the agent).
+ */
+static void test_chain(void)
+{
+	aql_queue *q = new_queue(th_agent());
+	aql_buf *d = new_buf(M, "chained out"), *e = new_buf(M, "chained in"),
+		*f = new_buf(M, "chained check");
+	aql_completion rdone = { 0 }, sdone = { 0 };
+	int32_t *h = aql_buf_data(d, int32_t);
+	aql_signal *gate;
+
+	for (int i = 0; h && i < M; i++)
+		h[i] = i + 1000 * rank;
+	CHECK_OK(aql_mpi_enqueue_recv(q, e, NULL, prev(), 60, comm, &rdone));
+	CHECK_OK(aql_mpi_enqueue_send(q, d, NULL, next(), 61, comm, &sdone));
+	th_sleep_ms(100);
+	MPI_Barrier(comm);
+	CHECK(!arrived(61), "the chained send did not go out before the receive before it ended");
+	CHECK(!aql_completion_done(rdone) && !aql_completion_done(sdone),
+	      "neither ended before the message was sent (recv %d send %d)",
+	      aql_completion_done(rdone), aql_completion_done(sdone));
+	MPI_Barrier(comm);
+	CHECK_OK(aql_mpi_send(d, NULL, next(), 60, comm));
+	CHECK_DONE(aql_completion_wait(sdone, TH_TIMEOUT_NS));
+	CHECK(aql_completion_done(rdone), "the receive ended before the send after it");
+	recv_check(f, 61, 1000 * prev(), "the chained send's message");
+	CHECK(count_bad(e, 1000 * prev()) == 0, "the receive before it got its message");
+
+	/* A receive, a closed gate, then a send; the receive's message
+	 * sent once all three are queued (before: a message over the eager
+	 * limit would wait for a receive not yet queued). */
+	CHECK_OK(aql_mpi_enqueue_recv(q, e, NULL, prev(), 62, comm, &rdone));
+	gate = th_gate_close(q);
+	CHECK_OK(aql_mpi_enqueue_send(q, d, NULL, next(), 63, comm, &sdone));
+	CHECK_OK(aql_mpi_send(d, NULL, next(), 62, comm));
+	CHECK_DONE(aql_completion_wait(rdone, TH_TIMEOUT_NS));
+	th_sleep_ms(100);
+	MPI_Barrier(comm);
+	CHECK(!arrived(63) && !aql_completion_done(sdone),
+	      "a send with a closed gate before it waited for the gate, not for the receive");
+	MPI_Barrier(comm);
+	th_gate_open(gate);
+	CHECK_DONE(aql_completion_wait(sdone, TH_TIMEOUT_NS));
+	recv_check(f, 63, 1000 * prev(), "the send after the gate");
+	aql_signal_destroy(gate);
+	CHECK_OK(aql_mpi_cancel(q));
+	CHECK_OK(aql_buf_destroy(d));
+	CHECK_OK(aql_buf_destroy(e));
+	CHECK_OK(aql_buf_destroy(f));
+	CHECK_OK(aql_queue_destroy(q));
+}
+
+struct waiter {
+	aql_completion c;
+	aql_status st;
+};
+
+static void *wait_thread(void *arg)
+{
+	struct waiter *w = arg;
+
+	w->st = th_done(aql_completion_wait(w->c, TH_TIMEOUT_NS));
+	return NULL;
+}
+
+/*
+ * Destroying a queue cancels its pending receive, with no aql_mpi_cancel():
+ * a thread already waiting for it wakes with the failure, and the launch
+ * behind it is dropped. Completions stay readable after the queue is gone,
+ * also once a new queue's operations reuse its counters.
+ */
+static void test_destroy(void)
+{
+	aql_queue *q = new_queue(th_agent());
+	aql_buf *s = new_buf(M, "destroyed sum"), *five = new_buf(5, "never sent"),
+		*x = new_buf(M, "behind");
+	aql_completion first, done, after;
+	struct waiter w;
+	pthread_t t;
+
+	/* Operations that end well on a queue then destroyed at once: the
+	 * second, chained, may end before the packet processor reaches its
+	 * packets, which must then leave the counters as they are. */
+	CHECK_OK(aql_mpi_enqueue_allreduce(q, NULL, s, MPI_SUM, comm, NULL));
+	CHECK_OK(aql_mpi_enqueue_allreduce(q, NULL, s, MPI_SUM, comm, &first));
+	CHECK_DONE(aql_completion_wait(first, TH_TIMEOUT_NS));
+	CHECK_OK(aql_queue_destroy(q));
+	/* A new queue (reusing those counters): a receive nobody sends to. */
+	q = new_queue(th_agent());
+	CHECK_OK(aql_mpi_enqueue_recv(q, five, NULL, prev(), 60, comm, &done));
+	CHECK_OK(launch_add(q, x, 1, NULL, &after));
+	CHECK(aql_completion_done(first) && aql_signal_load(first.signal, AQL_ACQUIRE) >= 0,
+	      "a completion of a destroyed queue stays done, and good");
+	w = (struct waiter){ done, AQL_OK };
+	if (pthread_create(&t, NULL, wait_thread, &w))
+		th_stop("no waiter thread");
+	th_sleep_ms(50);
+	CHECK(!aql_completion_done(done), "the receive is pending before the destroy");
+	CHECK_OK(aql_queue_destroy(q));
+	pthread_join(t, NULL);
+	CHECK(w.st == AQL_ERR_QUEUE_ERROR, "the waiter woke with the cancelled receive's failure (%s)",
+	      aql_status_str(w.st));
+	CHECK(aql_signal_load(done.signal, AQL_ACQUIRE) < 0,
+	      "the cancelled receive's completion is -1 after the destroy");
+	CHECK(aql_signal_load(after.signal, AQL_ACQUIRE) < 0, "the launch behind it was dropped");
+	CHECK_OK(aql_buf_destroy(s));
+	CHECK_OK(aql_buf_destroy(five));
+	CHECK_OK(aql_buf_destroy(x));
+}
+
+/*
+ * Queue-ordered MPI in a recorded graph: a step (+1 on what goes out, a
+ * send to the next rank and a receive from the one before, +10 on what
+ * came in) recorded once and replayed three times; each replay sends what
+ * the one before left. Nothing is sent while recording; a completion is
+ * refused there (the replay's covers the operation).
+ */
+static void test_graph(void)
+{
+	aql_queue *q = new_queue(th_agent());
+	aql_buf *out = new_buf(M, "graph out"), *in = new_buf(M, "graph in");
+	/* Every element, as a derived datatype that each replay reuses. */
+	aql_mpi_layout pairs = { .kind = AQL_MPI_VECTOR, .blocks = M / 2, .blocklen = 2,
+				 .stride = 2 };
+	int32_t *h = aql_buf_data(out, int32_t);
+	aql_completion done;
+	aql_graph_exec *e = NULL;
+	aql_graph *g = NULL;
+	int bad;
+
+	for (int i = 0; h && i < M; i++)
+		h[i] = i + 1000 * rank;
+	CHECK_OK(aql_graph_begin(q, &g));
+	CHECK(aql_graph_is_recording(q), "the queue records");
+	CHECK_OK(launch_add(q, out, 1, NULL, NULL));
+	CHECK(aql_mpi_enqueue_send(q, out, NULL, next(), 70, comm, &done) == AQL_ERR_INVALID_ARG &&
+	      th_error_has("records a graph"), "a completion refused while recording");
+	/* Even ranks send first, odd ones receive first: no cycle of sends. */
+	if (rank % 2 == 0)
+		CHECK_OK(aql_mpi_enqueue_send(q, out, &pairs, next(), 70, comm, NULL));
+	CHECK_OK(aql_mpi_enqueue_recv(q, in, NULL, prev(), 70, comm, NULL));
+	if (rank % 2)
+		CHECK_OK(aql_mpi_enqueue_send(q, out, &pairs, next(), 70, comm, NULL));
+	CHECK_OK(launch_add(q, in, 10, NULL, NULL));
+	CHECK_OK(aql_graph_end(g));
+	CHECK(!aql_graph_is_recording(q), "the recording ended");
+	th_sleep_ms(20);
+	h = aql_buf_data(in, int32_t);
+	CHECK(h && h[5] == 0, "nothing was received while recording (%d)", h ? h[5] : -1);
+	CHECK_OK(aql_graph_instantiate(g, &e));
+	aql_graph_destroy(g);
+	for (int r = 1; e && r <= 3; r++) {
+		CHECK_OK(aql_graph_exec_replay(e, q, &done));
+		CHECK_DONE(aql_completion_wait(done, TH_TIMEOUT_NS));
+		bad = count_bad(in, 1000 * prev() + r + 10);
+		CHECK(bad == 0, "replay %d: received, +10: %d of %d wrong", r, bad, M);
+	}
+	CHECK_OK(aql_graph_exec_destroy(e));
+	CHECK_OK(aql_queue_destroy(q));
+	CHECK_OK(aql_buf_destroy(out));
+	CHECK_OK(aql_buf_destroy(in));
+}
+
 int main(int argc, char **argv)
 {
 	aql_host_agent_config cfg = { .workers = 2, .separate_memory = 1 };
@@ -298,9 +551,14 @@ int main(int argc, char **argv)
 		CHECK_OK(aql_queue_destroy(q));
 	} else if (add && add_sep && sep) {
 		test_order(sep);
+		test_recv_staged(sep);
 		if (!th_test_gpu()) {
 			test_allreduce();
 			test_faults();
+			test_destroy();
+			test_graph();
+			if (provided == MPI_THREAD_MULTIPLE)
+				test_chain();
 		}
 	}
 	aql_mpi_shutdown();

@@ -466,6 +466,65 @@ static void test_inactivate(void)
 	aql_signal_destroy(held);
 }
 
+struct hook_log {
+	char order[8];
+	unsigned n;
+	int64_t held;	/* the gated packet's signal when a hook ran */
+	aql_signal *signal;
+};
+
+static void hook_a(aql_queue *q, void *user)
+{
+	struct hook_log *log = user;
+
+	/* Before the destroy stops the queue: its packet still waits. */
+	log->held = aql_signal_load(log->signal, AQL_ACQUIRE);
+	CHECK_OK(aql_queue_set_error(q, AQL_ERR_QUEUE_ERROR, "hook_a ended the work beside it"));
+	CHECK(aql_signal_load(log->signal, AQL_ACQUIRE) == -1,
+	      "the hook's aql_queue_set_error() dropped the waiting packet");
+	log->order[log->n++] = 'a';
+}
+
+static void hook_b(aql_queue *q, void *user)
+{
+	struct hook_log *log = user;
+
+	/* Removing itself from its own run is a no-op. */
+	CHECK_OK(aql_queue_remove_destroy_hook(q, hook_b, user));
+	log->order[log->n++] = 'b';
+}
+
+/*
+ * Destroy hooks: run first in aql_queue_destroy(), the latest first, each
+ * once, while the queue still works; a removed one does not run.
+ */
+static void test_destroy_hooks(void)
+{
+	aql_queue *q = th_queue(8, AQL_QUEUE_MULTI, 0);
+	aql_signal *gate = th_signal(1), *held = th_signal(1);
+	struct hook_log log = { .signal = held }, other = { .signal = held };
+	aql_packet p = gated(gate, held);
+
+	CHECK(aql_queue_add_destroy_hook(NULL, hook_a, &log) == AQL_ERR_INVALID_ARG &&
+	      aql_queue_add_destroy_hook(q, NULL, &log) == AQL_ERR_INVALID_ARG &&
+	      aql_queue_remove_destroy_hook(q, NULL, &log) == AQL_ERR_INVALID_ARG,
+	      "NULL queue or function refused");
+	CHECK_OK(th_submit(q, &p));
+	CHECK_OK(aql_queue_add_destroy_hook(q, hook_a, &log));
+	CHECK_OK(aql_queue_add_destroy_hook(q, hook_a, &other));
+	CHECK_OK(aql_queue_add_destroy_hook(q, hook_b, &log));
+	CHECK_OK(aql_queue_remove_destroy_hook(q, hook_a, &other));
+	CHECK_OK(aql_queue_remove_destroy_hook(q, hook_b, &other));
+	CHECK_OK(aql_queue_destroy(q));
+	log.order[log.n] = 0;
+	CHECK(!strcmp(log.order, "ba") && other.n == 0, "hooks ran as \"%s\" (want \"ba\"), the "
+	      "removed one %u times", log.order, other.n);
+	CHECK(log.held == 1, "the hook ran while the queue still held its packet (%lld)",
+	      (long long)log.held);
+	aql_signal_destroy(gate);
+	aql_signal_destroy(held);
+}
+
 /*
  * aql_queue_set_error(), for work run beside the queue (libaql-mpi): the
  * callback gets the message, the queue keeps it, the waiting packet is
@@ -553,6 +612,7 @@ int main(void)
 {
 	test_inactivate();
 	test_set_error();
+	test_destroy_hooks();
 	test_inactivate_from_callback();
 	test_first_packet_after_park();
 	test_doorbell_ahead();

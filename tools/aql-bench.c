@@ -13,6 +13,8 @@
  *	--channel	channel.c: device-to-host channels, vs DPDK rte_ring
  *	--agent cuda	cuda.c: the CUDA agent, vs the raw driver API
  *	--agent amd	amd.c: the AMD agent over /dev/kfd
+ *	--mpi		mpi.c: queue-ordered MPI vs plain MPI calls, under
+ *			mpiexec -n 2 (built against one MPI, or refused)
  *
  * --plot DIR also writes the run's JSON lines to DIR/aql-bench-MODE.json
  * and has tools/aql-bench-plot draw each latency row's distribution next
@@ -67,6 +69,7 @@ static const struct mode *const modes[] = {
 	&bench_mode_channel,
 	&bench_mode_cuda,
 	&bench_mode_amd,
+	&bench_mode_mpi,
 };
 
 static const struct mode *find_mode(const char *name)
@@ -197,6 +200,7 @@ static void usage(FILE *f)
 		"       aql-bench [--json] [--quick] --read FILE\n"
 		"       aql-bench [--json] [--quick] --channel\n"
 		"       aql-bench [--json] [--quick] --agent cuda|amd\n"
+		"       mpiexec -n 2 aql-bench [--json] [--quick] --mpi\n"
 		"       any of these but --contention with --plot DIR\n"
 		"\n"
 		"Dispatch microbenchmarks on the default agent, with machine\n"
@@ -226,6 +230,11 @@ static void usage(FILE *f)
 		"               launch overhead of an empty kernel, and copy\n"
 		"               bandwidth, on AMD agent 0 (exit 77 when\n"
 		"               there is no AMD agent)\n"
+		"  --mpi        under mpiexec -n 2: MPI ping-pong, plain and\n"
+		"               queue-ordered (libaql-mpi), the trigger from a\n"
+		"               kernel's completion to its send, and a Jacobi\n"
+		"               step with and without host waits (exit 77\n"
+		"               when built without MPI)\n"
 		"  --plot DIR   also write the JSON lines to DIR/aql-bench-MODE.json\n"
 		"               and draw each latency row's distribution next\n"
 		"               to its peer's (DIR/aql-bench-MODE.png, .svg) with\n"
@@ -262,6 +271,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "read", required_argument, NULL, 'r' },
 		{ "channel", no_argument, NULL, 'c' },
 		{ "agent", required_argument, NULL, 'a' },
+		{ "mpi", no_argument, NULL, 'm' },
 		{ "plot", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -316,6 +326,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				return -1;
 			}
 			o->mode = optarg;
+			o->path = NULL;
+			break;
+		case 'm':
+			o->mode = "mpi";
 			o->path = NULL;
 			break;
 		case 'p':
@@ -429,13 +443,13 @@ int main(int argc, char **argv)
 	if (ctx_init(&ctx, &o))
 		return 1;
 	rc = m->setup ? m->setup(&ctx) : 0;
-	if (!rc && !o.json && m->banner(&ctx))
+	if (!rc && !o.json && !ctx.quiet && m->banner(&ctx))
 		rc = -1;
 	if (!rc && o.contention)
 		rc = run_contention(&ctx, m) ? -1 : 0;
 	else if (!rc)
 		rc = run_mode(&ctx, m);
-	if (!rc && !o.contention) {
+	if (!rc && !o.contention && !ctx.quiet) {
 		if (o.json)
 			print_json(&ctx, m);
 		else

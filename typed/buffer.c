@@ -372,6 +372,34 @@ void *aql_buf_host_storage(aql_buf *b)
 	return b ? (char *)b->root->host + bytes_of(b->root, b->first) : NULL;
 }
 
+/* Under the lock: b's range is replaced on the host, what only the agent
+ * held with it. */
+static aql_status host_replaces(aql_buf *b)
+{
+	struct aql_buf_root *r = b->root;
+	aql_status st;
+
+	if (!r->agent_mem || r->unified)
+		return AQL_OK;
+	st = aql_range_remove(&r->host_stale, b->first, b->first + b->count);
+	return st == AQL_OK ? aql_range_add(&r->agent_stale, b->first, b->first + b->count) : st;
+}
+
+aql_status aql_buf_host_written(aql_buf *b, aql_queue *queue)
+{
+	aql_status st;
+
+	if (!b || !queue)
+		return aql_fail(AQL_ERR_INVALID_ARG,
+				"aql_buf_host_written: buffer and queue are required");
+	aql_buf_lock();
+	st = aql_buf_check(b, queue, 1, NULL, 0);
+	if (st == AQL_OK)
+		st = host_replaces(b);
+	aql_buf_unlock();
+	return st;
+}
+
 void *aql_buf_host(aql_buf *b, const aql_type *type)
 {
 	return host_access(b, type, 1);
@@ -793,9 +821,8 @@ aql_status aql_buf_read_file(aql_buf *b, const char *path, uint64_t offset,
 	if (a)
 		st = fail_busy(b, a, " in flight; wait for its completion (aql_buf_wait)");
 	/* The file's data replaces what only the agent held. */
-	else if (r->agent_mem && !r->unified &&
-		 (st = aql_range_remove(&r->host_stale, b->first, b->first + b->count)) == AQL_OK)
-		st = aql_range_add(&r->agent_stale, b->first, b->first + b->count);
+	else
+		st = host_replaces(b);
 	/* A background read is work in flight from the moment it starts. */
 	if (st == AQL_OK && completion) {
 		st = aql_file_read_async(path, (char *)r->host + bytes_of(r, b->first), bytes, offset,

@@ -200,6 +200,19 @@ const void *aql_buf_host_const(aql_buf *buf, const aql_type *type);
 void *aql_buf_host_storage(aql_buf *buf);
 
 /*
+ * Declare that work run in queue's order, after what was submitted to
+ * queue so far, writes all of buf's range in its host storage (a
+ * library's transport: libaql-mpi's queue-ordered receive): the range
+ * counts as changed on the host from now on, replacing what only the
+ * agent's copy held (queue aql_buf_to_host() first where the work writes
+ * only part of it), so the next launch that reads it copies it to the
+ * agent, in its queue's order. The work itself is not tracked: order
+ * other uses of the range after its end. Errors: AQL_ERR_INVALID_ARG
+ * (NULL), AQL_ERR_BUSY (work in flight on another queue uses the range,
+ * named), AQL_ERR_NOMEM. Thread safe.
+ */
+aql_status aql_buf_host_written(aql_buf *buf, aql_queue *queue);
+/*
  * Make the agent's copy of buf's range current on agent, on queue: copies
  * only what the host changed since. *done (may be NULL: wait here) gets
  * the completion. Errors: AQL_ERR_BUSY (work in flight on another queue

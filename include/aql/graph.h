@@ -76,6 +76,33 @@ aql_status aql_graph_begin(aql_queue *queue, aql_graph **out);
 aql_status aql_graph_record_packet(aql_queue *queue, const aql_packet *packet);
 
 /*
+ * For a layer above libaql whose recorded packets (aql_graph_record_packet())
+ * stand for work run beside the queue (libaql-mpi's operations, which its
+ * communication agent runs): replayed(user, queue), if not NULL, runs after
+ * each replay of an executable graph made from the recording has been
+ * submitted to queue, on the replaying thread, with no lock of libaql held;
+ * release(user), if not NULL, runs once the recording and every executable
+ * graph made from it have been destroyed, on the thread that destroyed the
+ * last. The packets may run before replayed() returns: they must wait for
+ * what it starts (a BARRIER_VALUE on a signal of the layer's).
+ * Errors: AQL_ERR_INVALID_ARG (NULL, the queue records nothing; release
+ * does not run then), AQL_ERR_NOMEM. Thread safe.
+ */
+typedef struct aql_graph_hook {
+	void (*replayed)(void *user, aql_queue *queue);
+	void (*release)(void *user);
+} aql_graph_hook;
+
+aql_status aql_graph_record_hook(aql_queue *queue, const aql_graph_hook *hook, void *user);
+
+/*
+ * Nonzero while queue records a graph (aql_graph_begin() on it, or joined
+ * to one). Thread safe; the answer may change at once where another
+ * thread begins or ends the recording.
+ */
+int aql_graph_is_recording(aql_queue *queue);
+
+/*
  * End the recording on all its queues: they run their work again.
  * Errors: AQL_ERR_INVALID_ARG (NULL, ended already, or one of its queues
  * was destroyed while recording: ended all the same). Thread safe.

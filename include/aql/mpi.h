@@ -145,27 +145,39 @@ aql_status aql_mpi_gather(aql_buf *send, const aql_mpi_layout *layout, aql_buf *
  * (AQL_ERR_UNSUPPORTED naming the level): only the main thread may call
  * MPI there.
  *
- * Data: a send reads buf's host storage once the operation starts; where
- * buf's storage is on an agent with memory of its own, a copy back to the
- * host (aql_buf_to_host()) is queued before it on queue, whose agent must
- * be that agent. A receive (and allreduce's result) writes the host
- * storage, so the buffer must be on no agent yet or on one that shares
- * the host's memory (the CPU agent): into a GPU agent's buffer it is
- * AQL_ERR_UNSUPPORTED in this version (receive with aql_mpi_recv()).
- * Buffers do not count these operations as work in flight: host access
- * or a launch on another queue not ordered after *done is not refused
- * while one uses the buffer.
+ * Data: MPI reads and writes buf's host storage (pinned host memory),
+ * staged in queue order where buf's current copy is on an agent with
+ * memory of its own (a GPU), whose queue queue must then be: a copy back
+ * to the host (aql_buf_to_host()) is queued before an operation that
+ * reads buf (a send, an allreduce's input) or writes only part of it (a
+ * receive with a layout), and what a receive or allreduce writes counts
+ * as changed on the host (aql_buf_host_written()), so the next launch
+ * that reads it copies it to the agent, after the operation. Buffers do
+ * not count these operations as work in flight: host access or a launch
+ * on another queue not ordered after *done is not refused while one uses
+ * the buffer.
+ *
+ * In a graph: on a queue that records (aql_graph_begin()), the operation
+ * is recorded, not run, and each replay of an executable graph made from
+ * the recording runs it in the replay's order (docs/mpi.md); done must be
+ * NULL there (the replay's completion covers it), and a buffer on an
+ * agent with memory of its own is refused (AQL_ERR_UNSUPPORTED: nothing
+ * is staged at a replay). Replay such graphs on one queue at a time.
  *
  * Faults: an MPI call that returns an error (on a communicator with
  * MPI_ERRORS_RETURN), a truncated message included, puts queue into its
  * error state (aql_queue_set_error()) with MPI's error string, this rank,
  * the peer and the tag; *done's signal becomes -1, and the packets behind
  * it are dropped. The queue's error callback then runs on the
- * communication agent's thread, which must not call libaql-mpi from it.
+ * communication agent's thread (on the caller's for aql_mpi_cancel(),
+ * aql_queue_destroy() and a replay), holding libaql-mpi's lock: it must
+ * not call libaql-mpi.
  * Errors: those of aql_mpi_describe(), AQL_ERR_UNSUPPORTED
- * (thread level, receive into a GPU agent's buffer), AQL_ERR_INVALID_ARG
- * (a buffer on another agent than queue's), those of aql_queue_submit()
- * and aql_buf_to_host(). Thread safe.
+ * (thread level; in a graph, a buffer on an agent of its own memory),
+ * AQL_ERR_INVALID_ARG (a buffer on another agent than queue's, where it
+ * must be staged; done while recording), those of aql_queue_submit(),
+ * aql_buf_to_host(), aql_buf_host_written() and, recording,
+ * aql_graph_record_packet(). Thread safe.
  */
 aql_status aql_mpi_enqueue_send(aql_queue *queue, aql_buf *buf, const aql_mpi_layout *layout,
 				int dest, int tag, MPI_Comm comm, aql_completion *done);
@@ -182,10 +194,13 @@ aql_status aql_mpi_enqueue_allreduce(aql_queue *queue, aql_buf *send, aql_buf *r
  * them back); each one's completion signal becomes -1 unless it had
  * completed; if any was cancelled, the queue enters its error state
  * (the packets behind them are dropped). Returns once none of queue's
- * operations is left, and frees libaql-mpi's state for queue (its
- * operations' completions with it). Call it before aql_queue_destroy() of
- * a queue that had queue-ordered operations: libaql does not call it for
- * you. Errors: AQL_ERR_INVALID_ARG (NULL). Thread safe, but not
+ * operations is left, and frees libaql-mpi's state for queue; the
+ * completions handed out stay valid (they read done, or failed).
+ * aql_queue_destroy() does the same first, through a destroy hook
+ * (aql_queue_add_destroy_hook()), so a queue may be destroyed with
+ * receives pending, a waiter on their completions waking with
+ * AQL_ERR_QUEUE_ERROR; a posted send that no rank receives makes either
+ * call wait. Errors: AQL_ERR_INVALID_ARG (NULL). Thread safe, but not
  * concurrently with an enqueue on the same queue.
  */
 aql_status aql_mpi_cancel(aql_queue *queue);

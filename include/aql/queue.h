@@ -206,10 +206,38 @@ aql_status aql_signal_dispatch_time(aql_agent *agent, const aql_signal *signal,
 /*
  * Stop the queue and free it. Safe with packets in flight: a kernel already
  * running finishes, packets not yet started are dropped and their completion
- * signals are set to -1 so that no waiter hangs. No other thread may use the
+ * signals are set to -1 so that no waiter hangs. Destroy hooks
+ * (aql_queue_add_destroy_hook()) run first. No other thread may use the
  * queue during or after the call. NULL is accepted.
  */
 aql_status aql_queue_destroy(aql_queue *queue);
+
+/*
+ * A layer above libaql that runs work beside a queue, in its order
+ * (libaql-mpi's communication agent), ends that work when the queue is
+ * destroyed through a destroy hook.
+ */
+typedef void (*aql_queue_destroy_fn)(aql_queue *queue, void *user);
+
+/*
+ * Have fn(queue, user) run when queue is destroyed: first in
+ * aql_queue_destroy(), on its thread, while the queue still works (fn may
+ * put it into its error state with aql_queue_set_error(), whose error
+ * callback then runs on that thread), the hook added last first. fn must
+ * not destroy the queue nor add hooks to it. Errors: AQL_ERR_INVALID_ARG
+ * (NULL queue or fn), AQL_ERR_NOMEM. Thread safe; not concurrently with
+ * aql_queue_destroy() of the queue.
+ */
+aql_status aql_queue_add_destroy_hook(aql_queue *queue, aql_queue_destroy_fn fn, void *user);
+
+/*
+ * Remove the hook added with fn and user (the latest, if added more than
+ * once); none, or one that already ran: nothing happens. Errors:
+ * AQL_ERR_INVALID_ARG (NULL queue or fn). Thread safe, and from a hook;
+ * not concurrently with aql_queue_destroy() of the queue from another
+ * thread.
+ */
+aql_status aql_queue_remove_destroy_hook(aql_queue *queue, aql_queue_destroy_fn fn, void *user);
 
 /*
  * Stop the queue's packet processor for good, as destroy does, but keep

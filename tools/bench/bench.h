@@ -48,7 +48,7 @@ struct opts {
 	bool quick;
 	uint32_t threads;
 	uint32_t contention;	/* busy threads of --contention, 0: none */
-	const char *mode;	/* "dispatch", "load", "read", "channel", "cuda", "amd" */
+	const char *mode;	/* "dispatch", "load", "read", "channel", "cuda", "amd", "mpi" */
 	const char *path;	/* the FILE of --load and --read, or NULL */
 	const char *plot;	/* the DIR of --plot, or NULL */
 };
@@ -111,6 +111,9 @@ struct ctx {
 	/* Set by a mode's setup: why its goals get no verdict (an emulated
 	 * device), printed in place of ok/MISSED; NULL judges them. */
 	const char *no_verdict;
+	/* Set by a mode's setup: this process prints no results (an MPI
+	 * rank other than 0, the peer of rank 0's rows). */
+	bool quiet;
 };
 
 typedef int (*bench_fn)(struct ctx *ctx, struct result *res);
@@ -216,6 +219,7 @@ extern const struct mode bench_mode_read;
 extern const struct mode bench_mode_channel;
 extern const struct mode bench_mode_cuda;
 extern const struct mode bench_mode_amd;
+extern const struct mode bench_mode_mpi;
 
 /*
  * channel.c: the checked message layout that the channel and its DPDK
