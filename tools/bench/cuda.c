@@ -856,6 +856,8 @@ static const struct goal cuda_goals[] = {
 	  "cuda_resident_rtt", "cuda_rtt_raw_sync", false, 1.0 / 3.0, NULL },
 	{ "cuda_resident_throughput_goal", "resident dispatches/s / raw launches/s (>= 2)",
 	  "cuda_resident_throughput", "cuda_launch_throughput_raw", true, 2.0, NULL },
+	{ "cuda_resident_throughput_graph_goal", "resident dispatches/s / graph launches/s (>= 1)",
+	  "cuda_resident_throughput", "cuda_rtt_graph_per_launch", true, 1.0, NULL },
 	{ "cuda_resident_chain_goal", "resident chain / chain via host sync (<= 1/2)",
 	  "cuda_resident_chain", "cuda_chain_host_sync", false, 0.5, NULL },
 };
