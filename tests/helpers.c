@@ -444,3 +444,63 @@ void th_check_agent_copies(aql_agent *agent, const char *where)
 	free(src);
 	free(dst);
 }
+
+uint16_t th_header(enum aql_packet_type type)
+{
+	return aql_packet_header(type, 1, AQL_FENCE_SYSTEM, AQL_FENCE_SYSTEM);
+}
+
+aql_packet th_barrier_and(aql_signal *dep, aql_signal *done)
+{
+	aql_packet p = { 0 };
+
+	p.barrier.header = th_header(AQL_PACKET_BARRIER_AND);
+	p.barrier.dep_signal[2] = aql_signal_handle(dep);
+	p.barrier.completion_signal = aql_signal_handle(done);
+	return p;
+}
+
+aql_packet th_barrier_value(aql_signal *sig, enum aql_signal_condition cond, int64_t value,
+			    int64_t mask, aql_signal *done)
+{
+	aql_packet p = { 0 };
+
+	p.barrier_value.header.header = th_header(AQL_PACKET_VENDOR_SPECIFIC);
+	p.barrier_value.header.format = AQL_AMD_PACKET_BARRIER_VALUE;
+	p.barrier_value.signal = aql_signal_handle(sig);
+	p.barrier_value.cond = cond;
+	p.barrier_value.value = value;
+	p.barrier_value.mask = mask;
+	p.barrier_value.completion_signal = aql_signal_handle(done);
+	return p;
+}
+
+float *th_device_floats(aql_agent *agent, uint32_t n, float v)
+{
+	float *host = malloc(n * sizeof(float)), *dev = NULL;
+
+	if (!host)
+		th_stop("out of memory");
+	for (uint32_t i = 0; i < n; i++)
+		host[i] = v;
+	CHECK_OK(aql_agent_mem_alloc(agent, n * sizeof(float), (void **)&dev));
+	if (!dev)
+		th_stop("no device memory");
+	CHECK_OK(aql_agent_copy(agent, dev, host, n * sizeof(float)));
+	free(host);
+	return dev;
+}
+
+int th_device_all(aql_agent *agent, const float *dev, uint32_t n, float v)
+{
+	float *host = malloc(n * sizeof(float));
+	int ok = host && aql_agent_copy(agent, host, dev, n * sizeof(float)) == AQL_OK;
+
+	for (uint32_t i = 0; ok && i < n; i++)
+		ok = host[i] == v;
+	if (!ok && host)
+		fprintf(stderr, "device floats: [0] = %g [%u] = %g, expected %g\n",
+			(double)host[0], n - 1, (double)host[n - 1], (double)v);
+	free(host);
+	return ok;
+}

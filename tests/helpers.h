@@ -178,6 +178,22 @@ void th_gate_open(aql_signal *gate);
  */
 void th_check_agent_copies(aql_agent *agent, const char *where);
 
+/* A packet header: barrier bit set, system-scope fences both sides. */
+uint16_t th_header(enum aql_packet_type type);
+
+/* A barrier-AND on dep (NULL: none), and an AMD BARRIER_VALUE packet that
+ * waits for (sig & mask) cond value; each completes done. */
+aql_packet th_barrier_and(aql_signal *dep, aql_signal *done);
+aql_packet th_barrier_value(aql_signal *sig, enum aql_signal_condition cond, int64_t value,
+			    int64_t mask, aql_signal *done);
+
+/* Memory of agent holding n floats of value v, or the test stops. */
+float *th_device_floats(aql_agent *agent, uint32_t n, float v);
+
+/* Whether every one of n floats of agent's memory at dev equals v;
+ * prints the first and last if not. */
+int th_device_all(aql_agent *agent, const float *dev, uint32_t n, float v);
+
 /* The whole file at path (malloc'd; *size set), or exit(1). */
 void *th_read_file(const char *path, size_t *size);
 

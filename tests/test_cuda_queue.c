@@ -28,39 +28,19 @@
 
 #include "helpers.h"
 #include "util/clock.h"
-#include "tests/cuda_emu/aqlemu.h"
+#include "cuda_helpers.h"
 #include "aql/queue_impl.h"
 #include "nv/nv.h"
 
 #define N 256u
 
-struct saxpy_args {
-	float a;
-	uint32_t pad;
-	const float *x;
-	float *y;
-	uint32_t n;
-} __attribute__((aligned(16)));
-
 static aql_agent *gpu;
 static const aql_kernel *saxpy;
-static aqlemu_stats_fn emu_stats;
 static aqlemu_thread_calls_fn thread_calls;
 static CUresult (*stream_query)(CUstream stream);
 static CUresult (*set_current)(CUcontext ctx);
 static CUresult (*stream_priority)(CUstream stream, int *priority);
 static int device_path;
-
-/* The emulation's counters; zero on the real driver, where the checks
- * that read them are left out. */
-static struct aqlemu_stats stats(void)
-{
-	struct aqlemu_stats s = { 0 };
-
-	if (emu_stats)
-		emu_stats(&s);
-	return s;
-}
 
 static aql_queue *gpu_queue(uint32_t size)
 {
@@ -72,84 +52,6 @@ static aql_queue *gpu_queue(uint32_t size)
 	if (!q)
 		th_stop("no CUDA queue");
 	return q;
-}
-
-static uint16_t header(enum aql_packet_type type)
-{
-	return aql_packet_header(type, 1, AQL_FENCE_SYSTEM, AQL_FENCE_SYSTEM);
-}
-
-static aql_packet saxpy_packet(const struct saxpy_args *args, aql_signal *done)
-{
-	aql_packet p = { 0 };
-
-	p.dispatch.header = header(AQL_PACKET_KERNEL_DISPATCH);
-	p.dispatch.setup = 1;
-	p.dispatch.workgroup_size_x = 64;
-	p.dispatch.workgroup_size_y = 1;
-	p.dispatch.workgroup_size_z = 1;
-	p.dispatch.grid_size_x = args->n;
-	p.dispatch.grid_size_y = 1;
-	p.dispatch.grid_size_z = 1;
-	p.dispatch.group_segment_size = saxpy->group_segment_size;
-	p.dispatch.kernel_object = saxpy->kernel_object;
-	p.dispatch.kernarg_address = (uint64_t)(uintptr_t)args;
-	p.dispatch.completion_signal = aql_signal_handle(done);
-	return p;
-}
-
-static aql_packet barrier_and(aql_signal *dep, aql_signal *done)
-{
-	aql_packet p = { 0 };
-
-	p.barrier.header = header(AQL_PACKET_BARRIER_AND);
-	p.barrier.dep_signal[2] = aql_signal_handle(dep);
-	p.barrier.completion_signal = aql_signal_handle(done);
-	return p;
-}
-
-static aql_packet barrier_value(aql_signal *sig, enum aql_signal_condition cond, int64_t value,
-				int64_t mask, aql_signal *done)
-{
-	aql_packet p = { 0 };
-
-	p.barrier_value.header.header = header(AQL_PACKET_VENDOR_SPECIFIC);
-	p.barrier_value.header.format = AQL_AMD_PACKET_BARRIER_VALUE;
-	p.barrier_value.signal = aql_signal_handle(sig);
-	p.barrier_value.cond = cond;
-	p.barrier_value.value = value;
-	p.barrier_value.mask = mask;
-	p.barrier_value.completion_signal = aql_signal_handle(done);
-	return p;
-}
-
-/* Device memory holding n floats of value v. */
-static float *device_floats(uint32_t n, float v)
-{
-	float *host = malloc(n * sizeof(float)), *dev = NULL;
-
-	for (uint32_t i = 0; i < n; i++)
-		host[i] = v;
-	CHECK_OK(aql_agent_mem_alloc(gpu, n * sizeof(float), (void **)&dev));
-	if (!dev)
-		th_stop("no device memory");
-	CHECK_OK(aql_agent_copy(gpu, dev, host, n * sizeof(float)));
-	free(host);
-	return dev;
-}
-
-/* Whether every one of n floats at dev equals v. */
-static int device_all(const float *dev, uint32_t n, float v)
-{
-	float *host = malloc(n * sizeof(float));
-	int ok = aql_agent_copy(gpu, host, dev, n * sizeof(float)) == AQL_OK;
-
-	for (uint32_t i = 0; ok && i < n; i++)
-		ok = host[i] == v;
-	if (!ok)
-		fprintf(stderr, "device floats: [0] = %g, expected %g\n", (double)host[0], (double)v);
-	free(host);
-	return ok;
 }
 
 /* Still not done after a while: whatever gates it holds. */
@@ -165,35 +67,36 @@ static void check_held(aql_signal *done, const char *what)
 static void test_dispatch(void)
 {
 	aql_queue *q = gpu_queue(64);
-	float *x = device_floats(N, 1.0f), *y = device_floats(N, 1.0f);
-	struct saxpy_args args = { 1.0f, 0, x, y, N };
-	struct aqlemu_stats before = stats();
+	float *x = th_device_floats(gpu, N, 1.0f), *y = th_device_floats(gpu, N, 1.0f);
+	struct th_saxpy_args args = { 1.0f, 0, x, y, N };
+	struct aqlemu_stats before = th_cuda_stats();
 	aql_signal *done[8], *shared = th_signal(5);
 	aql_packet p;
 
 	for (int i = 0; i < 8; i++) {
 		done[i] = th_signal(1);
-		p = saxpy_packet(&args, done[i]);
+		p = th_saxpy_packet(saxpy, &args, 64, done[i]);
 		th_submit(q, &p);
 	}
 	for (int i = 0; i < 8; i++)
 		CHECK(th_wait_done(done[i]) == 0, "dispatch %d", i);
 	for (int i = 0; i < 5; i++) {
-		p = saxpy_packet(&args, shared);
+		p = th_saxpy_packet(saxpy, &args, 64, shared);
 		th_submit(q, &p);
 	}
 	CHECK(th_wait_done(shared) == 0, "a signal shared by 5 packets ends at 0");
 	th_sleep_ms(5);
 	CHECK(aql_signal_load(shared, AQL_ACQUIRE) == 0, "and stays there: %lld",
 	      (long long)aql_signal_load(shared, AQL_ACQUIRE));
-	CHECK(device_all(y, N, 14.0f), "13 launches of y += x");
-	CHECK(!emu_stats || stats().launches - before.launches == 13, "13 kernels ran: %llu",
-	      (unsigned long long)(stats().launches - before.launches));
+	CHECK(th_device_all(gpu, y, N, 14.0f), "13 launches of y += x");
+	CHECK(!th_cuda_emulated() || th_cuda_stats().launches - before.launches == 13,
+	      "13 kernels ran: %llu",
+	      (unsigned long long)(th_cuda_stats().launches - before.launches));
 
 	/* A signal reset right after its wait, and used again at once. */
 	for (int round = 0; round < 50; round++) {
 		aql_signal_store(done[0], 1, AQL_RELEASE);
-		p = barrier_and(NULL, done[0]);
+		p = th_barrier_and(NULL, done[0]);
 		th_submit(q, &p);
 		if (th_wait_done(done[0]) != 0) {
 			CHECK(0, "round %d of a reused signal", round);
@@ -216,8 +119,8 @@ static void test_dispatch(void)
 static void test_refused_launch(void)
 {
 	aql_queue *q = gpu_queue(64);
-	float *x = device_floats(N, 1.0f), *y = device_floats(N, 1.0f);
-	struct saxpy_args args = { 1.0f, 0, x, y, N };
+	float *x = th_device_floats(gpu, N, 1.0f), *y = th_device_floats(gpu, N, 1.0f);
+	struct th_saxpy_args args = { 1.0f, 0, x, y, N };
 	aql_signal *gate = th_signal(1), *first = th_signal(1), *bad = th_signal(1),
 		   *after = th_signal(1);
 	const char *message = NULL;
@@ -225,12 +128,12 @@ static void test_refused_launch(void)
 
 	/* All at once: the processor refuses the third as soon as it reaches
 	 * it, on the stream path before the gate opens. */
-	p[0] = barrier_and(gate, NULL);
-	p[1] = saxpy_packet(&args, first);
-	p[2] = saxpy_packet(&args, bad);
+	p[0] = th_barrier_and(gate, NULL);
+	p[1] = th_saxpy_packet(saxpy, &args, 64, first);
+	p[2] = th_saxpy_packet(saxpy, &args, 64, bad);
 	p[2].dispatch.workgroup_size_x = 1;
 	p[2].dispatch.grid_size_x = UINT32_MAX;
-	p[3] = saxpy_packet(&args, after);
+	p[3] = th_saxpy_packet(saxpy, &args, 64, after);
 	th_submit_all(q, p, 4);
 	for (uint64_t end = th_now_ns() + TH_TIMEOUT_NS;
 	     aql_queue_error(q, NULL) == AQL_OK && th_now_ns() < end;)
@@ -247,7 +150,7 @@ static void test_refused_launch(void)
 	CHECK(th_wait_done(first) == 0, "the launch before it ran");
 	CHECK(th_wait_done(bad) == -1, "the refused launch failed");
 	CHECK(th_wait_done(after) == -1, "the launch after it was cancelled");
-	CHECK(device_all(y, N, 2.0f), "only the first launch ran");
+	CHECK(th_device_all(gpu, y, N, 2.0f), "only the first launch ran");
 	CHECK_OK(aql_queue_destroy(q));
 	aql_signal *all[] = { gate, first, bad, after };
 	for (int i = 0; i < 4; i++)
@@ -275,27 +178,30 @@ static void test_waits(void)
 {
 	aql_queue *q = gpu_queue(64);
 	aql_signal *gate = th_signal(1), *done = th_signal(1);
-	struct aqlemu_stats before = stats(), after;
+	struct aqlemu_stats before = th_cuda_stats(), after;
 	aql_packet p;
 
-	gated(q, barrier_and(gate, done), gate, 0, done, "barrier-AND");
+	gated(q, th_barrier_and(gate, done), gate, 0, done, "barrier-AND");
 	aql_signal_store(gate, 10, AQL_RELEASE);
-	gated(q, barrier_value(gate, AQL_COND_LT, 5, -1, done), gate, 4, done, "BARRIER_VALUE <");
+	gated(q, th_barrier_value(gate, AQL_COND_LT, 5, -1, done),
+	      gate, 4, done, "BARRIER_VALUE <");
 	aql_signal_store(gate, 0, AQL_RELEASE);
-	gated(q, barrier_value(gate, AQL_COND_GTE, 3, -1, done), gate, 3, done, "BARRIER_VALUE >=");
-	gated(q, barrier_value(gate, AQL_COND_EQ, 7, -1, done), gate, 7, done, "BARRIER_VALUE ==");
+	gated(q, th_barrier_value(gate, AQL_COND_GTE, 3, -1, done),
+	      gate, 3, done, "BARRIER_VALUE >=");
+	gated(q, th_barrier_value(gate, AQL_COND_EQ, 7, -1, done),
+	      gate, 7, done, "BARRIER_VALUE ==");
 	/* A failed dependency (-1) releases a barrier-AND too. */
 	aql_signal_store(gate, 1, AQL_RELEASE);
-	gated(q, barrier_and(gate, done), gate, -1, done, "barrier-AND on a failed signal");
+	gated(q, th_barrier_and(gate, done), gate, -1, done, "barrier-AND on a failed signal");
 	CHECK_OK(aql_queue_destroy(q));
-	after = stats();
-	if (emu_stats && device_path) {
+	after = th_cuda_stats();
+	if (th_cuda_emulated() && device_path) {
 		CHECK(after.mem_op_waits - before.mem_op_waits == 5, "five stream waits: %llu",
 		      (unsigned long long)(after.mem_op_waits - before.mem_op_waits));
 		CHECK(after.host_funcs_run == before.host_funcs_run,
 		      "no host function on the device path: %llu",
 		      (unsigned long long)(after.host_funcs_run - before.host_funcs_run));
-	} else if (emu_stats) {
+	} else if (th_cuda_emulated()) {
 		CHECK(after.mem_op_waits == before.mem_op_waits && after.mem_op_writes ==
 		      before.mem_op_writes, "no stream memory operation without them");
 		CHECK(after.host_funcs_run - before.host_funcs_run == 10,
@@ -305,23 +211,26 @@ static void test_waits(void)
 
 	/* NE and a partial mask wait on the host, on every device. */
 	q = gpu_queue(64);
-	before = stats();
+	before = th_cuda_stats();
 	aql_signal_store(gate, 2, AQL_RELEASE);
-	gated(q, barrier_value(gate, AQL_COND_NE, 2, -1, done), gate, 3, done, "BARRIER_VALUE !=");
+	gated(q, th_barrier_value(gate, AQL_COND_NE, 2, -1, done),
+	      gate, 3, done, "BARRIER_VALUE !=");
 	aql_signal_store(gate, 0x10, AQL_RELEASE);
-	gated(q, barrier_value(gate, AQL_COND_EQ, 1, 0xf, done), gate, 0x21, done,
+	gated(q, th_barrier_value(gate, AQL_COND_EQ, 1, 0xf, done), gate, 0x21, done,
 	      "BARRIER_VALUE == under a mask");
 	CHECK_OK(aql_queue_destroy(q));
-	after = stats();
-	CHECK(!emu_stats || after.host_funcs_run - before.host_funcs_run == (device_path ? 2u : 4u),
+	after = th_cuda_stats();
+	CHECK(!th_cuda_emulated() ||
+	      after.host_funcs_run - before.host_funcs_run == (device_path ? 2u : 4u),
 	      "host waits: %llu", (unsigned long long)(after.host_funcs_run - before.host_funcs_run));
-	CHECK(!emu_stats || after.mem_op_waits == before.mem_op_waits, "no stream wait for them");
+	CHECK(!th_cuda_emulated() || after.mem_op_waits == before.mem_op_waits,
+	      "no stream wait for them");
 
 	/* A signal in use by a packet in flight cannot be destroyed; right
 	 * after its wait it can. */
 	q = gpu_queue(64);
 	aql_signal_store(gate, 1, AQL_RELEASE);
-	p = barrier_and(gate, done);
+	p = th_barrier_and(gate, done);
 	th_submit(q, &p);
 	check_held(done, "barrier-AND");
 	CHECK(aql_signal_destroy(gate) == AQL_ERR_BUSY, "destroying a dependency in flight");
@@ -342,26 +251,26 @@ static void test_cross_agent(void)
 	aql_queue *cpu = th_queue(64, AQL_QUEUE_MULTI, 0), *q = gpu_queue(64);
 	aql_signal *gate = th_signal(1), *s1 = th_signal(1), *s2 = th_signal(1), *s3 = th_signal(1);
 	float *x = NULL, *y = NULL;
-	struct saxpy_args args;
+	struct th_saxpy_args args;
 	aql_packet p;
 	int64_t v = 1;
 
 	if (saxpy) {
-		x = device_floats(N, 2.0f);
-		y = device_floats(N, 1.0f);
+		x = th_device_floats(gpu, N, 2.0f);
+		y = th_device_floats(gpu, N, 1.0f);
 	}
-	args = (struct saxpy_args){ 1.0f, 0, x, y, N };
-	p = barrier_and(gate, s1);
+	args = (struct th_saxpy_args){ 1.0f, 0, x, y, N };
+	p = th_barrier_and(gate, s1);
 	th_submit(cpu, &p);
 	if (saxpy) {
-		p = barrier_and(s1, NULL);
+		p = th_barrier_and(s1, NULL);
 		th_submit(q, &p);
-		p = saxpy_packet(&args, s2);
+		p = th_saxpy_packet(saxpy, &args, 64, s2);
 	} else {
-		p = barrier_and(s1, s2);
+		p = th_barrier_and(s1, s2);
 	}
 	th_submit(q, &p);
-	p = barrier_and(s2, s3);
+	p = th_barrier_and(s2, s3);
 	th_submit(cpu, &p);
 	check_held(s3, "the chain");
 	aql_signal_store(gate, 0, AQL_RELEASE);
@@ -369,7 +278,7 @@ static void test_cross_agent(void)
 	CHECK(v == 0 && aql_signal_load(s2, AQL_ACQUIRE) == 0, "chain ends: s3 %lld, s2 %lld",
 	      (long long)v, (long long)aql_signal_load(s2, AQL_ACQUIRE));
 	if (saxpy) {
-		CHECK(device_all(y, N, 3.0f), "the CUDA kernel of the chain ran once");
+		CHECK(th_device_all(gpu, y, N, 3.0f), "the CUDA kernel of the chain ran once");
 		aql_agent_mem_free(gpu, x);
 		aql_agent_mem_free(gpu, y);
 	}
@@ -408,7 +317,7 @@ static void test_blocked_waiters(void)
 	aql_signal *gate = th_signal(1), *done = th_signal(1);
 	struct waiter w[2] = { { done, 1, AQL_ERR_TIMEOUT, 1, 0 }, { done, 1, AQL_ERR_TIMEOUT, 1, 0 } };
 	pthread_t t[2];
-	aql_packet p = barrier_and(gate, done);
+	aql_packet p = th_barrier_and(gate, done);
 
 	th_submit(q, &p);
 	for (int i = 0; i < 2; i++)
@@ -466,7 +375,7 @@ static void test_pageable_copy(void)
 {
 	aql_queue *q = gpu_queue(64);
 	size_t sizes[] = { 1000, (3u << 20) + 12, (9u << 20) + 4 };
-	struct aqlemu_stats before = stats();
+	struct aqlemu_stats before = th_cuda_stats(), after;
 
 	for (int i = 0; i < 3; i++) {
 		size_t size = sizes[i];
@@ -484,9 +393,10 @@ static void test_pageable_copy(void)
 		free(src);
 		free(back);
 	}
-	CHECK(!emu_stats || stats().pageable_sync_copies == before.pageable_sync_copies,
+	after = th_cuda_stats();
+	CHECK(!th_cuda_emulated() || after.pageable_sync_copies == before.pageable_sync_copies,
 	      "no copy made synchronous: %llu",
-	      (unsigned long long)(stats().pageable_sync_copies - before.pageable_sync_copies));
+	      (unsigned long long)(after.pageable_sync_copies - before.pageable_sync_copies));
 	CHECK_OK(aql_queue_destroy(q));
 }
 
@@ -502,25 +412,25 @@ static void test_destroy_in_flight(void)
 	aql_signal *done = th_signal(1), *late = th_signal(1);
 	uint64_t value = 0x1234567890ull, back = 0, *dev = NULL;
 	float *x = NULL, *y = NULL;
-	struct saxpy_args args;
+	struct th_saxpy_args args;
 	aql_completion c;
 	aql_packet p;
 	int64_t v;
 
 	if (saxpy) {
-		x = device_floats(N, 1.0f);
-		y = device_floats(N, 0.0f);
+		x = th_device_floats(gpu, N, 1.0f);
+		y = th_device_floats(gpu, N, 0.0f);
 	}
 	CHECK_OK(aql_agent_mem_alloc(gpu, sizeof(value), (void **)&dev));
-	args = (struct saxpy_args){ 1.0f, 0, x, y, N };
+	args = (struct th_saxpy_args){ 1.0f, 0, x, y, N };
 	for (int i = 0; i < 100; i++) {
-		p = saxpy ? saxpy_packet(&args, i == 99 ? done : NULL) :
-		    barrier_and(NULL, i == 99 ? done : NULL);
+		p = saxpy ? th_saxpy_packet(saxpy, &args, 64, i == 99 ? done : NULL) :
+		    th_barrier_and(NULL, i == 99 ? done : NULL);
 		th_submit(q, &p);
 	}
 	CHECK_OK(aql_queue_copy(q, dev, &value, sizeof(value), NULL, 0, &c));
 	CHECK_OK(aql_queue_copy(q, &back, dev, sizeof(back), &c, 1, &c));
-	p = barrier_and(NULL, late);
+	p = th_barrier_and(NULL, late);
 	th_submit(q, &p);
 	CHECK_OK(aql_queue_destroy(q));
 	CHECK(aql_signal_load(done, AQL_ACQUIRE) == 0, "the last raw packet completed: %lld",
@@ -531,7 +441,7 @@ static void test_destroy_in_flight(void)
 	CHECK(v == 0 || v == -1, "the packet after them completed or was cancelled: %lld",
 	      (long long)v);
 	if (saxpy) {
-		CHECK(device_all(y, N, 100.0f), "all 100 launches ran");
+		CHECK(th_device_all(gpu, y, N, 100.0f), "all 100 launches ran");
 		aql_agent_mem_free(gpu, x);
 		aql_agent_mem_free(gpu, y);
 	}
@@ -568,16 +478,16 @@ static void test_owed_stores(void)
 	 * however fast the machine: the stores share batches (a full one goes
 	 * out); the last ones are asked for by the wait. */
 	gate = th_signal(1);
-	before = stats();
-	p = barrier_and(gate, NULL);
+	before = th_cuda_stats();
+	p = th_barrier_and(gate, NULL);
 	CHECK_OK(th_submit(q, &p));
 	for (int i = 0; i < OWED_COPIES; i++)
 		CHECK_OK(aql_queue_copy(q, dev + 1, dev, sizeof(value), NULL, 0, &c));
 	aql_signal_store(gate, 0, AQL_RELEASE);
 	CHECK_DONE(aql_completion_wait(c, TH_TIMEOUT_NS));
 	CHECK_OK(aql_signal_destroy(gate));
-	writes = stats().mem_op_writes - before.mem_op_writes;
-	if (device_path && emu_stats)
+	writes = th_cuda_stats().mem_op_writes - before.mem_op_writes;
+	if (device_path && th_cuda_emulated())
 		/* Unbatched, each copy would make 3 (its store and the two
 		 * progress words); the processor's time bound may cut a batch
 		 * short on a slow machine, hence the margin. */
@@ -600,7 +510,7 @@ static void test_owed_stores(void)
 	/* A raw packet of the same queue waits for its earlier completion:
 	 * the store goes before the stream's wait, or the queue deadlocks. */
 	CHECK_OK(aql_queue_copy(q, dev + 1, dev, sizeof(value), NULL, 0, &c));
-	p = barrier_value(c.signal, AQL_COND_LT, c.below, -1, done);
+	p = th_barrier_value(c.signal, AQL_COND_LT, c.below, -1, done);
 	th_submit(q, &p);
 	CHECK(th_wait_done(done) == 0, "a raw packet waited for its queue's typed copy");
 
@@ -612,7 +522,7 @@ static void test_owed_stores(void)
 	CHECK(back == value, "the CPU queue's copy ran");
 	CHECK_OK(aql_queue_copy(q, dev + 1, dev, sizeof(value), NULL, 0, &c));
 	aql_signal_store(done, 1, AQL_RELEASE);
-	p = barrier_value(c.signal, AQL_COND_LT, c.below, -1, done);
+	p = th_barrier_value(c.signal, AQL_COND_LT, c.below, -1, done);
 	th_submit(cpu, &p);
 	CHECK(th_wait_done(done) == 0, "a CPU queue's raw packet waited for a CUDA typed copy");
 
@@ -703,7 +613,7 @@ static void test_launch_calls(void)
 
 	/* Behind a closed gate: full batches go out, one call per 64. */
 	gate = th_signal(1);
-	p = barrier_and(gate, NULL);
+	p = th_barrier_and(gate, NULL);
 	CHECK_OK(th_submit(q, &p));
 	/* Translated by the queue's thread, not by the first launch. */
 	th_wait_read_index(q, __atomic_load_n(&q->amd->write_dispatch_id, __ATOMIC_ACQUIRE));
@@ -729,7 +639,7 @@ static void test_launch_calls(void)
 			    AQL_ARG(N)));
 	launches++;
 	gate = th_signal(1);
-	p = barrier_value(c[0].signal, AQL_COND_LT, c[0].below, -1, gate);
+	p = th_barrier_value(c[0].signal, AQL_COND_LT, c[0].below, -1, gate);
 	CHECK_OK(th_submit(q, &p));
 	CHECK(th_wait_done(gate) == 0, "a raw packet waited for its queue's typed launch");
 	CHECK_OK(aql_signal_destroy(gate));
@@ -778,7 +688,7 @@ static void *stress_thread(void *arg)
 	for (int r = 0; r < STRESS_ROUNDS && !s->failures; r++) {
 		if (s->index % 2) {
 			aql_signal_store(done, 1, AQL_RELEASE);
-			p = barrier_and(NULL, done);
+			p = th_barrier_and(NULL, done);
 			if (aql_queue_submit(s->q, &p) != AQL_OK ||
 			    th_done(aql_signal_wait(done, AQL_COND_LT, 1, TH_TIMEOUT_NS,
 						    AQL_WAIT_SPIN_BLOCK, &got)) != AQL_OK || got != 0)
@@ -819,8 +729,8 @@ static void test_stress(void)
 static void test_fault(void)
 {
 	aql_queue *q = gpu_queue(64);
-	float *x = device_floats(N, 1.0f), *y = device_floats(N, 1.0f);
-	struct saxpy_args args = { 1.0f, 0, x, y, N };
+	float *x = th_device_floats(gpu, N, 1.0f), *y = th_device_floats(gpu, N, 1.0f);
+	struct th_saxpy_args args = { 1.0f, 0, x, y, N };
 	aql_signal *done[6], *gate = th_signal(1);
 	struct waiter w;
 	pthread_t t;
@@ -833,8 +743,8 @@ static void test_fault(void)
 	 * when the fault hits; a waiter sleeps on it. All at once, so that
 	 * the fault cannot stop the queue before the last is in. */
 	for (int i = 0; i < 5; i++)
-		all[i] = saxpy_packet(&args, done[i]);
-	all[5] = barrier_and(gate, done[5]);
+		all[i] = th_saxpy_packet(saxpy, &args, 64, done[i]);
+	all[5] = th_barrier_and(gate, done[5]);
 	th_submit_all(q, all, 6);
 	w = (struct waiter){ done[5], 1, AQL_ERR_TIMEOUT, 1, 0 };
 	pthread_create(&t, NULL, wait_blocked, &w);
@@ -851,7 +761,7 @@ static void test_fault(void)
 	      aql_status_str(aql_queue_error(q, NULL)));
 	CHECK(message && strstr(message, "CUDA_ERROR_ILLEGAL_ADDRESS"), "message: %s",
 	      message ? message : "(none)");
-	p = barrier_and(NULL, NULL);
+	p = th_barrier_and(NULL, NULL);
 	CHECK(aql_queue_submit(q, &p) == AQL_ERR_QUEUE_ERROR, "later submissions fail");
 	CHECK_OK(aql_queue_destroy(q));
 	for (int i = 0; i < 6; i++)
@@ -869,9 +779,9 @@ static void test_fault(void)
 static void test_device_fault(void)
 {
 	aql_queue *q = gpu_queue(64);
-	float *x = device_floats(N, 1.0f), *y = device_floats(N, 1.0f);
-	struct saxpy_args good = { 1.0f, 0, x, y, N };
-	struct saxpy_args bad = { 1.0f, 0, x, (float *)(uintptr_t)8, N };
+	float *x = th_device_floats(gpu, N, 1.0f), *y = th_device_floats(gpu, N, 1.0f);
+	struct th_saxpy_args good = { 1.0f, 0, x, y, N };
+	struct th_saxpy_args bad = { 1.0f, 0, x, (float *)(uintptr_t)8, N };
 	aql_signal *done[4], *gate = th_signal(1);
 	const char *message = NULL;
 	struct waiter w;
@@ -880,15 +790,15 @@ static void test_device_fault(void)
 
 	for (int i = 0; i < 4; i++)
 		done[i] = th_signal(1);
-	p = saxpy_packet(&good, done[0]);
+	p = th_saxpy_packet(saxpy, &good, 64, done[0]);
 	th_submit(q, &p);
 	CHECK(th_wait_done(done[0]) == 0, "the launch before the fault");
 	/* The last held by a gate never opened: certainly in flight at the
 	 * fault. All at once, so that the fault cannot stop the queue before
 	 * the last is in. */
-	all[0] = saxpy_packet(&bad, done[1]);
-	all[1] = saxpy_packet(&good, done[2]);
-	all[2] = barrier_and(gate, done[3]);
+	all[0] = th_saxpy_packet(saxpy, &bad, 64, done[1]);
+	all[1] = th_saxpy_packet(saxpy, &good, 64, done[2]);
+	all[2] = th_barrier_and(gate, done[3]);
 	th_submit_all(q, all, 3);
 	w = (struct waiter){ done[3], 1, AQL_ERR_TIMEOUT, 1, 0 };
 	pthread_create(&t, NULL, wait_blocked, &w);
@@ -908,7 +818,7 @@ static void test_device_fault(void)
 	CHECK(message && strstr(message, "CUDA_ERROR_ILLEGAL_ADDRESS"), "message: %s",
 	      message ? message : "(none)");
 	printf("device fault: %s\n", message ? message : "(none)");
-	p = barrier_and(NULL, NULL);
+	p = th_barrier_and(NULL, NULL);
 	CHECK(aql_queue_submit(q, &p) == AQL_ERR_QUEUE_ERROR, "later submissions fail");
 	CHECK_OK(aql_queue_destroy(q));
 	for (int i = 0; i < 4; i++)
@@ -947,7 +857,7 @@ static void test_priority(void)
 		th_stop("no CUDA queue with a priority");
 	CHECK(priority_of(normal) == 0 && priority_of(low) == 0, "NORMAL %d, LOW %d",
 	      priority_of(normal), priority_of(low));
-	CHECK(emu_stats ? priority_of(high) == -5 : priority_of(high) <= 0, "HIGH %d",
+	CHECK(th_cuda_emulated() ? priority_of(high) == -5 : priority_of(high) <= 0, "HIGH %d",
 	      priority_of(high));
 	CHECK(aql_queue_set_priority(normal, AQL_QUEUE_PRIORITY_HIGH) == AQL_ERR_UNSUPPORTED &&
 	      strstr(aql_error_message(), "cuStreamCreateWithPriority"), "change: %s",
@@ -959,7 +869,7 @@ static void test_priority(void)
 		aql_signal *done = th_signal(1);
 		aql_packet p = { 0 };
 
-		p.barrier.header = header(AQL_PACKET_BARRIER_AND);
+		p.barrier.header = th_header(AQL_PACKET_BARRIER_AND);
 		p.barrier.completion_signal = aql_signal_handle(done);
 		CHECK(th_submit(*q, &p) == AQL_OK && th_wait_done(done) == 0,
 		      "barrier on a queue with a priority");
@@ -994,15 +904,9 @@ int main(int argc, char **argv)
 		printf("SKIP: AQL_HIL=1: the fault test needs the emulation's fault injection\n");
 		return 77;
 	}
-	if (!hil)
-		setenv("AQL_CUDA_EMU_KERNELS", argv[1], 1);
-	if (aql_agent_open(AQL_AGENT_NVIDIA, 0, &gpu) != AQL_OK) {
-		fprintf(stderr, "no CUDA agent (is the emulation on LD_LIBRARY_PATH?): %s\n",
-			aql_error_message());
+	gpu = th_cuda_open(argv[1], hil, &emu);
+	if (!gpu)
 		return 1;
-	}
-	emu = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_NOW);
-	*(void **)&emu_stats = emu ? dlsym(emu, "aqlemu_stats") : NULL;
 	*(void **)&thread_calls = emu ? dlsym(emu, "aqlemu_thread_calls") : NULL;
 	*(void **)&stream_query = emu ? dlsym(emu, "cuStreamQuery") : NULL;
 	*(void **)&set_current = emu ? dlsym(emu, "cuCtxSetCurrent") : NULL;
@@ -1011,11 +915,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "libcuda.so.1 has no cuStreamGetPriority or cuStreamQuery\n");
 		return 1;
 	}
-	if (!emu_stats && !hil) {
-		fprintf(stderr, "libcuda.so.1 is not the emulation (no aqlemu_stats); set AQL_HIL=1 for a real driver\n");
-		return 1;
-	}
-	if (!emu_stats)
+	if (!th_cuda_emulated())
 		printf("note: AQL_HIL=1, the real driver: the emulation's counts of launches, stream waits, host functions and synchronous copies are not checked\n");
 	CHECK_OK(aql_agent_get_info(gpu, &info));
 	device_path = info.signal_path == AQL_SIGNAL_PATH_DEVICE;
@@ -1045,15 +945,13 @@ int main(int argc, char **argv)
 			test_launch_calls();
 		test_stress();
 		/* Never on the emulation: it would run the write on the host. */
-		if (!emu_stats && saxpy)
+		if (!th_cuda_emulated() && saxpy)
 			test_device_fault();
-		else if (!emu_stats)
+		else if (!th_cuda_emulated())
 			printf("note: no PTX of saxpy; the device fault is not tested\n");
 	}
 	if (co)
 		aql_code_object_destroy(co);
-	if (emu)
-		dlclose(emu);
-	aql_agent_destroy(gpu);
+	th_cuda_close(gpu, emu);
 	return th_finish();
 }

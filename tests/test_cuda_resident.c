@@ -14,7 +14,6 @@
  * (tests/hil/run) it runs on the real driver, without the emulation's
  * launch counts; --fault then skips.
  */
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,33 +21,14 @@
 #include <aql/aql.h>
 
 #include "helpers.h"
-#include "tests/cuda_emu/aqlemu.h"
+#include "cuda_helpers.h"
 
 #define N 512u
 #define BLOCKS 2u
 
-struct saxpy_args {
-	float a;
-	uint32_t pad;
-	const float *x;
-	float *y;
-	uint32_t n;
-} __attribute__((aligned(16)));
-
 static aql_agent *gpu;
 static const aql_kernel *saxpy;
 static const char *ptx_path;
-static aqlemu_stats_fn emu_stats;
-
-/* The emulation's counters; zero on the real driver (AQL_HIL=1). */
-static struct aqlemu_stats stats(void)
-{
-	struct aqlemu_stats s = { 0 };
-
-	if (emu_stats)
-		emu_stats(&s);
-	return s;
-}
 
 static aql_queue *resident_queue(uint32_t size)
 {
@@ -61,82 +41,6 @@ static aql_queue *resident_queue(uint32_t size)
 	if (!q)
 		th_stop("no resident queue");
 	return q;
-}
-
-static uint16_t header(enum aql_packet_type type)
-{
-	return aql_packet_header(type, 1, AQL_FENCE_SYSTEM, AQL_FENCE_SYSTEM);
-}
-
-static aql_packet saxpy_packet(const struct saxpy_args *args, uint16_t wg, aql_signal *done)
-{
-	aql_packet p = { 0 };
-
-	p.dispatch.header = header(AQL_PACKET_KERNEL_DISPATCH);
-	p.dispatch.setup = 1;
-	p.dispatch.workgroup_size_x = wg;
-	p.dispatch.workgroup_size_y = 1;
-	p.dispatch.workgroup_size_z = 1;
-	p.dispatch.grid_size_x = args->n;
-	p.dispatch.grid_size_y = 1;
-	p.dispatch.grid_size_z = 1;
-	p.dispatch.kernel_object = saxpy->kernel_object;
-	p.dispatch.kernarg_address = (uint64_t)(uintptr_t)args;
-	p.dispatch.completion_signal = aql_signal_handle(done);
-	return p;
-}
-
-static aql_packet barrier_and(aql_signal *dep, aql_signal *done)
-{
-	aql_packet p = { 0 };
-
-	p.barrier.header = header(AQL_PACKET_BARRIER_AND);
-	p.barrier.dep_signal[1] = aql_signal_handle(dep);
-	p.barrier.completion_signal = aql_signal_handle(done);
-	return p;
-}
-
-static aql_packet barrier_value(aql_signal *sig, enum aql_signal_condition cond, int64_t value,
-				aql_signal *done)
-{
-	aql_packet p = { 0 };
-
-	p.barrier_value.header.header = header(AQL_PACKET_VENDOR_SPECIFIC);
-	p.barrier_value.header.format = AQL_AMD_PACKET_BARRIER_VALUE;
-	p.barrier_value.signal = aql_signal_handle(sig);
-	p.barrier_value.cond = cond;
-	p.barrier_value.value = value;
-	p.barrier_value.mask = -1;
-	p.barrier_value.completion_signal = aql_signal_handle(done);
-	return p;
-}
-
-static float *device_floats(uint32_t n, float v)
-{
-	float *host = malloc(n * sizeof(float)), *dev = NULL;
-
-	for (uint32_t i = 0; i < n; i++)
-		host[i] = v;
-	CHECK_OK(aql_agent_mem_alloc(gpu, n * sizeof(float), (void **)&dev));
-	if (!dev)
-		th_stop("no device memory");
-	CHECK_OK(aql_agent_copy(gpu, dev, host, n * sizeof(float)));
-	free(host);
-	return dev;
-}
-
-static int device_all(const float *dev, uint32_t n, float v)
-{
-	float *host = malloc(n * sizeof(float));
-	int ok = aql_agent_copy(gpu, host, dev, n * sizeof(float)) == AQL_OK;
-
-	for (uint32_t i = 0; ok && i < n; i++)
-		ok = host[i] == v;
-	if (!ok)
-		fprintf(stderr, "device floats: [0] = %g [%u] = %g, expected %g\n",
-			(double)host[0], n - 1, (double)host[n - 1], (double)v);
-	free(host);
-	return ok;
 }
 
 static uint64_t fallbacks(aql_queue *q)
@@ -155,33 +59,33 @@ static uint64_t fallbacks(aql_queue *q)
  */
 static void test_dispatch_order(void)
 {
-	float *x = device_floats(N, 1.0f), *y = device_floats(N, 0.0f);
-	struct aqlemu_stats before = stats();
+	float *x = th_device_floats(gpu, N, 1.0f), *y = th_device_floats(gpu, N, 0.0f);
+	struct aqlemu_stats before = th_cuda_stats();
 	aql_queue *q = resident_queue(64);
-	struct aqlemu_stats started = stats();
+	struct aqlemu_stats started = th_cuda_stats();
 
-	CHECK(!emu_stats || started.launches == before.launches,
+	CHECK(!th_cuda_emulated() || started.launches == before.launches,
 	      "the processor runs until destroy");
-	struct saxpy_args args = { 2.0f, 0, x, y, N };
+	struct th_saxpy_args args = { 2.0f, 0, x, y, N };
 	aql_signal *done[20];
 	aql_packet p;
 
 	for (int i = 0; i < 20; i++) {
 		done[i] = th_signal(1);
-		p = saxpy_packet(&args, 64, done[i]);
+		p = th_saxpy_packet(saxpy, &args, 64, done[i]);
 		th_submit(q, &p);
 	}
 	for (int i = 0; i < 20; i++)
 		CHECK(th_wait_done(done[i]) == 0, "dispatch %d", i);
-	CHECK(device_all(y, N, 40.0f), "20 dispatches of y += 2x, each over all of y");
+	CHECK(th_device_all(gpu, y, N, 40.0f), "20 dispatches of y += 2x, each over all of y");
 	/* The emulation counts a launch when it ends: the processor's at
 	 * destroy, so none here if the processor ran them all. */
-	CHECK(!emu_stats || stats().launches - started.launches == 0,
+	CHECK(!th_cuda_emulated() || th_cuda_stats().launches - started.launches == 0,
 	      "no launch per packet: %llu launches for 20 dispatches",
-	      (unsigned long long)(stats().launches - started.launches));
+	      (unsigned long long)(th_cuda_stats().launches - started.launches));
 	CHECK(fallbacks(q) == 0, "nothing fell back: %llu", (unsigned long long)fallbacks(q));
 	CHECK_OK(aql_queue_destroy(q));
-	CHECK(!emu_stats || stats().launches - before.launches == 1,
+	CHECK(!th_cuda_emulated() || th_cuda_stats().launches - before.launches == 1,
 	      "one launch in all: the processor's");
 	for (int i = 0; i < 20; i++)
 		CHECK_OK(aql_signal_destroy(done[i]));
@@ -194,20 +98,20 @@ static void test_dispatch_order(void)
 static void test_barriers(void)
 {
 	aql_queue *q = resident_queue(64);
-	float *x = device_floats(N, 1.0f), *y = device_floats(N, 0.0f);
-	struct saxpy_args args = { 1.0f, 0, x, y, N };
+	float *x = th_device_floats(gpu, N, 1.0f), *y = th_device_floats(gpu, N, 0.0f);
+	struct th_saxpy_args args = { 1.0f, 0, x, y, N };
 	aql_signal *gate = th_signal(1), *b1 = th_signal(1), *d1 = th_signal(1);
 	aql_signal *level = th_signal(0), *b2 = th_signal(1), *d2 = th_signal(1);
 	aql_signal *failed = th_signal(1), *b3 = th_signal(1);
 	aql_packet p;
 
-	p = barrier_and(gate, b1);
+	p = th_barrier_and(gate, b1);
 	th_submit(q, &p);
-	p = saxpy_packet(&args, 64, d1);
+	p = th_saxpy_packet(saxpy, &args, 64, d1);
 	th_submit(q, &p);
-	p = barrier_value(level, AQL_COND_GTE, 5, b2);
+	p = th_barrier_value(level, AQL_COND_GTE, 5, -1, b2);
 	th_submit(q, &p);
-	p = saxpy_packet(&args, 32, d2);
+	p = th_saxpy_packet(saxpy, &args, 32, d2);
 	th_submit(q, &p);
 	th_sleep_ms(30);
 	CHECK(aql_signal_load(d1, AQL_ACQUIRE) == 1 && aql_signal_load(b1, AQL_ACQUIRE) == 1,
@@ -221,8 +125,8 @@ static void test_barriers(void)
 	CHECK(aql_signal_load(d2, AQL_ACQUIRE) == 1, "4 is not >= 5");
 	aql_signal_store(level, 7, AQL_RELEASE);
 	CHECK(th_wait_done(d2) == 0 && th_wait_done(b2) == 0, "BARRIER_VALUE released at 7");
-	CHECK(device_all(y, N, 2.0f), "both dispatches ran once");
-	p = barrier_and(failed, b3);
+	CHECK(th_device_all(gpu, y, N, 2.0f), "both dispatches ran once");
+	p = th_barrier_and(failed, b3);
 	th_submit(q, &p);
 	aql_signal_store(failed, -1, AQL_RELEASE);
 	CHECK(th_wait_done(b3) == 0, "a failed dependency releases a barrier-AND");
@@ -253,33 +157,33 @@ static void test_fallback(void)
 		CHECK_OK(aql_code_object_kernel(later, "saxpy", &saxpy_later));
 
 	aql_queue *q = resident_queue(64);
-	float *x = device_floats(N, 1.0f), *y = device_floats(N, 0.0f);
-	struct saxpy_args a1 = { 1.0f, 0, x, y, N }, a10 = { 10.0f, 0, x, y, N };
+	float *x = th_device_floats(gpu, N, 1.0f), *y = th_device_floats(gpu, N, 0.0f);
+	struct th_saxpy_args a1 = { 1.0f, 0, x, y, N }, a10 = { 10.0f, 0, x, y, N };
 	aql_signal *done[4];
 	aql_packet p;
 
 	for (int i = 0; i < 4; i++)
 		done[i] = th_signal(1);
-	p = saxpy_packet(&a1, 64, done[0]);
+	p = th_saxpy_packet(saxpy, &a1, 64, done[0]);
 	th_submit(q, &p);
-	p = saxpy_packet(&a10, 512, done[1]);		/* falls back */
+	p = th_saxpy_packet(saxpy, &a10, 512, done[1]);		/* falls back */
 	th_submit(q, &p);
-	p = saxpy_packet(&a1, 128, done[2]);
+	p = th_saxpy_packet(saxpy, &a1, 128, done[2]);
 	th_submit(q, &p);
-	p = saxpy_packet(&a10, 512, done[3]);		/* falls back */
+	p = th_saxpy_packet(saxpy, &a10, 512, done[3]);		/* falls back */
 	th_submit(q, &p);
 	for (int i = 0; i < 4; i++)
 		CHECK(th_wait_done(done[i]) == 0, "packet %d", i);
-	CHECK(device_all(y, N, 22.0f), "all four ran once");
+	CHECK(th_device_all(gpu, y, N, 22.0f), "all four ran once");
 	CHECK(fallbacks(q) == 2, "two fell back: %llu", (unsigned long long)fallbacks(q));
 
 	if (saxpy_later) {
 		saxpy = saxpy_later;
 		aql_signal_store(done[0], 1, AQL_RELEASE);
-		p = saxpy_packet(&a1, 64, done[0]);
+		p = th_saxpy_packet(saxpy, &a1, 64, done[0]);
 		th_submit(q, &p);
 		CHECK(th_wait_done(done[0]) == 0, "the second object's kernel ran");
-		CHECK(device_all(y, N, 23.0f), "once");
+		CHECK(th_device_all(gpu, y, N, 23.0f), "once");
 		CHECK(fallbacks(q) == 3, "on the translating path: %llu",
 		      (unsigned long long)fallbacks(q));
 		saxpy = linked;
@@ -300,14 +204,14 @@ static void test_malformed(void)
 	aql_signal *ok = th_signal(1), *bad = th_signal(1), *after = th_signal(1);
 	aql_packet p;
 
-	p = barrier_and(NULL, ok);
+	p = th_barrier_and(NULL, ok);
 	th_submit(q, &p);
-	p = barrier_and(NULL, bad);
-	p.dispatch.header = header(AQL_PACKET_KERNEL_DISPATCH);
+	p = th_barrier_and(NULL, bad);
+	p.dispatch.header = th_header(AQL_PACKET_KERNEL_DISPATCH);
 	p.dispatch.setup = 1;
 	p.dispatch.workgroup_size_x = 0;	/* no work-group size */
 	th_submit(q, &p);
-	p = barrier_and(NULL, after);
+	p = th_barrier_and(NULL, after);
 	th_submit(q, &p);
 	CHECK(th_wait_done(ok) == 0, "the packet before it completes");
 	CHECK(th_wait_done(bad) == -1, "the malformed packet gets -1");
@@ -328,18 +232,18 @@ static void test_cross_agent(void)
 {
 	aql_queue *cpu = th_queue(64, AQL_QUEUE_MULTI, 0), *q = resident_queue(64);
 	aql_signal *gate = th_signal(1), *s1 = th_signal(1), *s2 = th_signal(1), *s3 = th_signal(1);
-	float *x = device_floats(N, 2.0f), *y = device_floats(N, 1.0f);
-	struct saxpy_args args = { 1.0f, 0, x, y, N };
+	float *x = th_device_floats(gpu, N, 2.0f), *y = th_device_floats(gpu, N, 1.0f);
+	struct th_saxpy_args args = { 1.0f, 0, x, y, N };
 	aql_packet p;
 	int64_t v = 1;
 
-	p = barrier_and(gate, s1);
+	p = th_barrier_and(gate, s1);
 	th_submit(cpu, &p);
-	p = barrier_and(s1, NULL);
+	p = th_barrier_and(s1, NULL);
 	th_submit(q, &p);
-	p = saxpy_packet(&args, 64, s2);
+	p = th_saxpy_packet(saxpy, &args, 64, s2);
 	th_submit(q, &p);
-	p = barrier_and(s2, s3);
+	p = th_barrier_and(s2, s3);
 	th_submit(cpu, &p);
 	th_sleep_ms(30);
 	CHECK(aql_signal_load(s3, AQL_ACQUIRE) == 1, "the chain waits for its gate");
@@ -347,10 +251,10 @@ static void test_cross_agent(void)
 	CHECK_DONE(aql_signal_wait(s3, AQL_COND_LT, 1, TH_TIMEOUT_NS, AQL_WAIT_BLOCKED, &v));
 	CHECK(v == 0 && aql_signal_load(s2, AQL_ACQUIRE) == 0, "chain ends: s3 %lld, s2 %lld",
 	      (long long)v, (long long)aql_signal_load(s2, AQL_ACQUIRE));
-	CHECK(device_all(y, N, 3.0f), "the resident kernel of the chain ran once");
+	CHECK(th_device_all(gpu, y, N, 3.0f), "the resident kernel of the chain ran once");
 	/* A waiter asleep on a signal the processor completes is woken. */
 	aql_signal_store(s2, 1, AQL_RELEASE);
-	p = saxpy_packet(&args, 64, s2);
+	p = th_saxpy_packet(saxpy, &args, 64, s2);
 	th_submit(q, &p);
 	CHECK_DONE(aql_signal_wait(s2, AQL_COND_LT, 1, TH_TIMEOUT_NS, AQL_WAIT_BLOCKED, &v));
 	CHECK(v == 0, "a blocked waiter saw the completion: %lld", (long long)v);
@@ -365,7 +269,7 @@ static void test_cross_agent(void)
 
 struct producer {
 	aql_queue *q;
-	struct saxpy_args *args;
+	struct th_saxpy_args *args;
 	aql_signal *done;
 	int count;
 };
@@ -375,7 +279,7 @@ static void *produce(void *arg)
 	struct producer *pr = arg;
 
 	for (int i = 0; i < pr->count; i++) {
-		aql_packet p = saxpy_packet(pr->args, 64, pr->done);
+		aql_packet p = th_saxpy_packet(saxpy, pr->args, 64, pr->done);
 
 		th_submit(pr->q, &p);
 	}
@@ -388,8 +292,8 @@ static void test_producers(void)
 {
 	enum { P = 4, EACH = 25 };
 	aql_queue *q = resident_queue(16);
-	float *x = device_floats(N, 1.0f), *y = device_floats(N, 0.0f);
-	struct saxpy_args args = { 1.0f, 0, x, y, N };
+	float *x = th_device_floats(gpu, N, 1.0f), *y = th_device_floats(gpu, N, 0.0f);
+	struct th_saxpy_args args = { 1.0f, 0, x, y, N };
 	aql_signal *done = th_signal(P * EACH);
 	struct producer pr[P];
 	pthread_t t[P];
@@ -401,7 +305,7 @@ static void test_producers(void)
 	for (int i = 0; i < P; i++)
 		pthread_join(t[i], NULL);
 	CHECK(th_wait_done(done) == 0, "all %d packets completed", P * EACH);
-	CHECK(device_all(y, N, (float)(P * EACH)), "each ran once");
+	CHECK(th_device_all(gpu, y, N, (float)(P * EACH)), "each ran once");
 	CHECK_OK(aql_queue_destroy(q));
 	CHECK_OK(aql_signal_destroy(done));
 	aql_agent_mem_free(gpu, x);
@@ -413,16 +317,16 @@ static void test_producers(void)
 static void test_destroy_in_flight(void)
 {
 	aql_queue *q = resident_queue(64);
-	float *x = device_floats(N, 1.0f), *y = device_floats(N, 0.0f);
-	struct saxpy_args args = { 1.0f, 0, x, y, N };
+	float *x = th_device_floats(gpu, N, 1.0f), *y = th_device_floats(gpu, N, 0.0f);
+	struct th_saxpy_args args = { 1.0f, 0, x, y, N };
 	aql_signal *gate = th_signal(1), *b = th_signal(1), *d[5];
 	aql_packet p;
 
-	p = barrier_and(gate, b);
+	p = th_barrier_and(gate, b);
 	th_submit(q, &p);
 	for (int i = 0; i < 5; i++) {
 		d[i] = th_signal(1);
-		p = saxpy_packet(&args, 64, d[i]);
+		p = th_saxpy_packet(saxpy, &args, 64, d[i]);
 		th_submit(q, &p);
 	}
 	th_sleep_ms(20);
@@ -430,7 +334,7 @@ static void test_destroy_in_flight(void)
 	CHECK(aql_signal_load(b, AQL_ACQUIRE) == -1, "the held barrier got -1");
 	for (int i = 0; i < 5; i++)
 		CHECK(aql_signal_load(d[i], AQL_ACQUIRE) == -1, "packet %d behind it got -1", i);
-	CHECK(device_all(y, N, 0.0f), "none of them ran");
+	CHECK(th_device_all(gpu, y, N, 0.0f), "none of them ran");
 	CHECK_OK(aql_signal_destroy(gate));
 	CHECK_OK(aql_signal_destroy(b));
 	for (int i = 0; i < 5; i++)
@@ -497,7 +401,7 @@ static void test_fault(void)
 {
 	aql_queue *q = resident_queue(64);
 	aql_signal *d = th_signal(1);
-	aql_packet p = barrier_and(NULL, d);
+	aql_packet p = th_barrier_and(NULL, d);
 
 	/* The host thread may have seen the fault already: then the queue
 	 * refuses the packet; otherwise it gets -1. */
@@ -531,20 +435,9 @@ int main(int argc, char **argv)
 		return 77;
 	}
 	snprintf(kernels, sizeof(kernels), "%s:%s", argv[1], argv[3]);
-	if (!hil)
-		setenv("AQL_CUDA_EMU_KERNELS", kernels, 1);
-	if (aql_agent_open(AQL_AGENT_NVIDIA, 0, &gpu) != AQL_OK) {
-		fprintf(stderr, "no CUDA agent (is the emulation on LD_LIBRARY_PATH?): %s\n",
-			aql_error_message());
+	gpu = th_cuda_open(kernels, hil, &emu);
+	if (!gpu)
 		return 1;
-	}
-	emu = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_NOW);
-	*(void **)&emu_stats = emu ? dlsym(emu, "aqlemu_stats") : NULL;
-	if (!emu_stats && !hil) {
-		fprintf(stderr, "libcuda.so.1 is not the emulation (no aqlemu_stats); set "
-			"AQL_HIL=1 for a real driver\n");
-		return 1;
-	}
 	ptx_path = argv[2];
 	CHECK_OK(aql_code_object_load_file(gpu, ptx_path, NULL, &co));
 	if (co)
@@ -565,8 +458,6 @@ int main(int argc, char **argv)
 		test_malformed();
 	}
 	aql_code_object_destroy(co);
-	if (emu)
-		dlclose(emu);
-	aql_agent_destroy(gpu);
+	th_cuda_close(gpu, emu);
 	return th_finish();
 }

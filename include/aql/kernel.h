@@ -121,6 +121,21 @@ const aql_host_workitem *aql_host_workitem_current(void) __attribute__((const));
 /* ---------------------------------------------------------------------- */
 /* Work-item ids and sizes                                                 */
 
+/*
+ * name(c, dim), the query of one id where a caller may pass the ids: dflt
+ * for dim out of range, c->field[dim] when c is not null, else what the
+ * statements in otherwise return (the hardware's, or libaql's).
+ */
+#define AQL_ID_QUERY_(name, ids, field, dflt, otherwise)                       \
+	AQL_INLINE uint32_t name(const ids *c, unsigned dim)                   \
+	{                                                                      \
+		if (dim > 2)                                                   \
+			return (dflt);                                         \
+		if (c)                                                         \
+			return c->field[dim];                                  \
+		otherwise                                                      \
+	}
+
 #if defined(AQL_KERNEL_TARGET_AMDGCN)
 
 /* The dispatch packet: work-group sizes at byte 4, grid sizes at 12,
@@ -174,15 +189,8 @@ static const __generic struct aql_gpu_ids_ *__constant aql_ids_ __attribute__((u
 
 /* v from the processor's ids when c is not null, else the register's. */
 #define AQL_NV_ID_(field, dflt, x, y, z)                                       \
-	AQL_INLINE uint32_t aql_nv_##field##_(const struct aql_gpu_ids_ *c,   \
-					      unsigned dim)                    \
-	{                                                                      \
-		if (dim > 2)                                                   \
-			return (dflt);                                         \
-		if (c)                                                         \
-			return c->field[dim];                                  \
-		return dim == 0 ? (x) : dim == 1 ? (y) : (z);                  \
-	}
+	AQL_ID_QUERY_(aql_nv_##field##_, struct aql_gpu_ids_, field, dflt,     \
+		      return dim == 0 ? (x) : dim == 1 ? (y) : (z);)
 AQL_NV_ID_(item, 0, __nvvm_read_ptx_sreg_tid_x(), __nvvm_read_ptx_sreg_tid_y(),
 	   __nvvm_read_ptx_sreg_tid_z())
 AQL_NV_ID_(group, 0, __nvvm_read_ptx_sreg_ctaid_x(), __nvvm_read_ptx_sreg_ctaid_y(),
@@ -264,16 +272,8 @@ extern const char __start_aql_ids_outside[] __attribute__((weak, visibility("hid
 
 /* aql_host_<field>_(ids, dim): dflt for dim out of range. */
 #define AQL_HOST_ID_(field, dflt, outside)                                     \
-	AQL_INLINE uint32_t aql_host_##field##_(const struct aql_host_ids_ *c, \
-						unsigned dim)                  \
-	{                                                                      \
-		if (dim > 2)                                                   \
-			return (dflt);                                         \
-		if (c)                                                         \
-			return c->field[dim];                                  \
-		AQL_IDS_OUTSIDE_MARK_();                                       \
-		return (outside);                                              \
-	}
+	AQL_ID_QUERY_(aql_host_##field##_, struct aql_host_ids_, field, dflt,  \
+		      AQL_IDS_OUTSIDE_MARK_(); return (outside);)
 AQL_HOST_ID_(local, 0, aql_host_workitem_current()->local_id[dim])
 AQL_HOST_ID_(group, 0, aql_host_workitem_current()->group_id[dim])
 AQL_HOST_ID_(size, 1, aql_host_workitem_current()->group_size[dim])

@@ -274,6 +274,9 @@ int pair_rounds(uint32_t n, uint32_t warmup, int (*round)(void *user, double *r,
  */
 int transfer_rounds(uint32_t rounds, size_t bytes, int (*once)(void *user), void *user,
 		    struct result *res);
+/* Throughput: the same, each call doing items; items/s (unit) per call. */
+int rate_rounds(uint32_t rounds, uint64_t items, const char *unit, int (*once)(void *user),
+		void *user, struct result *res);
 /* A bench that is fn(res, arg): one measurement, several rows. */
 #define BENCH_OF(name, fn, arg)						\
 	static int name(struct ctx *ctx, struct result *res)		\

@@ -35,6 +35,15 @@ static bool has_headline(const struct result *r)
 		     r->kind == RESULT_DURATION);
 }
 
+/* A peer's headline in its row's terms: a rate against a latency of ns per
+ * item compares with 1e9 / ns items per second (a graph's launches/s). */
+static double peer_headline(const struct result *den, const struct result *num)
+{
+	if (num->kind == RESULT_RATE && den->kind == RESULT_LATENCY)
+		return 1e9 / headline(den);
+	return headline(den);
+}
+
 static bool goal_value(const struct ctx *ctx, const struct goal *g,
 		       double *value)
 {
@@ -45,7 +54,7 @@ static bool goal_value(const struct ctx *ctx, const struct goal *g,
 	if (!has_headline(num) || (g->den && (!has_headline(den) ||
 					      headline(den) == 0)))
 		return false;
-	*value = headline(num) / (den ? headline(den) : 1.0);
+	*value = headline(num) / (den ? peer_headline(den, num) : 1.0);
 	return true;
 }
 

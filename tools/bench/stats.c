@@ -117,8 +117,10 @@ out:
 	return rc;
 }
 
-int transfer_rounds(uint32_t rounds, size_t bytes, int (*once)(void *user), void *user,
-		    struct result *res)
+/* once(user) rounds + 1 times, the first a warm-up, items per call: the
+ * rate per call, times scale, summed up in res under unit. */
+static int timed_rounds(uint32_t rounds, uint64_t items, double scale, const char *unit,
+			int (*once)(void *user), void *user, struct result *res)
 {
 	double *rate = calloc(rounds, sizeof(*rate));
 	int rc = -1;
@@ -131,15 +133,27 @@ int transfer_rounds(uint32_t rounds, size_t bytes, int (*once)(void *user), void
 		if (once(user))
 			goto out;
 		if (i)
-			rate[i - 1] = (double)bytes / (double)(now_ns() - t0);
+			rate[i - 1] = rate_of(items, now_ns() - t0) * scale;
 	}
 	rate_stats(rate, rounds, 1, &res->rate);
-	res->rate.unit = "GB/s";
+	res->rate.unit = unit;
 	res->kind = RESULT_RATE;
 	rc = 0;
 out:
 	free(rate);
 	return rc;
+}
+
+int transfer_rounds(uint32_t rounds, size_t bytes, int (*once)(void *user), void *user,
+		    struct result *res)
+{
+	return timed_rounds(rounds, bytes, 1e-9, "GB/s", once, user, res);
+}
+
+int rate_rounds(uint32_t rounds, uint64_t items, const char *unit, int (*once)(void *user),
+		void *user, struct result *res)
+{
+	return timed_rounds(rounds, items, 1.0, unit, once, user, res);
 }
 
 /* The one summary of every latency metric. Sorts samples in place. */
