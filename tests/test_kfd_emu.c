@@ -2036,7 +2036,15 @@ static void *produce(void *arg)
 		memcpy(slot->bytes + 4, p.bytes + 4, 60);
 		memcpy(&first, p.bytes, 4);
 		__atomic_store_n((uint32_t *)slot, first, __ATOMIC_RELEASE);
-		__atomic_store_n(q->bell, id, __ATOMIC_RELEASE);
+		/* Rung only upwards (UINT64_MAX: never rung): the CP runs to the
+		 * highest id rung, and a smaller id stored over a larger one, the
+		 * other producer's, would strand that packet. */
+		uint64_t bell = __atomic_load_n(q->bell, __ATOMIC_RELAXED);
+
+		while ((bell == UINT64_MAX || bell < id) &&
+		       !__atomic_compare_exchange_n(q->bell, &bell, id, 0, __ATOMIC_RELEASE,
+						    __ATOMIC_RELAXED))
+			;
 	}
 	return NULL;
 }
