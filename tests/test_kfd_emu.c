@@ -2036,9 +2036,11 @@ static void *produce(void *arg)
 		memcpy(slot->bytes + 4, p.bytes + 4, 60);
 		memcpy(&first, p.bytes, 4);
 		__atomic_store_n((uint32_t *)slot, first, __ATOMIC_RELEASE);
-		/* Rung only upwards (UINT64_MAX: never rung): the CP runs to the
-		 * highest id rung, and a smaller id stored over a larger one, the
-		 * other producer's, would strand that packet. */
+		/* Rung only upwards (UINT64_MAX: never rung): the emulated CP runs
+		 * to the id in the doorbell, and a smaller id stored over the
+		 * other producer's larger one would strand that packet. (ROCr's
+		 * notes allow a MULTI queue's doorbell to go backwards; the
+		 * emulation does not model that yet.) */
 		uint64_t bell = __atomic_load_n(q->bell, __ATOMIC_RELAXED);
 
 		while ((bell == UINT64_MAX || bell < id) &&
