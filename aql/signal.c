@@ -173,6 +173,55 @@ void aql_signal_wake_waiters(aql_signal *signal)
 		ev->wake(signal);
 }
 
+/*
+ * Registered wait helpers. A place is filled once (release) and never
+ * emptied, so a waiter that loads a helper (acquire) may call it at any
+ * time after; registration takes the pool's lock only to pick a place.
+ */
+static const struct aql_wait_helper *helpers[AQL_WAIT_HELPERS_MAX];
+/* Set while this thread runs a helper: waits inside it call none. */
+static __thread int in_help;
+
+aql_status aql_wait_helper_register(const struct aql_wait_helper *helper)
+{
+	aql_status st = AQL_OK;
+	uint32_t i;
+
+	if (!helper || !helper->help)
+		return aql_fail(AQL_ERR_INVALID_ARG, "wait helper: NULL helper or help function");
+	pthread_mutex_lock(&pool_lock);
+	for (i = 0; i < AQL_WAIT_HELPERS_MAX && helpers[i] && helpers[i] != helper; i++)
+		;
+	if (i == AQL_WAIT_HELPERS_MAX)
+		st = aql_fail(AQL_ERR_BUSY, "wait helper: all %d places are taken",
+			      AQL_WAIT_HELPERS_MAX);
+	else if (!helpers[i])
+		__atomic_store_n(&helpers[i], helper, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&pool_lock);
+	return st;
+}
+
+/* Run every helper once for these conditions; nonzero if one did work. */
+static int help_wait(uint32_t n, const struct aql_wait_cond *conds)
+{
+	aql_signal *signals[64];
+	const struct aql_wait_helper *h = __atomic_load_n(&helpers[0], __ATOMIC_ACQUIRE);
+	int did = 0;
+
+	if (!h || in_help)
+		return 0;
+	for (uint32_t i = 0; i < n; i++)
+		signals[i] = conds[i].signal;
+	in_help = 1;
+	for (uint32_t i = 0; i < AQL_WAIT_HELPERS_MAX && h; ) {
+		did |= h->help(h, n, signals) != 0;
+		if (++i < AQL_WAIT_HELPERS_MAX)
+			h = __atomic_load_n(&helpers[i], __ATOMIC_ACQUIRE);
+	}
+	in_help = 0;
+	return did;
+}
+
 static int cond_met(const struct aql_wait_cond *c, int64_t *value)
 {
 	*value = __atomic_load_n(&c->signal->value, __ATOMIC_ACQUIRE);
@@ -224,6 +273,14 @@ static aql_status wait_sleeping(uint32_t n, const struct aql_wait_cond *conds,
 		 * raises the event after its value, and ev->arm/sleep keep
 		 * every set after arm from being lost (aql/kfd/events.c).
 		 */
+		/* Work this thread can do itself beats a sleep and a wake-up. */
+		if (help_wait(n, conds)) {
+			if (any_met(n, conds, index, observed))
+				return AQL_OK;
+			if (aql_now_ns() >= deadline_ns)
+				return AQL_ERR_TIMEOUT;
+			continue;
+		}
 		set_waiting(n, conds, 1);
 		for (uint32_t i = 0; i < n; i++) {
 			words[i] = &conds[i].signal->wake_seq;
@@ -271,7 +328,8 @@ aql_status aql_wait_conds(uint32_t n, const struct aql_wait_cond *conds,
 		budget = aql_spin_budget(&wait_spin, spin_ns);
 	spin_end = budget >= left ? deadline_ns : now + budget;
 	/* Poll first: a sleep and wake-up costs microseconds. The clock is read
-	 * every 64 polls so the loop stays on the cache line it watches. */
+	 * (and the helpers run) every 64 polls so the loop stays on the cache
+	 * line it watches. */
 	for (uint32_t i = 1; now < spin_end; i++) {
 		aql_cpu_relax();
 		if (any_met(n, conds, index, observed)) {
@@ -279,8 +337,10 @@ aql_status aql_wait_conds(uint32_t n, const struct aql_wait_cond *conds,
 				aql_spin_learn(&wait_spin, spin_ns, 0);
 			return AQL_OK;
 		}
-		if ((i & 63) == 0)
+		if ((i & 63) == 0) {
+			help_wait(n, conds);	/* the next poll sees its work */
 			now = aql_now_ns();
+		}
 	}
 	st = wait_sleeping(n, conds, deadline_ns, index, observed);
 	if (adapt && st == AQL_OK)

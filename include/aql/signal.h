@@ -125,6 +125,30 @@ aql_status aql_signal_wait_any(uint32_t n, aql_signal *const *signals,
 			       enum aql_wait_hint hint, uint32_t *index,
 			       int64_t *observed);
 
+/*
+ * Wait helpers: work a waiting thread may do itself rather than sleep
+ * until another thread does it (libaql-mpi's communication agent
+ * progresses its operations this way). Every signal wait in the runtime
+ * calls each registered helper with the signals it waits on: before it
+ * sleeps, and every 64 polls while it polls. help returns nonzero when it
+ * did work (the wait checks its signals again at once), 0 otherwise. It
+ * runs on the waiting thread, must not block, and should cost a load or
+ * two when it has nothing to do; waits inside it call no helpers.
+ */
+struct aql_wait_helper {
+	int (*help)(const struct aql_wait_helper *helper, uint32_t n,
+		    aql_signal *const *signals);
+};
+
+/*
+ * Register helper (static storage: helpers are never removed, so it must
+ * stay valid until the process exits); registering it again does nothing.
+ * Errors: AQL_ERR_INVALID_ARG (NULL helper or help), AQL_ERR_BUSY (all
+ * AQL_WAIT_HELPERS_MAX places taken). Thread safe.
+ */
+#define AQL_WAIT_HELPERS_MAX 8
+aql_status aql_wait_helper_register(const struct aql_wait_helper *helper);
+
 /* Slow path of every value-changing op: wake all sleeping waiters. */
 void aql_signal_wake_waiters(aql_signal *signal);
 
