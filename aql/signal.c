@@ -273,12 +273,13 @@ static aql_status wait_sleeping(uint32_t n, const struct aql_wait_cond *conds,
 		 * raises the event after its value, and ev->arm/sleep keep
 		 * every set after arm from being lost (aql/kfd/events.c).
 		 */
-		/* Work this thread can do itself beats a sleep and a wake-up. */
+		/* Work this thread can do itself beats a sleep and a wake-up;
+		 * the check first, as the polls before may have met it. */
+		if (any_met(n, conds, index, observed))
+			return AQL_OK;
 		if (help_wait(n, conds)) {
-			if (any_met(n, conds, index, observed))
-				return AQL_OK;
 			if (aql_now_ns() >= deadline_ns)
-				return AQL_ERR_TIMEOUT;
+				return any_met(n, conds, index, observed) ? AQL_OK : AQL_ERR_TIMEOUT;
 			continue;
 		}
 		set_waiting(n, conds, 1);
