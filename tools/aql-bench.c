@@ -84,18 +84,20 @@ static const struct mode *find_mode(const char *name)
 
 /*
  * --contention compares each row across two runs, which means nothing if
- * the machine changed in between. On a virtual machine the host moves the
- * virtual CPUs between cores: here the cache-line round trip between the
- * two of them was 80-150 ns for seconds, then 490-530 ns (a hop between
- * dies, most likely), idle or not, and every hand-off between a producer
- * and its queue's processor moved with it (dispatch_rtt_spin_so 170 ->
- * 560 ns). So in both runs xcpu_rtt_ns() brackets each row, and a row is
- * kept when its two figures and, in the busy run, the idle row's show one
- * machine (xcpu_same()). Otherwise the row runs again (XCPU_TRIES in
- * all), in the busy run once the machine is the idle row's again (polled
- * every XCPU_POLL_NS, for at most XCPU_WAIT_NS per run); the last try
- * stands and report.c gives its ratio no verdict. Rows that report another
- * row's figure (as the _hsa rows do) come right after it and keep it.
+ * the machine changed in between. A virtual machine's can: on the 2-vCPU
+ * VM of issue 23 the round trip of cache lines between the two CPUs (each
+ * side writing its own) was 80-150 ns for seconds, then 490-530 ns, idle
+ * or busy, in plain programs as well (the host's doing, where it runs the
+ * virtual CPUs most likely), and every hand-off between a submitter and
+ * its queue's processor moved with it (dispatch_rtt_spin_so 170 -> 560
+ * ns). So in both runs xcpu_rtt_ns() brackets each row, and a row is kept
+ * when its two figures and, in the busy run, the idle row's show one
+ * machine (xcpu_same(); on one CPU, always). Otherwise the row runs again
+ * (XCPU_TRIES in all), in the busy run once the machine is the idle row's
+ * again (polled every XCPU_POLL_NS, for at most XCPU_WAIT_NS per run); the
+ * last try stands, and report.c gives its ratio no verdict. Rows that
+ * report another row's figure (as the _hsa rows do) come right after it
+ * and keep it.
  */
 #define XCPU_TRIES	3
 #define XCPU_POLL_NS	(50ull * 1000000ull)

@@ -205,10 +205,10 @@ uint64_t xcpu_rtt_ns(void);
 
 /*
  * stats.c: whether the n cross-CPU round trips of xcpu_rtt_ns() show one
- * machine: all taken, and the largest at most XCPU_SAME times the smallest.
- * A virtual machine's host moves its virtual CPUs between cores, and the
- * round trip between two of them moved between 80-150 ns and 490-530 ns,
- * for seconds at a time, with nothing else changing.
+ * machine: all taken, the largest at most XCPU_SAME times the smallest; or
+ * none taken (one CPU: no hand-off crosses CPUs).
+ * On a virtual machine it moved between 80-150 ns and 490-530 ns, for
+ * seconds at a time, whatever ran (aql-bench.c, run_mode()).
  */
 #define XCPU_SAME 2.0
 bool xcpu_same(const uint64_t *ns, size_t n);

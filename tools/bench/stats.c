@@ -271,5 +271,5 @@ bool xcpu_same(const uint64_t *ns, size_t n)
 		lo = ns[i] < lo ? ns[i] : lo;
 		hi = ns[i] > hi ? ns[i] : hi;
 	}
-	return n && lo && (double)hi <= XCPU_SAME * (double)lo;
+	return n && (hi == 0 || (lo && (double)hi <= XCPU_SAME * (double)lo));
 }
