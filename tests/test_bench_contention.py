@@ -54,6 +54,11 @@ def main():
         if m not in measured or m not in idle:
             sys.exit('%s: not measured both idle and busy' % m)
     for m in measured:
+        # a figure measured again has its own distribution; the same one
+        # to the last sample is the idle run's, reused
+        if 'cdf' in busy[m] and (busy[m]['cdf'], busy[m]['mean']) == (idle[m]['cdf'],
+                                                                       idle[m]['mean']):
+            sys.exit('%s: the busy run reports the idle run\'s figure' % m)
         if m not in ratios:
             sys.exit('%s: no contention_ratio_%s' % (m, m))
         r, want = ratios[m], headline(busy[m]) / headline(idle[m])
