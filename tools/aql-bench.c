@@ -92,16 +92,18 @@ static const struct mode *find_mode(const char *name)
  * its queue's processor moved with it (dispatch_rtt_spin_so 170 -> 560
  * ns). So in both runs xcpu_rtt_ns() brackets each row, and a row is kept
  * when its two figures and, in the busy run, the idle row's show one
- * machine (xcpu_same(); on one CPU, always). Otherwise the row runs again
- * (XCPU_TRIES in all), in the busy run once the machine is the idle row's
- * again (polled every XCPU_POLL_NS, for at most XCPU_WAIT_NS per run); the
- * last try stands, and report.c gives its ratio no verdict. Rows that
- * report another row's figure (as the _hsa rows do) come right after it
- * and keep it.
+ * machine (xcpu_same(); on one CPU, always). Otherwise the row runs once
+ * more: in the idle run at once, in the busy run once the machine is the
+ * idle row's again (polled every XCPU_POLL_NS, for at most XCPU_ROW_NS,
+ * and XCPU_RUN_NS per run, so that a run stays short; not at all if it
+ * does not come back). A row still measured on two machines stands, and
+ * report.c gives its ratio no verdict. Rows that report another row's
+ * figure (as the _hsa rows do) come right after it and keep it.
  */
-#define XCPU_TRIES	3
+#define XCPU_TRIES	2
 #define XCPU_POLL_NS	(50ull * 1000000ull)
-#define XCPU_WAIT_NS	(20ull * 1000000000ull)
+#define XCPU_ROW_NS	(2ull * 1000000000ull)
+#define XCPU_RUN_NS	(10ull * 1000000000ull)
 
 static bool xcpu_kept(const struct result *res, const struct result *was)
 {
@@ -113,20 +115,25 @@ static bool xcpu_kept(const struct result *res, const struct result *was)
 	       xcpu_same(ns, 4);
 }
 
-/* Until the machine is was's again, or *left_ns is spent. */
-static void xcpu_await(const struct result *was, uint64_t *left_ns)
+/* Whether the machine is was's again within XCPU_ROW_NS and *left_ns,
+ * which loses the time spent. */
+static bool xcpu_await(const struct result *was, uint64_t *left_ns)
 {
 	const struct timespec poll = { 0, XCPU_POLL_NS };
 	uint64_t t0 = now_ns(), spent, ns[3] = { 0, was->xcpu_ns[0], was->xcpu_ns[1] };
+	uint64_t limit = *left_ns < XCPU_ROW_NS ? *left_ns : XCPU_ROW_NS;
+	bool same;
 
 	for (;;) {
 		ns[0] = xcpu_rtt_ns();
+		same = xcpu_same(ns, 3);
 		spent = now_ns() - t0;
-		if (xcpu_same(ns, 3) || spent >= *left_ns)
+		if (same || spent >= limit)
 			break;
 		nanosleep(&poll, NULL);
 	}
 	*left_ns -= spent < *left_ns ? spent : *left_ns;
+	return same;
 }
 
 /* Bench i into res; in a --contention run, bracketed by xcpu_rtt_ns(). */
@@ -149,7 +156,7 @@ static int run_row(struct ctx *ctx, const struct mode *m, size_t i, struct resul
 /* idle: the idle run's results when this is the busy run, else NULL. */
 static int run_mode(struct ctx *ctx, const struct mode *m, const struct ctx *idle)
 {
-	uint64_t left_ns = XCPU_WAIT_NS;
+	uint64_t left_ns = XCPU_RUN_NS;
 	struct result *res;
 	size_t i;
 
@@ -158,12 +165,11 @@ static int run_mode(struct ctx *ctx, const struct mode *m, const struct ctx *idl
 
 		progress(i + 1, m->nbenches, m->benches[i].metric);
 		res = &ctx->results[ctx->nresults];
-		for (int tries = 0; tries < XCPU_TRIES; tries++) {
-			if (tries && was)
-				xcpu_await(was, &left_ns);
+		for (int tries = 1;; tries++) {
 			if (run_row(ctx, m, i, res))
 				return -1;
-			if (!ctx->opts->contention || xcpu_kept(res, was))
+			if (!ctx->opts->contention || xcpu_kept(res, was) || tries == XCPU_TRIES ||
+			    (was && !xcpu_await(was, &left_ns)))
 				break;
 		}
 		ctx->nresults++;
