@@ -86,7 +86,7 @@ static const struct mode *find_mode(const char *name)
  * --contention compares each row across two runs, which means nothing if
  * the machine changed in between. A virtual machine's can: on the 2-vCPU
  * VM of issue 23 the round trip of cache lines between the two CPUs (each
- * side writing its own) was 80-150 ns for seconds, then 490-530 ns, idle
+ * side writing its own) was 80-150 ns for seconds, then 480-530 ns, idle
  * or busy, in plain programs as well (the host's doing, where it runs the
  * virtual CPUs most likely), and every hand-off between a submitter and
  * its queue's processor moved with it (dispatch_rtt_spin_so 170 -> 560

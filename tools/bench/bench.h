@@ -207,7 +207,7 @@ uint64_t xcpu_rtt_ns(void);
  * stats.c: whether the n cross-CPU round trips of xcpu_rtt_ns() show one
  * machine: all taken, the largest at most XCPU_SAME times the smallest; or
  * none taken (one CPU: no hand-off crosses CPUs).
- * On a virtual machine it moved between 80-150 ns and 490-530 ns, for
+ * On a virtual machine it moved between 80-150 ns and 480-530 ns, for
  * seconds at a time, whatever ran (aql-bench.c, run_mode()).
  */
 #define XCPU_SAME 2.0
