@@ -92,6 +92,9 @@ struct result {
 	const char *metric;
 	const char *peer;	/* the bench's peer row, or NULL */
 	enum result_kind kind;
+	/* --contention: xcpu_rtt_ns() right before and right after the row
+	 * (0: not taken), the machine it ran on (aql-bench.c). */
+	uint64_t xcpu_ns[2];
 	union {
 		struct latency lat;
 		struct rate rate;
@@ -192,6 +195,23 @@ int bench_plainc_compute(struct ctx *ctx, struct result *res);
 int bench_kernel_compute(struct ctx *ctx, struct result *res);
 int bench_openmp_compute(struct ctx *ctx, struct result *res);
 int bench_kernel_compute_all(struct ctx *ctx, struct result *res);
+
+/*
+ * dispatch.c: the p50 of a spinning cache-line ping-pong between the first
+ * and the last CPU the caller may run on (a few milliseconds); 0 with
+ * fewer than two CPUs or on a failure. The caller's mask is kept.
+ */
+uint64_t xcpu_rtt_ns(void);
+
+/*
+ * stats.c: whether the n cross-CPU round trips of xcpu_rtt_ns() show one
+ * machine: all taken, the largest at most XCPU_SAME times the smallest; or
+ * none taken (one CPU: no hand-off crosses CPUs).
+ * On a virtual machine it moved between 80-150 ns and 480-530 ns, for
+ * seconds at a time, whatever ran (aql-bench.c, run_mode()).
+ */
+#define XCPU_SAME 2.0
+bool xcpu_same(const uint64_t *ns, size_t n);
 
 /*
  * dispatch.c: wait for sig < 1 (10 s at most); on a timeout say whether

@@ -101,9 +101,10 @@ static int heap_batch(struct mem_bench *b, double *ns)
 	return 0;
 }
 
-/* Both metrics come from one run; whichever bench comes first runs it. */
+/* Both metrics come from one run; whichever bench comes first in a run of
+ * the mode (ctx: --contention's busy run is another) runs it. */
 static struct latency lat_pool, lat_heap;
-static int measured;
+static const struct ctx *measured;
 
 static int measure(struct ctx *ctx)
 {
@@ -135,7 +136,7 @@ static int measure(struct ctx *ctx)
 	}
 	latency_stats(pool, rounds, &lat_pool);
 	latency_stats(heap, rounds, &lat_heap);
-	measured = 1;
+	measured = ctx;
 	rc = 0;
 out:
 	if (b) {
@@ -152,7 +153,7 @@ out:
 
 int bench_alloc_free(struct ctx *ctx, struct result *res)
 {
-	if (!measured && measure(ctx))
+	if (measured != ctx && measure(ctx))
 		return -1;
 	res->kind = RESULT_LATENCY;
 	res->lat = lat_pool;
@@ -161,7 +162,7 @@ int bench_alloc_free(struct ctx *ctx, struct result *res)
 
 int bench_baseline_malloc_free(struct ctx *ctx, struct result *res)
 {
-	if (!measured && measure(ctx))
+	if (measured != ctx && measure(ctx))
 		return -1;
 	res->kind = RESULT_LATENCY;
 	res->lat = lat_heap;

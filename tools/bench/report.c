@@ -285,7 +285,9 @@ void print_table(const struct ctx *ctx, const struct mode *m)
  * it) over the same row of the idle run. Throughput rows are judged at
  * >= CONTENTION_RATE_GOAL of idle, latency rows (p50) at <=
  * CONTENTION_LATENCY_GOAL x idle; the machine's own baselines are
- * reported, not judged.
+ * reported, not judged, and so is a row whose two runs saw different
+ * machines (the cross-CPU round trips around them, aql-bench.c: "met"
+ * null, and why).
  */
 #define CONTENTION_RATE_GOAL	0.5
 #define CONTENTION_LATENCY_GOAL	2.0
@@ -297,25 +299,39 @@ static void contention_ratio(const struct ctx *idle, const struct result *b,
 	bool judged = strncmp(b->metric, "baseline_", 9) != 0;
 	bool rate = b->kind == RESULT_RATE;
 	double goal = rate ? CONTENTION_RATE_GOAL : CONTENTION_LATENCY_GOAL;
+	const char *verdict;
+	uint64_t xcpu[4];
 	double v;
 
 	if (!has_headline(i) || !has_headline(b) || headline(i) == 0)
 		return;
 	v = headline(b) / headline(i);
+	memcpy(xcpu, i->xcpu_ns, sizeof(i->xcpu_ns));
+	memcpy(xcpu + 2, b->xcpu_ns, sizeof(b->xcpu_ns));
+	verdict = !xcpu_same(xcpu, 4) ? NULL : (rate ? v >= goal : v <= goal) ? "true" : "false";
 	if (json) {
 		printf("{\"metric\":\"contention_ratio_%s\",\"value\":%.4f",
 		       b->metric, v);
 		if (judged)
 			printf(",\"goal\":%g,\"cmp\":\"%s\",\"met\":%s", goal,
-			       rate ? ">=" : "<=",
-			       (rate ? v >= goal : v <= goal) ? "true" : "false");
+			       rate ? ">=" : "<=", verdict ? verdict : "null");
+		printf(",\"xcpu_rtt_ns\":[%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]",
+		       xcpu[0], xcpu[1], xcpu[2], xcpu[3]);
+		if (judged && !verdict)
+			printf(",\"why\":\"cross-CPU round trip %" PRIu64 "-%" PRIu64
+			       " ns idle, %" PRIu64 "-%" PRIu64 " ns busy: not one machine\"",
+			       xcpu[0], xcpu[1], xcpu[2], xcpu[3]);
 		printf("}\n");
 		return;
 	}
 	printf("  %-44s %9.3f", b->metric, v);
-	if (judged)
+	if (judged && verdict)
 		printf(" %2s %8.2f  %s", rate ? ">=" : "<=", goal,
-		       (rate ? v >= goal : v <= goal) ? "ok" : "MISSED");
+		       *verdict == 't' ? "ok" : "MISSED");
+	else if (judged)
+		printf(" %2s %8.2f  no verdict: cross-CPU round trip %" PRIu64 "-%" PRIu64
+		       " ns idle, %" PRIu64 "-%" PRIu64 " ns busy", rate ? ">=" : "<=", goal,
+		       xcpu[0], xcpu[1], xcpu[2], xcpu[3]);
 	putchar('\n');
 }
 

@@ -262,3 +262,14 @@ int read_fail(const char *path, int err)
 	fprintf(stderr, "aql-bench: cannot read %s: %s\n", path, strerror(err));
 	return -1;
 }
+
+bool xcpu_same(const uint64_t *ns, size_t n)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		lo = ns[i] < lo ? ns[i] : lo;
+		hi = ns[i] > hi ? ns[i] : hi;
+	}
+	return n && (hi == 0 || (lo && (double)hi <= XCPU_SAME * (double)lo));
+}
