@@ -330,7 +330,8 @@ aql_status aql_wait_conds(uint32_t n, const struct aql_wait_cond *conds,
 	spin_end = budget >= left ? deadline_ns : now + budget;
 	/* Poll first: a sleep and wake-up costs microseconds. The clock is read
 	 * (and the helpers run) every 64 polls so the loop stays on the cache
-	 * line it watches. */
+	 * line it watches; the helpers from the first, since the work they do
+	 * may be all that the wait waits for (64 polls are about 2 us). */
 	for (uint32_t i = 1; now < spin_end; i++) {
 		aql_cpu_relax();
 		if (any_met(n, conds, index, observed)) {
@@ -338,7 +339,7 @@ aql_status aql_wait_conds(uint32_t n, const struct aql_wait_cond *conds,
 				aql_spin_learn(&wait_spin, spin_ns, 0);
 			return AQL_OK;
 		}
-		if ((i & 63) == 0) {
+		if ((i & 63) == 1) {
 			help_wait(n, conds);	/* the next poll sees its work */
 			now = aql_now_ns();
 		}

@@ -26,6 +26,19 @@
  * operations' barriers): it may end before the processor reaches that
  * barrier, and a counter written after its state is freed would be
  * wrong for the state that takes it next.
+ *
+ * Helped waits: the agent is not the only thread that moves operations.
+ * Any thread that waits on a signal (the program in
+ * aql_completion_wait(), a packet processor on an operation's
+ * BARRIER_VALUE) runs help() (aql_wait_helper_register()), which takes the
+ * agent's lock if it is free and makes the agent's own pass over the
+ * pending operations; and an enqueue makes one pass too, so that a chained
+ * operation whose previous one has ended is posted there and then. Each
+ * pass is the agent's (progress()), under the same lock, so the order and
+ * the thread levels hold whoever runs it. Only ending an operation in
+ * failure is left to the agent's thread: aql_queue_set_error() stops the
+ * queue's packet processor and waits for it to exit, which the processor
+ * itself, helping, must not do.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -47,6 +60,12 @@
 
 /* The most the idle agent polls for new work before it sleeps. */
 #define IDLE_SPIN_NS 50000u
+
+/* The agent leaves the operations to a thread that helped this recently. */
+#define HELPED_NS 10000u
+
+/* The most passes help() makes for a wait on an operation's end. */
+#define HELP_PASSES 16u
 
 enum op_kind { OP_SEND, OP_RECV, OP_ALLREDUCE };
 
@@ -74,6 +93,7 @@ struct op {
 	MPI_Datatype datatype;
 	int count, derived, peer, tag, posted, cancel, cancelled;
 	int chained;		/* right behind operation index - 1 of its queue */
+	int failed, err;	/* a helper saw MPI fail with err: the agent ends it */
 	MPI_Op mpi_op;
 	MPI_Comm comm;
 	MPI_Request req;
@@ -110,6 +130,10 @@ static struct {
 	pthread_t thread;
 	int running, stop;
 	uint64_t added;		/* operations handed over: written under the lock, polled without */
+	uint32_t npending;	/* operations in head's list: written under the lock, read without */
+	uint64_t helped_ns;	/* help()'s last pass: written under the lock, read without */
+	int helping;		/* help() is registered */
+	int handoff;		/* a helper left a failure to the agent */
 } agent = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
 	    .ended = PTHREAD_COND_INITIALIZER };
 
@@ -155,6 +179,7 @@ static void end_op(struct op *o, int ok)
 	if (g && g->released && !g->runs)
 		free_gop(g);
 	qs->pending--;
+	__atomic_store_n(&agent.npending, agent.npending - 1, __ATOMIC_RELAXED);
 	free(o);
 	pthread_cond_broadcast(&agent.ended);
 }
@@ -188,8 +213,9 @@ static int post(struct op *o)
 }
 
 /* Under the lock: whether o, not posted, may be: 1 yes, 0 not yet, -1
- * never (cancelled, or what it follows failed): it ends failed. */
-static int may_start(struct op *o)
+ * never (cancelled, or what it follows failed): it ends failed. A helper
+ * (helper set) leaves a failed recorded operation's error to the agent. */
+static int may_start(struct op *o, int helper)
 {
 	int64_t v;
 
@@ -210,6 +236,10 @@ static int may_start(struct op *o)
 		return v < o->qs->start0 - (int64_t)o->barrier;
 	}
 	v = aql_signal_load(o->g->turn, AQL_ACQUIRE);
+	if (v < 0 && helper) {
+		agent.handoff = 1;
+		return 0;
+	}
 	if (v < 0) {
 		/* Its replay's barrier was dropped, or an earlier run failed. */
 		aql_queue_set_error(o->qs->queue, AQL_ERR_QUEUE_ERROR,
@@ -220,14 +250,34 @@ static int may_start(struct op *o)
 	return o->g->finished == o->index && (v & 1);
 }
 
-/* Under the lock: move o on; 1 once it has ended (and is freed). */
-static int step(struct op *o)
+/*
+ * Under the lock: MPI failed o (err, in o->call). The agent ends it, with
+ * the queue's error; a helper leaves that to the agent (the top comment),
+ * which finds it in its next pass. 1 once o has ended.
+ */
+static int failed(struct op *o, int err, int helper)
+{
+	if (helper) {
+		o->failed = 1;
+		o->err = err;
+		agent.handoff = 1;
+		return 0;
+	}
+	fail_op(o, err, o->call);
+	return 1;
+}
+
+/* Under the lock: move o on; 1 once it has ended (and is freed). helper:
+ * not on the agent's thread (failures are left to the agent). */
+static int step(struct op *o, int helper)
 {
 	MPI_Status status;
 	int err, flag = 0;
 
+	if (o->failed)
+		return failed(o, o->err, helper);
 	if (!o->posted) {
-		int go = may_start(o);
+		int go = may_start(o, helper);
 
 		if (go < 0) {
 			end_op(o, 0);
@@ -238,10 +288,8 @@ static int step(struct op *o)
 	}
 	if (!o->posted) {
 		err = post(o);
-		if (err != MPI_SUCCESS) {
-			fail_op(o, err, o->call);
-			return 1;
-		}
+		if (err != MPI_SUCCESS)
+			return failed(o, err, helper);
 		o->posted = 1;
 	}
 	if (o->cancel && o->kind == OP_RECV && !o->cancelled) {
@@ -249,10 +297,8 @@ static int step(struct op *o)
 		o->cancelled = 1;
 	}
 	err = MPI_Test(&o->req, &flag, &status);
-	if (err != MPI_SUCCESS) {
-		fail_op(o, err, o->call);
-		return 1;
-	}
+	if (err != MPI_SUCCESS)
+		return failed(o, err, helper);
 	if (!flag)
 		return 0;
 	if (o->cancelled) {
@@ -293,6 +339,74 @@ static void idle_wait(struct aql_spin *spin)
 	aql_spin_learn(spin, IDLE_SPIN_NS, aql_now_ns() - start);
 }
 
+/*
+ * Under the lock: one pass over the pending operations, oldest first, so
+ * that one chained behind another that ends in the pass is posted in it
+ * too. Nonzero if one started or ended.
+ */
+static int progress(int helper)
+{
+	int moved = 0;
+
+	for (struct op **pp = &agent.head; *pp;) {
+		struct op *o = *pp, *next = o->next;
+		int posted = o->posted;
+
+		if (step(o, helper)) {
+			*pp = next;
+			moved = 1;
+		} else {
+			moved |= o->posted != posted;
+			pp = &o->next;
+		}
+	}
+	return moved;
+}
+
+/* Under the lock: whether signals hold a queue's "ended" with operations pending. */
+static int waits_for_op(uint32_t n, aql_signal *const *signals)
+{
+	for (struct qstate *qs = agent.queues; qs; qs = qs->next)
+		for (uint32_t i = 0; qs->pending && i < n; i++)
+			if (signals[i] == qs->ended)
+				return 1;
+	return 0;
+}
+
+/*
+ * The wait helper: a thread about to wait for a signal makes the agent's
+ * pass itself when the lock is free, rather than wait for the agent's
+ * thread to be scheduled (on a busy machine, a wake-up each time). It
+ * runs for any wait while operations are pending, not only for waits on
+ * an operation's "ended": a packet processor waiting for an operation's
+ * hold and a launch waiting for its completion gain from it alike, and a
+ * pass moves every queue's operations. The count is read relaxed: a pass
+ * missed here is the agent's to make.
+ */
+static int help(const struct aql_wait_helper *h, uint32_t n, aql_signal *const *signals)
+{
+	int moved;
+
+	(void)h;
+	if (!__atomic_load_n(&agent.npending, __ATOMIC_RELAXED) ||
+	    pthread_mutex_trylock(&agent.lock))
+		return 0;
+	moved = progress(1);
+	/* A wait for an operation's end: only a pass can end it (the agent
+	 * keeps away while helped, below), and the wait calls again only
+	 * after 64 polls (about 2 us here), so pass on for a while. */
+	for (uint32_t i = 0; !moved && i < HELP_PASSES && waits_for_op(n, signals); i++) {
+		pthread_mutex_unlock(&agent.lock);
+		aql_cpu_relax();
+		if (pthread_mutex_trylock(&agent.lock))
+			return 0;
+		moved = progress(1);
+	}
+	__atomic_store_n(&agent.helped_ns, aql_now_ns(), __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&agent.lock);
+	return moved;
+}
+
 static void *agent_main(void *arg)
 {
 	struct aql_spin spin = { 0 };
@@ -305,7 +419,7 @@ static void *agent_main(void *arg)
 	prctl(PR_SET_TIMERSLACK, 1000ul, 0ul, 0ul, 0ul);
 	pthread_mutex_lock(&agent.lock);
 	for (;;) {
-		int moved = 0;
+		int helped;
 
 		if (!agent.head) {
 			if (agent.stop)
@@ -313,24 +427,21 @@ static void *agent_main(void *arg)
 			idle_wait(&spin);
 			continue;
 		}
-		for (struct op **pp = &agent.head; *pp;) {
-			struct op *o = *pp, *next = o->next;
-
-			if (step(o)) {
-				*pp = next;
-				moved = 1;
-			} else {
-				pp = &o->next;
-			}
-		}
-		if (moved) {
+		/* A thread that helped lately makes the passes: keep out of its
+		 * way (and its lock), unless it left a failure to end here. */
+		helped = !agent.handoff &&
+			 aql_now_ns() - __atomic_load_n(&agent.helped_ns, __ATOMIC_RELAXED) <
+				 HELPED_NS;
+		agent.handoff = 0;
+		if (!helped && progress(0)) {
 			idle = 0;
 			continue;
 		}
 		/* Nothing moved: let the program's threads (and MPI's peers on
-		 * the same cores) run, then sleep a little once it lasts. */
+		 * the same cores) run, then sleep a little once it lasts; while
+		 * helped, sleep at once. */
 		pthread_mutex_unlock(&agent.lock);
-		if (++idle < 1000) {
+		if (!helped && ++idle < 1000) {
 			sched_yield();
 		} else {
 			struct timespec ts = { 0, 20000 };
@@ -462,13 +573,27 @@ static aql_status stage_out(aql_queue *queue, aql_buf *buf)
 	return aql_buf_to_host(buf, queue, &(aql_completion){ 0 });
 }
 
-/* Under the lock: hand o to the agent, started on first use. */
-static void add_op(struct op *o)
+/*
+ * Under the lock: hand o to the agent, started on first use, last in the
+ * list (oldest first: progress()). Unless wake is 0, the agent is woken;
+ * an enqueue that passes 0 wakes it only if work is left after its own
+ * pass, so that the agent never sleeps untimed with operations pending.
+ */
+static void add_op(struct op *o, int wake)
 {
+	static const struct aql_wait_helper helper = { help };
+	struct op **pp = &agent.head;
+
+	while (*pp)
+		pp = &(*pp)->next;
+	o->next = NULL;
+	*pp = o;
 	o->qs->pending++;
-	o->next = agent.head;
-	agent.head = o;
+	__atomic_store_n(&agent.npending, agent.npending + 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&agent.added, agent.added + 1, __ATOMIC_RELAXED);
+	/* Without a place for it (all taken), the agent alone moves them. */
+	if (!agent.helping)
+		agent.helping = aql_wait_helper_register(&helper) == AQL_OK;
 	if (!agent.running) {
 		agent.stop = 0;
 		if (pthread_create(&agent.thread, NULL, agent_main, NULL) == 0)
@@ -476,7 +601,8 @@ static void add_op(struct op *o)
 		else
 			o->cancel = 1;
 	}
-	pthread_cond_signal(&agent.wake);
+	if (wake)
+		pthread_cond_signal(&agent.wake);
 }
 
 /* A replay of a recording with g: one run of it, on queue. */
@@ -501,7 +627,7 @@ static void gop_replayed(void *user, aql_queue *queue)
 	o->g = g;
 	o->index = g->armed++;
 	g->runs++;
-	add_op(o);
+	add_op(o, 1);
 	pthread_mutex_unlock(&agent.lock);
 }
 
@@ -676,9 +802,28 @@ static aql_status enqueue(aql_queue *queue, struct op *o, aql_buf *buf, aql_buf 
 		free(o);
 		return st;
 	}
-	add_op(o);
+	add_op(o, 0);
 	if (done)
 		*done = (aql_completion){ qs->ended, qs->end0 - (int64_t)o->index, NULL };
+	/*
+	 * Post at enqueue: the agent's pass, made here. A chained operation
+	 * whose previous one has ended starts in it (MPI_Isend / _Irecv on
+	 * this thread), with no hand-over to the agent: may_start() asks what
+	 * the agent would ask, under the same lock. It is as sound here as
+	 * there: o's barrier follows the previous operation's BARRIER_VALUE
+	 * with nothing between, everything before that operation had
+	 * completed when it started, and it has ended; a failed predecessor or
+	 * a stopped queue fails it instead. One not chained waits for its
+	 * barrier's completion ("started") as before: that the read index has
+	 * passed the packets before it says only that they retired, and the
+	 * CPU agent retires a packet before it signals its completion. The
+	 * pass also tests what is pending, oldest first, so the previous
+	 * operation may end in it, o then starting in the same pass. What is
+	 * left wakes the agent (add_op()).
+	 */
+	progress(1);
+	if (agent.head)
+		pthread_cond_signal(&agent.wake);
 	pthread_mutex_unlock(&agent.lock);
 	return st;
 }

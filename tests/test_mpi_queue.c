@@ -14,7 +14,12 @@
  * aql_queue_destroy() alone, waking a thread that waits for it; the same
  * operations recorded in a graph and replayed; an operation right behind
  * another (chained) starts only once that one ended, and one with a
- * packet between them only once that packet completed.
+ * packet between them only once that packet completed; helped waits: a
+ * receive that only the waiting thread may complete ends in its wait, a
+ * chained operation whose previous one has ended is posted by the
+ * enqueuing thread, failures seen there are reported as the agent
+ * reports them, and a destroy while a waiting thread is inside MPI_Test
+ * for the queue's receive cancels it.
  *
  * With AQL_TEST_AGENT=nvidia or amd (and the GPU build of the kernels),
  * the agent of its own memory is the emulated CUDA or KFD agent, and only
@@ -25,6 +30,7 @@
  */
 #include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 #include <aql/graph.h>
 #include <aql/mpi.h>
@@ -36,6 +42,67 @@ enum { M = 1000 };
 static int rank, size, provided = -1;
 static MPI_Comm comm;
 static const aql_kernel *add, *add_sep;	/* on the CPU agent, on sep */
+
+/*
+ * This file's MPI_Test and MPI_Isend stand in for the library's (MPI's
+ * profiling interface, PMPI_*), to see which thread moves the operations:
+ * - while only is set, MPI_Test on any other thread reports nothing
+ *   completed without asking MPI (as MPI may, until it has progressed):
+ *   the agent's thread and the packet processors cannot end an operation,
+ *   only that thread can; tested counts its completions;
+ * - MPI_Isend counts the calls made on the thread that set isend_on;
+ * - a thread that sets stall stops in its next MPI_Test for 100 ms, after
+ *   setting stalled (and with the agent's lock held, if it helps).
+ */
+static pthread_t only, isend_on;
+static int only_set, isend_on_set, isends, tested, stalled;
+static __thread int stall;
+
+int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
+{
+	int err;
+
+	if (stall) {
+		stall = 0;
+		__atomic_store_n(&stalled, 1, __ATOMIC_RELEASE);
+		th_sleep_ms(100);
+	}
+	/* Acquire: only is written before only_set (release). */
+	if (__atomic_load_n(&only_set, __ATOMIC_ACQUIRE) && !pthread_equal(pthread_self(), only)) {
+		*flag = 0;
+		return MPI_SUCCESS;
+	}
+	err = PMPI_Test(request, flag, status);
+	if (*flag && __atomic_load_n(&only_set, __ATOMIC_ACQUIRE))
+		__atomic_fetch_add(&tested, 1, __ATOMIC_RELAXED);
+	return err;
+}
+
+int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+	      MPI_Comm comm, MPI_Request *request)
+{
+	if (__atomic_load_n(&isend_on_set, __ATOMIC_ACQUIRE) &&
+	    pthread_equal(pthread_self(), isend_on))
+		__atomic_fetch_add(&isends, 1, __ATOMIC_RELAXED);
+	return PMPI_Isend(buf, count, datatype, dest, tag, comm, request);
+}
+
+/* Set on, then off again, by the main thread only. */
+static void only_this_thread(int on)
+{
+	if (on)
+		only = pthread_self();
+	__atomic_store_n(&tested, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&only_set, on, __ATOMIC_RELEASE);
+}
+
+static void count_isends_here(int on)
+{
+	if (on)
+		isend_on = pthread_self();
+	__atomic_store_n(&isends, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&isend_on_set, on, __ATOMIC_RELEASE);
+}
 
 static int next(void)
 {
@@ -445,6 +512,148 @@ static void test_destroy(void)
 	CHECK_OK(aql_buf_destroy(x));
 }
 
+/* Wait for c, polling, with the helpers; AQL_ERR_TIMEOUT after 10 s. */
+static aql_status helped_wait(aql_completion c)
+{
+	return aql_signal_wait(c.signal, AQL_COND_LT, c.below, 10ull * 1000000000,
+			       AQL_WAIT_ACTIVE, NULL);
+}
+
+/* A waiter that stops in its first MPI_Test, which its wait's helper
+ * makes: it polls, so that its helper, not the agent, tests the receive. */
+static void *stalling_wait_thread(void *arg)
+{
+	struct waiter *w = arg;
+
+	stall = 1;
+	w->st = helped_wait(w->c);
+	return NULL;
+}
+
+/*
+ * Helped waits (mpi/queue.c's top comment). MPI_THREAD_MULTIPLE: the main
+ * thread calls MPI beside the agent.
+ */
+static void test_helped(void)
+{
+	aql_queue *q = new_queue(th_agent()), *q2 = new_queue(th_agent());
+	aql_buf *d = new_buf(M, "helped out"), *e = new_buf(M, "helped in"),
+		*f = new_buf(M, "helped check"), *ten = new_buf(10, "ten"), *five = new_buf(5, "five");
+	aql_completion rdone, ldone, sdone, s2done;
+	int32_t *h = aql_buf_data(d, int32_t);
+	struct waiter w;
+	char want[64];
+	aql_status st;
+	pthread_t t;
+
+	for (int i = 0; h && i < M; i++)
+		h[i] = i + 1000 * rank;
+	/* Only this thread may complete the receive: it is posted at its
+	 * enqueue, its message sent after the barrier, so the wait's helper
+	 * ends it (and nothing else would, the wait timing out). The wait
+	 * polls (AQL_WAIT_ACTIVE): a helper only tries the agent's lock, and
+	 * a wait that sleeps would leave the receive to the agent. */
+	only_this_thread(1);
+	CHECK_OK(aql_mpi_enqueue_recv(q, e, NULL, prev(), 80, comm, &rdone));
+	CHECK_OK(launch_add(q, e, 1, NULL, &ldone));
+	MPI_Barrier(comm);
+	CHECK_OK(aql_mpi_send(d, NULL, next(), 80, comm));
+	st = helped_wait(rdone);
+	CHECK(st == AQL_OK && __atomic_load_n(&tested, __ATOMIC_RELAXED) > 0,
+	      "the receive ended in the waiting thread's helper (%s, %d completions there)",
+	      aql_status_str(st), __atomic_load_n(&tested, __ATOMIC_RELAXED));
+	only_this_thread(0);
+	CHECK_DONE(aql_completion_wait(ldone, TH_TIMEOUT_NS));
+	CHECK(count_bad(e, 1000 * prev() + 1) == 0, "the launch behind the helped receive saw it");
+
+	/* Post at enqueue: a chained send whose previous operation has ended
+	 * is posted by the enqueue, on this thread; one behind a pending
+	 * receive is not, and does not go out. */
+	CHECK_OK(aql_mpi_enqueue_send(q2, d, NULL, next(), 81, comm, &sdone));
+	CHECK_DONE(aql_completion_wait(sdone, TH_TIMEOUT_NS));
+	count_isends_here(1);
+	CHECK_OK(aql_mpi_enqueue_send(q2, d, NULL, next(), 82, comm, &s2done));
+	CHECK(__atomic_load_n(&isends, __ATOMIC_RELAXED) == 1,
+	      "the chained send behind an ended one was posted at its enqueue (%d MPI_Isend here)",
+	      __atomic_load_n(&isends, __ATOMIC_RELAXED));
+	count_isends_here(1);
+	CHECK_OK(aql_mpi_enqueue_recv(q2, e, NULL, prev(), 83, comm, &rdone));
+	CHECK_OK(aql_mpi_enqueue_send(q2, d, NULL, next(), 84, comm, &sdone));
+	th_sleep_ms(50);
+	MPI_Barrier(comm);
+	CHECK(__atomic_load_n(&isends, __ATOMIC_RELAXED) == 0 && !arrived(84),
+	      "a send chained behind a pending receive did not start");
+	MPI_Barrier(comm);
+	count_isends_here(0);
+	recv_check(f, 81, 1000 * prev(), "the first send");
+	recv_check(f, 82, 1000 * prev(), "the send posted at its enqueue");
+	CHECK_OK(aql_mpi_send(d, NULL, next(), 83, comm));
+	CHECK_DONE(aql_completion_wait(sdone, TH_TIMEOUT_NS));
+	CHECK(aql_completion_done(rdone), "the receive ended before the send behind it");
+	recv_check(f, 84, 1000 * prev(), "the send behind the receive");
+	CHECK_OK(aql_mpi_cancel(q2));
+	CHECK_OK(aql_queue_destroy(q2));
+
+	/* Failures seen by a helper or an enqueue (posting, testing) end as
+	 * the agent ends them. A truncated receive that only this thread may
+	 * complete: */
+	q2 = new_queue(th_agent());
+	only_this_thread(1);
+	if (rank == 1)
+		CHECK_OK(aql_mpi_enqueue_recv(q2, five, NULL, 0, 85, comm, &rdone));
+	MPI_Barrier(comm);
+	if (rank == 0)
+		CHECK_OK(aql_mpi_send(ten, NULL, 1, 85, comm));
+	if (rank == 1) {
+		CHECK(helped_wait(rdone) == AQL_OK && aql_signal_load(rdone.signal, AQL_ACQUIRE) < 0 &&
+		      queue_error_has(q2, "MPI_ERR_TRUNCATE") &&
+		      queue_error_has(q2, "of five failed on rank 1 (peer 0, tag 85)"),
+		      "a truncation seen in the helper's MPI_Test fails the queue, named");
+	}
+	only_this_thread(0);
+	CHECK_OK(aql_mpi_cancel(q2));
+	CHECK_OK(aql_queue_destroy(q2));
+	/* A send to a rank that does not exist, posted at its enqueue. */
+	q2 = new_queue(th_agent());
+	CHECK_OK(aql_mpi_enqueue_allreduce(q2, NULL, f, MPI_SUM, comm, &sdone));
+	CHECK_DONE(aql_completion_wait(sdone, TH_TIMEOUT_NS));
+	count_isends_here(1);
+	CHECK_OK(aql_mpi_enqueue_send(q2, ten, NULL, size + 3, 86, comm, &sdone));
+	CHECK(__atomic_load_n(&isends, __ATOMIC_RELAXED) == 1, "the send was posted at its enqueue");
+	count_isends_here(0);
+	snprintf(want, sizeof(want), "on rank %d (peer %d, tag 86)", rank, size + 3);
+	CHECK(th_done(aql_completion_wait(sdone, TH_TIMEOUT_NS)) == AQL_ERR_QUEUE_ERROR &&
+	      queue_error_has(q2, "MPI_Isend of ten") && queue_error_has(q2, want),
+	      "a send failed at its enqueue fails the queue, named");
+	CHECK_OK(aql_mpi_cancel(q2));
+	CHECK_OK(aql_queue_destroy(q2));
+
+	/* A destroy while a waiting thread's helper is inside MPI_Test for
+	 * the queue's receive (holding the agent's lock): it cancels the
+	 * receive once the helper is out, and the waiter wakes failed. */
+	q2 = new_queue(th_agent());
+	CHECK_OK(aql_mpi_enqueue_recv(q2, five, NULL, prev(), 87, comm, &rdone));
+	__atomic_store_n(&stalled, 0, __ATOMIC_RELAXED);
+	w = (struct waiter){ rdone, AQL_OK };
+	if (pthread_create(&t, NULL, stalling_wait_thread, &w))
+		th_stop("no waiter thread");
+	for (int i = 0; i < 10000 && !__atomic_load_n(&stalled, __ATOMIC_ACQUIRE); i++)
+		th_sleep_ms(1);
+	CHECK(__atomic_load_n(&stalled, __ATOMIC_ACQUIRE), "the waiter's helper called MPI_Test");
+	CHECK_OK(aql_queue_destroy(q2));
+	pthread_join(t, NULL);
+	CHECK(w.st == AQL_OK && aql_signal_load(rdone.signal, AQL_ACQUIRE) < 0,
+	      "the waiter woke with the cancelled receive's failure (%s)", aql_status_str(w.st));
+
+	CHECK_OK(aql_mpi_cancel(q));
+	CHECK_OK(aql_queue_destroy(q));
+	CHECK_OK(aql_buf_destroy(d));
+	CHECK_OK(aql_buf_destroy(e));
+	CHECK_OK(aql_buf_destroy(f));
+	CHECK_OK(aql_buf_destroy(ten));
+	CHECK_OK(aql_buf_destroy(five));
+}
+
 /*
  * Queue-ordered MPI in a recorded graph: a step (+1 on what goes out, a
  * send to the next rank and a receive from the one before, +10 on what
@@ -557,8 +766,10 @@ int main(int argc, char **argv)
 			test_faults();
 			test_destroy();
 			test_graph();
-			if (provided == MPI_THREAD_MULTIPLE)
+			if (provided == MPI_THREAD_MULTIPLE) {
 				test_chain();
+				test_helped();
+			}
 		}
 	}
 	aql_mpi_shutdown();

@@ -24,8 +24,10 @@
  *	The same with 8 bytes on both (one uint64_t).
  *
  * mpi_trigger_ns
- *	From an empty kernel's completion to the communication agent's call
- *	of MPI_Isend for the send queued behind it. Per sample, rank 0
+ *	From an empty kernel's completion to the call of MPI_Isend for the
+ *	send queued behind it: by the communication agent, or by a waiting
+ *	thread's wait helper (the packet processor at the send's hold, the
+ *	program in aql_completion_wait(); docs/mpi.md). Per sample, rank 0
  *	holds a profiling queue behind a barrier, queues the empty kernel
  *	and the send of 1 byte, waits 1 ms (the communication agent waits
  *	meanwhile as it would behind a 1 ms kernel) and opens the barrier.
