@@ -230,6 +230,9 @@ static void test_only_own_ready_packets(void)
 	/* The barrier waits for dep: the waiter neither runs nor blocks on it. */
 	CHECK(wait_ns(b, 50000000, AQL_WAIT_BLOCKED) == AQL_ERR_TIMEOUT,
 	      "a barrier with an unmet dependency completed");
+	/* Nor did it wait on it: a sleep mark would cost the store a call. */
+	CHECK(__atomic_load_n(&dep->sleeping, __ATOMIC_ACQUIRE) == 0,
+	      "the waiter left a sleep mark on the barrier's dependency");
 	aql_signal_store(dep, 0, AQL_RELEASE);
 	CHECK_DONE(wait_ns(b, TH_TIMEOUT_NS, AQL_WAIT_BLOCKED));
 	/* The same for BARRIER_VALUE. */
