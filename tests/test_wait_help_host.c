@@ -137,7 +137,7 @@ static void test_waiter_runs_it(void)
 	aql_agent *a = agent(0);
 	aql_queue *q = queue(a, AQL_QUEUE_SINGLE);
 	static _Alignas(16) struct where *arg;
-	struct where w = { 0 };
+	static struct where w;
 	aql_signal *s = th_signal(1);
 	aql_packet p = dispatch(&where_kd, &arg, s);
 
@@ -171,7 +171,7 @@ static void test_waiter_runs_it(void)
 static void test_no_help(void)
 {
 	static _Alignas(16) struct where *arg;
-	struct where w = { 0 };
+	static struct where w;
 
 	arg = &w;
 	for (int no_help = 1; no_help >= 0; no_help--) {
@@ -204,7 +204,7 @@ static void test_no_help(void)
 static void test_only_own_ready_packets(void)
 {
 	static _Alignas(16) struct where *arg1, *arg2;
-	struct where w1 = { 0 }, w2 = { 0 };
+	static struct where w1, w2;
 	aql_agent *a = agent(0);
 	aql_queue *q = queue(a, AQL_QUEUE_SINGLE);
 	aql_signal *s1 = th_signal(1), *s2 = th_signal(2), *dep = th_signal(1);
@@ -298,7 +298,7 @@ static void test_malformed(void)
 static void test_fault_on_waiter(void)
 {
 	static _Alignas(16) struct where *arg1, *arg2;
-	struct where w1 = { 0 }, w2 = { 0 };
+	static struct where w1, w2;
 	aql_agent *a = agent(0);
 	aql_queue *q = queue(a, AQL_QUEUE_SINGLE);
 	aql_signal *s1 = th_signal(1), *s2 = th_signal(1);

@@ -440,6 +440,7 @@ static enum outcome process(struct processor *p, aql_packet *slot, uint16_t head
  * is under HELP_MIN_LEFT_NS away: a short timed wait is a poll, and its
  * caller may do what the packet needs once it returns.
  */
+/* A processor that finds every slot taken parks unhelped, as before. */
 #define HELP_SLOTS 64
 #define HELD ((uintptr_t)1)
 #define HELP_MIN_LEFT_NS 1000000u
@@ -581,20 +582,24 @@ static int help_waiter(const struct aql_wait_helper *helper, uint32_t n,
 {
 	uint32_t end = __atomic_load_n(&help_end, __ATOMIC_RELAXED);
 	uint64_t deadline;
-	int ran = 0;
+	int ran = 0, checked = 0;
 
 	(void)helper;
 	if (!end || on_processor || aql_host_workitem_current())
-		return 0;
-	deadline = aql_wait_help_deadline();
-	if (deadline != UINT64_MAX && deadline < aql_now_ns() + HELP_MIN_LEFT_NS)
 		return 0;
 	for (uint32_t i = 0; i < end; i++) {
 		struct help_slot *s = &help_slots[i];
 		uintptr_t owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
 
-		if (!owner || (owner & HELD) ||
-		    !__atomic_compare_exchange_n(&s->owner, &owner, owner | HELD, 0,
+		if (!owner || (owner & HELD))
+			continue;
+		/* The clock only once a processor is parked. */
+		if (!checked++) {
+			deadline = aql_wait_help_deadline();
+			if (deadline != UINT64_MAX && deadline < aql_now_ns() + HELP_MIN_LEFT_NS)
+				return 0;
+		}
+		if (!__atomic_compare_exchange_n(&s->owner, &owner, owner | HELD, 0,
 						 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 			continue;
 		ran |= run_for_waiter((struct processor *)owner, n, signals);
