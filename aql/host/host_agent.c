@@ -444,6 +444,9 @@ static enum outcome process(struct processor *p, aql_packet *slot, uint16_t head
 #define HELP_SLOTS 64
 #define HELD ((uintptr_t)1)
 #define HELP_MIN_LEFT_NS 1000000u
+/* A processor polls its held slot this often (a few microseconds) before
+ * it sleeps on it. */
+#define RECLAIM_POLLS 256u
 
 struct help_slot {
 	uintptr_t owner;	/* 0 free, p parked, p | HELD claimed */
@@ -491,11 +494,17 @@ static uint64_t close_to_waiters(struct processor *p, uint64_t id)
 	if (p->help_slot < 0)
 		return id;
 	s = &help_slots[p->help_slot];
-	for (;;) {
+	for (uint32_t polls = 0;; polls++) {
 		owner = me;
 		if (__atomic_compare_exchange_n(&s->owner, &owner, 0, 0, __ATOMIC_ACQUIRE,
 						__ATOMIC_RELAXED))
 			break;
+		/* A waiter's packet is often short: poll before the sleep that
+		 * would cost the waiter a FUTEX_WAKE when it lets go. */
+		if (polls < RECLAIM_POLLS) {
+			aql_cpu_relax();
+			continue;
+		}
 		__atomic_store_n(&s->reclaiming, 1, __ATOMIC_SEQ_CST);
 		seq = __atomic_load_n(&s->released, __ATOMIC_ACQUIRE);
 		if (__atomic_load_n(&s->owner, __ATOMIC_SEQ_CST) == (me | HELD))
