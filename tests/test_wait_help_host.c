@@ -9,9 +9,9 @@
  * barrier whose condition is unmet or a malformed packet (the processor
  * fails it, with the message and callback it gives without help); a
  * kernel that faults on a waiter stops the queue for good; and many
- * waiters, producers and processors racing for the claims (run under
- * TSan too: a kernel's plain counter would race were two threads to run
- * one queue's packets at once).
+ * waiters, producers and processors racing for the claims while queues
+ * come and go (run under TSan too: a kernel's plain counter would race
+ * were two threads to run one queue's packets at once).
  */
 #include <pthread.h>
 #include <string.h>
@@ -397,18 +397,50 @@ static void *stress_producer_main(void *arg)
 	return NULL;
 }
 
+/* Meanwhile queues come and go on the same agent, so help slots pass
+ * from processor to processor while waiters scan them. The checks are
+ * the main thread's (CHECK is not thread safe): churned counts rounds. */
+#define CHURN_QUEUES 100
+
+static struct where churned;
+
+static void *churn_main(void *arg)
+{
+	static _Alignas(16) struct where *where_arg = &churned;
+	aql_queue_config c = { .size = 64, .type = AQL_QUEUE_SINGLE };
+	aql_signal *s = th_signal(1);
+	aql_packet p = dispatch(&where_kd, &where_arg, s);
+	aql_queue *q;
+
+	for (uint32_t i = 0; i < CHURN_QUEUES; i++) {
+		if (aql_queue_create(arg, &c, &q) != AQL_OK)
+			break;
+		aql_signal_store(s, 1, AQL_RELAXED);
+		if (aql_queue_submit(q, &p) != AQL_OK ||
+		    wait_ns(s, TH_TIMEOUT_NS, AQL_WAIT_BLOCKED) != AQL_OK ||
+		    aql_queue_destroy(q) != AQL_OK)
+			break;
+	}
+	aql_signal_destroy(s);
+	return NULL;
+}
+
 static void test_stress(void)
 {
 	aql_agent *a = agent(0);
-	pthread_t threads[STRESS_THREADS];
+	pthread_t threads[STRESS_THREADS + 1];
 
 	for (int i = 0; i < 2; i++)
 		sq[i] = (struct stress_queue){ .q = queue(a, AQL_QUEUE_MULTI) };
 	for (uintptr_t t = 0; t < STRESS_THREADS; t++)
 		CHECK(pthread_create(&threads[t], NULL, stress_producer_main, (void *)t) == 0,
 		      "pthread_create");
-	for (int t = 0; t < STRESS_THREADS; t++)
+	CHECK(pthread_create(&threads[STRESS_THREADS], NULL, churn_main, a) == 0,
+	      "pthread_create");
+	for (int t = 0; t <= STRESS_THREADS; t++)
 		pthread_join(threads[t], NULL);
+	CHECK(churned.runs == CHURN_QUEUES, "churn: %u of %u queues ran their packet",
+	      churned.runs, CHURN_QUEUES);
 	for (int i = 0; i < 2; i++) {
 		CHECK_OK(aql_queue_destroy(sq[i].q));
 		CHECK(sq[i].count == sq[i].submitted, "queue %d: %llu kernels ran of %llu", i,
