@@ -181,6 +181,13 @@ void aql_signal_wake_waiters(aql_signal *signal)
 static const struct aql_wait_helper *helpers[AQL_WAIT_HELPERS_MAX];
 /* Set while this thread runs a helper: waits inside it call none. */
 static __thread int in_help;
+/* The deadline of the wait whose helpers run on this thread. */
+static __thread uint64_t help_deadline;
+
+uint64_t aql_wait_help_deadline(void)
+{
+	return help_deadline;
+}
 
 aql_status aql_wait_helper_register(const struct aql_wait_helper *helper)
 {
@@ -202,7 +209,7 @@ aql_status aql_wait_helper_register(const struct aql_wait_helper *helper)
 }
 
 /* Run every helper once for these conditions; nonzero if one did work. */
-static int help_wait(uint32_t n, const struct aql_wait_cond *conds)
+static int help_wait(uint32_t n, const struct aql_wait_cond *conds, uint64_t deadline_ns)
 {
 	aql_signal *signals[64];
 	const struct aql_wait_helper *h = __atomic_load_n(&helpers[0], __ATOMIC_ACQUIRE);
@@ -213,6 +220,7 @@ static int help_wait(uint32_t n, const struct aql_wait_cond *conds)
 	for (uint32_t i = 0; i < n; i++)
 		signals[i] = conds[i].signal;
 	in_help = 1;
+	help_deadline = deadline_ns;
 	for (uint32_t i = 0; i < AQL_WAIT_HELPERS_MAX && h; ) {
 		did |= h->help(h, n, signals) != 0;
 		if (++i < AQL_WAIT_HELPERS_MAX)
@@ -277,7 +285,7 @@ static aql_status wait_sleeping(uint32_t n, const struct aql_wait_cond *conds,
 		 * the check first, as the polls before may have met it. */
 		if (any_met(n, conds, index, observed))
 			return AQL_OK;
-		if (help_wait(n, conds)) {
+		if (help_wait(n, conds, deadline_ns)) {
 			if (aql_now_ns() >= deadline_ns)
 				return any_met(n, conds, index, observed) ? AQL_OK : AQL_ERR_TIMEOUT;
 			continue;
@@ -340,7 +348,7 @@ aql_status aql_wait_conds(uint32_t n, const struct aql_wait_cond *conds,
 			return AQL_OK;
 		}
 		if ((i & 63) == 1) {
-			help_wait(n, conds);	/* the next poll sees its work */
+			help_wait(n, conds, deadline_ns);	/* the next poll sees its work */
 			now = aql_now_ns();
 		}
 	}

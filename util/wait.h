@@ -28,6 +28,12 @@ aql_status aql_wait_conds(uint32_t n, const struct aql_wait_cond *conds,
 			  uint32_t *index, int64_t *observed);
 
 /*
+ * For a wait helper (struct aql_wait_helper): the deadline (aql_now_ns()
+ * time, UINT64_MAX for none) of the wait that calls it on this thread.
+ */
+uint64_t aql_wait_help_deadline(void);
+
+/*
  * Driver events behind signals (aql/kfd/events.c), for stores the host
  * does not make: a device that writes a signal's value cannot bump its
  * futex word, but it can raise the event named in the signal's event_id

@@ -18,6 +18,10 @@
  * malformed packet stops the queue: error state, completion signal -1,
  * error callback.
  *
+ * A thread that waits for a packet's completion signal may run the packet
+ * itself while the processor is parked (see "Waiters that run their own
+ * packets" below): the same code, on the waiting thread.
+ *
  * A queue's priority is its processor thread's nice value: the one the
  * thread started with for NORMAL, NICE_STEP above for LOW and below for
  * HIGH. The processor is what orders the queue's work against other
@@ -89,9 +93,16 @@ struct processor {
 	/* The thread's id, 0 until it stored it; and its nice value then. */
 	uint32_t tid;
 	int base_nice;
+	/* Its place in help_slots while parked, -1 if none; its own. */
+	int help_slot;
 };
 
-enum outcome { DONE, STOPPED, FAILED };
+/* WOULD_BLOCK: a barrier's condition was not met by the deadline, and
+ * nothing of the packet ran. */
+enum outcome { DONE, STOPPED, FAILED, WOULD_BLOCK };
+
+/* Set on processor threads: they run only their own queue's packets. */
+static __thread int on_processor;
 
 static struct host_agent *host(aql_agent *agent)
 {
@@ -130,7 +141,8 @@ static enum outcome fail_packet(struct processor *p, uint64_t id,
 }
 
 /*
- * Wait until any condition holds, the queue stops, or deadline_ns passes.
+ * Wait until any condition holds, the queue stops, or deadline_ns passes
+ * (WOULD_BLOCK).
  * The stop signal is one more condition, so a destroy wakes a processor
  * blocked on a barrier. Producers asleep on a full ring are woken first:
  * a quarter ring's retirement woke only one of them, and the signal waited
@@ -144,7 +156,7 @@ static enum outcome wait_or_stop(struct processor *p, struct aql_wait_cond *cond
 	aql_queue_wake_space(p->q);
 	conds[n] = (struct aql_wait_cond){ &p->stop, -1, 1, AQL_COND_EQ };
 	if (aql_wait_conds(n + 1, conds, deadline_ns, spin_ns, &index, NULL) != AQL_OK)
-		return DONE;
+		return WOULD_BLOCK;
 	return index == n ? STOPPED : DONE;
 }
 
@@ -248,59 +260,84 @@ static enum outcome run_dispatch(struct processor *p, aql_packet *slot, uint64_t
 	return DONE;
 }
 
-static enum outcome run_barrier(struct processor *p, aql_packet *slot)
+/* The conditions of a barrier-AND/OR packet: one per non-null handle. */
+static uint32_t barrier_deps(const aql_barrier_packet *b, struct aql_wait_cond *conds)
 {
-	const aql_barrier_packet *b = &slot->barrier;
-	struct aql_wait_cond conds[6];
 	uint32_t n = 0;
 
 	for (int i = 0; i < 5; i++)
 		if (b->dep_signal[i])
 			conds[n++] = (struct aql_wait_cond){
 				aql_signal_from_handle(b->dep_signal[i]), -1, 0, AQL_COND_EQ };
+	return n;
+}
+
+static enum outcome run_barrier(struct processor *p, aql_packet *slot, uint64_t deadline_ns)
+{
+	const aql_barrier_packet *b = &slot->barrier;
+	struct aql_wait_cond conds[6];
+	uint32_t n = barrier_deps(b, conds);
+	enum outcome out;
+
 	if (aql_header_type(b->header) == AQL_PACKET_BARRIER_OR)
-		return wait_or_stop(p, conds, n, AQL_WAIT_SPIN_NS, UINT64_MAX);
+		return wait_or_stop(p, conds, n, AQL_WAIT_SPIN_NS, deadline_ns);
 	/* AND: a null handle counts as satisfied; wait for each of the rest. */
 	for (uint32_t i = 0; i < n; i++) {
 		struct aql_wait_cond one[2] = { conds[i] };
 
-		if (wait_or_stop(p, one, 1, AQL_WAIT_SPIN_NS, UINT64_MAX) == STOPPED)
-			return STOPPED;
+		out = wait_or_stop(p, one, 1, AQL_WAIT_SPIN_NS, deadline_ns);
+		if (out != DONE)
+			return out;
 	}
 	return DONE;
 }
 
-static enum outcome run_barrier_value(struct processor *p, aql_packet *slot, uint64_t id)
+/* The condition of a BARRIER_VALUE packet into *c; 0 if it is malformed. */
+static int barrier_value_cond(const aql_barrier_value_packet *b, struct aql_wait_cond *c)
+{
+	if (!b->signal || b->cond > AQL_COND_GTE)
+		return 0;
+	*c = (struct aql_wait_cond){ aql_signal_from_handle(b->signal), b->mask, b->value,
+				     (enum aql_signal_condition)b->cond };
+	return 1;
+}
+
+static enum outcome run_barrier_value(struct processor *p, aql_packet *slot, uint64_t id,
+				      uint64_t deadline_ns)
 {
 	const aql_barrier_value_packet *b = &slot->barrier_value;
 	struct aql_wait_cond conds[2];
 
-	if (!b->signal)
-		return fail_packet(p, id, "BARRIER_VALUE packet has a null signal");
-	if (b->cond > AQL_COND_GTE)
-		return fail_packet(p, id, "BARRIER_VALUE condition %u is unknown", b->cond);
-	conds[0] = (struct aql_wait_cond){ aql_signal_from_handle(b->signal), b->mask,
-					   b->value, (enum aql_signal_condition)b->cond };
-	return wait_or_stop(p, conds, 1, AQL_WAIT_SPIN_NS, UINT64_MAX);
+	if (!barrier_value_cond(b, conds))
+		return b->signal ? fail_packet(p, id, "BARRIER_VALUE condition %u is unknown", b->cond)
+				 : fail_packet(p, id, "BARRIER_VALUE packet has a null signal");
+	return wait_or_stop(p, conds, 1, AQL_WAIT_SPIN_NS, deadline_ns);
+}
+
+/* The function registered for an agent dispatch type; fn NULL if none. */
+static struct agent_function find_function(struct host_agent *agent, uint16_t type)
+{
+	struct agent_function f = { 0 };
+
+	pthread_mutex_lock(&agent->functions_lock);
+	for (uint32_t i = 0; i < agent->nfunctions; i++)
+		if (agent->functions[i].id == type)
+			f = agent->functions[i];
+	pthread_mutex_unlock(&agent->functions_lock);
+	return f;
 }
 
 static enum outcome run_agent_function(struct processor *p, aql_packet *slot, uint64_t id)
 {
 	const aql_agent_dispatch_packet *a = &slot->agent;
-	struct host_agent *agent = p->agent;
-	struct agent_function f = { 0 };
+	struct agent_function f;
 
 	if (a->type == FN_COPY) {
 		memcpy((void *)(uintptr_t)a->arg[0], (const void *)(uintptr_t)a->arg[1],
 		       (size_t)a->arg[2]);
 		return DONE;
 	}
-
-	pthread_mutex_lock(&agent->functions_lock);
-	for (uint32_t i = 0; i < agent->nfunctions; i++)
-		if (agent->functions[i].id == a->type)
-			f = agent->functions[i];
-	pthread_mutex_unlock(&agent->functions_lock);
+	f = find_function(p->agent, a->type);
 	if (!f.fn)
 		return fail_packet(p, id, "no function is registered for agent dispatch type %u",
 				   a->type);
@@ -308,20 +345,21 @@ static enum outcome run_agent_function(struct processor *p, aql_packet *slot, ui
 	return DONE;
 }
 
+/* deadline_ns bounds a barrier's wait (WOULD_BLOCK after it). */
 static enum outcome run_packet(struct processor *p, aql_packet *slot, uint16_t header,
-			       uint64_t id)
+			       uint64_t id, uint64_t deadline_ns)
 {
 	switch (aql_header_type(header)) {
 	case AQL_PACKET_KERNEL_DISPATCH:
 		return run_dispatch(p, slot, id);
 	case AQL_PACKET_BARRIER_AND:
 	case AQL_PACKET_BARRIER_OR:
-		return run_barrier(p, slot);
+		return run_barrier(p, slot, deadline_ns);
 	case AQL_PACKET_AGENT_DISPATCH:
 		return run_agent_function(p, slot, id);
 	case AQL_PACKET_VENDOR_SPECIFIC:
 		if (slot->barrier_value.header.format == AQL_AMD_PACKET_BARRIER_VALUE)
-			return run_barrier_value(p, slot, id);
+			return run_barrier_value(p, slot, id, deadline_ns);
 		return fail_packet(p, id, "vendor packet format %u is unknown",
 				   slot->barrier_value.header.format);
 	default:
@@ -330,9 +368,10 @@ static enum outcome run_packet(struct processor *p, aql_packet *slot, uint16_t h
 	}
 }
 
-/* Launch, run and retire the valid packet at id. */
+/* Launch, run and retire the valid packet at id (a barrier waits until
+ * deadline_ns: WOULD_BLOCK, and nothing retired). */
 static enum outcome process(struct processor *p, aql_packet *slot, uint16_t header,
-			    uint64_t id)
+			    uint64_t id, uint64_t deadline_ns)
 {
 	uint64_t start = 0, handle;
 	enum outcome out;
@@ -346,7 +385,7 @@ static enum outcome process(struct processor *p, aql_packet *slot, uint16_t head
 	 * signal are loaded with acquire order, and host memory is coherent. */
 	if (profiling)
 		start = aql_now_ns();
-	out = run_packet(p, slot, header, id);
+	out = run_packet(p, slot, header, id, deadline_ns);
 	if (out != DONE)
 		return out;
 	handle = slot->dispatch.completion_signal;
@@ -367,6 +406,226 @@ static enum outcome process(struct processor *p, aql_packet *slot, uint16_t head
 						  ? AQL_RELEASE : AQL_RELAXED);
 	}
 	return DONE;
+}
+
+/*
+ * Waiters that run their own packets. Beside busy threads a parked
+ * processor, once woken, waits for a CPU, and so does the thread that
+ * waits for its packet: two wake-ups per packet. Instead, a thread that
+ * waits for signal S (a wait helper, aql/signal.c) runs the packet at the
+ * head of a parked processor's queue itself when S is that packet's
+ * completion signal, with the processor's own code (process()).
+ *
+ * Claims: a parked processor puts itself in a free help slot (release
+ * CAS 0 -> p) and takes it back when it runs again (acquire CAS p -> 0).
+ * A waiter claims a slot with an acquire CAS p -> p | HELD and lets go
+ * with a store of p; while it holds it, it is the queue's processor: it
+ * reads and advances read_dispatch_id, which is the processor's packet id
+ * (the processor reloads it when it takes its slot back). Each claim
+ * synchronises with the one before it, so the owners' accesses to the
+ * queue are ordered as one thread's. A processor that finds its slot held
+ * sleeps on the slot's released word: it marks reclaiming, reads the
+ * word, then the owner (all seq_cst); the waiter stores the owner, then
+ * reads reclaiming (seq_cst): one of them sees the other. The slots are
+ * static, so a waiter never touches a processor it has not claimed: a
+ * processor cannot leave (nor its queue go) while a waiter holds its slot.
+ * The processor's own per-packet path does none of this.
+ *
+ * A waiter runs only packets whose completion signal it waits for, from
+ * the head, and only those that would run at once: no barrier whose
+ * condition is unmet (it must not block), no malformed packet (the
+ * processor fails it, so the error callback runs on a runtime thread, as
+ * without help). Not from a kernel (a waiter inside a work-item would
+ * nest work-groups) nor a processor thread, nor when the wait's deadline
+ * is under HELP_MIN_LEFT_NS away: a short timed wait is a poll, and its
+ * caller may do what the packet needs once it returns.
+ */
+/* A processor that finds every slot taken parks unhelped, as before. */
+#define HELP_SLOTS 64
+#define HELD ((uintptr_t)1)
+#define HELP_MIN_LEFT_NS 1000000u
+/* A processor polls its held slot this often (a few microseconds) before
+ * it sleeps on it. */
+#define RECLAIM_POLLS 256u
+
+struct help_slot {
+	uintptr_t owner;	/* 0 free, p parked, p | HELD claimed */
+	uint32_t released;	/* futex sequence, bumped when a waiter lets go */
+	uint32_t reclaiming;	/* the processor waits for the slot; its own */
+} __attribute__((aligned(64)));
+
+static struct help_slot help_slots[HELP_SLOTS];
+/* Slots [0, help_end) have been used. Relaxed: a waiter that misses a
+ * processor that just parked only leaves the packet to it. */
+static uint32_t help_end;
+static int helper_registered;
+
+/* A parked processor offers its queue's head to waiters. */
+static void open_to_waiters(struct processor *p)
+{
+	uint32_t end = __atomic_load_n(&help_end, __ATOMIC_RELAXED);
+
+	p->help_slot = -1;
+	if (p->agent->config.no_wait_help || !helper_registered)
+		return;
+	for (uint32_t i = 0; i < HELP_SLOTS; i++) {
+		uintptr_t none = 0;
+
+		if (__atomic_load_n(&help_slots[i].owner, __ATOMIC_RELAXED) ||
+		    !__atomic_compare_exchange_n(&help_slots[i].owner, &none, (uintptr_t)p, 0,
+						 __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+			continue;
+		p->help_slot = (int)i;
+		while (end <= i && !__atomic_compare_exchange_n(&help_end, &end, i + 1, 0,
+								__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			;
+		return;
+	}
+}
+
+/* The processor runs again: take its slot back, waiting for a waiter that
+ * holds it. Returns the id of the next packet, past those waiters ran. */
+static uint64_t close_to_waiters(struct processor *p, uint64_t id)
+{
+	struct help_slot *s;
+	uintptr_t me = (uintptr_t)p, owner;
+	uint32_t seq;
+
+	if (p->help_slot < 0)
+		return id;
+	s = &help_slots[p->help_slot];
+	for (uint32_t polls = 0;; polls++) {
+		owner = me;
+		if (__atomic_compare_exchange_n(&s->owner, &owner, 0, 0, __ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			break;
+		/* A waiter's packet is often short: poll before the sleep that
+		 * would cost the waiter a FUTEX_WAKE when it lets go. */
+		if (polls < RECLAIM_POLLS) {
+			aql_cpu_relax();
+			continue;
+		}
+		__atomic_store_n(&s->reclaiming, 1, __ATOMIC_SEQ_CST);
+		seq = __atomic_load_n(&s->released, __ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&s->owner, __ATOMIC_SEQ_CST) == (me | HELD))
+			aql_futex_wait(&s->released, seq, UINT64_MAX);
+		__atomic_store_n(&s->reclaiming, 0, __ATOMIC_RELAXED);
+	}
+	/* Written by this thread or by a waiter whose release the CAS read. */
+	return __atomic_load_n(&p->q->pub.amd->read_dispatch_id, __ATOMIC_RELAXED);
+}
+
+static int waited_for(uint64_t handle, uint32_t n, aql_signal *const *signals)
+{
+	for (uint32_t i = 0; handle && i < n; i++)
+		if (aql_signal_handle(signals[i]) == handle)
+			return 1;
+	return 0;
+}
+
+/* Would the valid packet in slot run to its end at once, without error? */
+static int runs_at_once(struct processor *p, const aql_packet *slot, uint16_t header)
+{
+	struct aql_wait_cond conds[6];
+	char buf[160];
+	uint32_t n, met = 0;
+	int64_t v;
+
+	switch (aql_header_type(header)) {
+	case AQL_PACKET_KERNEL_DISPATCH:
+		return !validate_dispatch(p, &slot->dispatch, buf, sizeof(buf));
+	case AQL_PACKET_AGENT_DISPATCH:
+		return slot->agent.type == FN_COPY ||
+		       find_function(p->agent, slot->agent.type).fn != NULL;
+	case AQL_PACKET_BARRIER_AND:
+	case AQL_PACKET_BARRIER_OR:
+		n = barrier_deps(&slot->barrier, conds);
+		break;
+	case AQL_PACKET_VENDOR_SPECIFIC:
+		n = slot->barrier_value.header.format == AQL_AMD_PACKET_BARRIER_VALUE &&
+		    barrier_value_cond(&slot->barrier_value, conds);
+		if (!n)
+			return 0;
+		break;
+	default:
+		return 0;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		v = __atomic_load_n(&conds[i].signal->value, __ATOMIC_RELAXED);
+		met += aql_signal_condition_met(conds[i].cond, v & conds[i].mask,
+						conds[i].compare);
+	}
+	/* OR: one met (none given: never); AND and BARRIER_VALUE: all. */
+	return aql_header_type(header) == AQL_PACKET_BARRIER_OR ? met > 0 : met == n;
+}
+
+/* A waiter holds p's slot: run the packets at the head that complete the
+ * signals it waits for. Nonzero if it ran one. */
+static int run_for_waiter(struct processor *p, uint32_t n, aql_signal *const *signals)
+{
+	struct aql_queue_impl *q = p->q;
+	uint64_t id = __atomic_load_n(&q->pub.amd->read_dispatch_id, __ATOMIC_RELAXED);
+	enum outcome out = DONE;
+	int ran = 0;
+
+	while (out == DONE && !stopping(p) && !__atomic_load_n(&q->halted, __ATOMIC_RELAXED)) {
+		aql_packet *slot = aql_queue_slot(&q->pub, id);
+		uint16_t header = __atomic_load_n(&slot->header, __ATOMIC_ACQUIRE);
+
+		if (aql_header_type(header) == AQL_PACKET_INVALID ||
+		    !waited_for(slot->dispatch.completion_signal, n, signals) ||
+		    !runs_at_once(p, slot, header))
+			break;
+		/* A barrier whose condition changed since: WOULD_BLOCK, at once. */
+		out = process(p, slot, header, id++, 0);
+		ran |= out == DONE || out == FAILED;
+	}
+	/* As the processor does when it runs out of packets. */
+	if (ran)
+		aql_queue_wake_space(q);
+	return ran;
+}
+
+static int help_waiter(const struct aql_wait_helper *helper, uint32_t n,
+		       aql_signal *const *signals)
+{
+	uint32_t end = __atomic_load_n(&help_end, __ATOMIC_RELAXED);
+	uint64_t deadline;
+	int ran = 0, checked = 0;
+
+	(void)helper;
+	if (!end || on_processor || aql_host_workitem_current())
+		return 0;
+	for (uint32_t i = 0; i < end; i++) {
+		struct help_slot *s = &help_slots[i];
+		uintptr_t owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
+
+		if (!owner || (owner & HELD))
+			continue;
+		/* The clock only once a processor is parked. */
+		if (!checked++) {
+			deadline = aql_wait_help_deadline();
+			if (deadline != UINT64_MAX && deadline < aql_now_ns() + HELP_MIN_LEFT_NS)
+				return 0;
+		}
+		if (!__atomic_compare_exchange_n(&s->owner, &owner, owner | HELD, 0,
+						 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			continue;
+		ran |= run_for_waiter((struct processor *)owner, n, signals);
+		__atomic_store_n(&s->owner, owner, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&s->reclaiming, __ATOMIC_SEQ_CST))
+			aql_futex_bump_and_wake(&s->released);
+	}
+	return ran;
+}
+
+static const struct aql_wait_helper host_helper = { help_waiter };
+static pthread_once_t helper_once = PTHREAD_ONCE_INIT;
+
+static void register_helper(void)
+{
+	/* Without it no processor offers its packets; nothing else changes. */
+	helper_registered = aql_wait_helper_register(&host_helper) == AQL_OK;
 }
 
 /*
@@ -445,7 +704,8 @@ static void join_producer_cpu(struct processor *p)
 		move_processor(cpu, 0);
 }
 
-static void wait_for_packet(struct processor *p, aql_packet *slot, uint64_t id)
+/* Returns the id of the next packet: waiters may have run some meanwhile. */
+static uint64_t wait_for_packet(struct processor *p, aql_packet *slot, uint64_t id)
 {
 	aql_signal *db = p->q->pub.doorbell;
 	uint64_t max = p->agent->config.idle_spin_ns, start = aql_now_ns();
@@ -470,13 +730,16 @@ static void wait_for_packet(struct processor *p, aql_packet *slot, uint64_t id)
 	    AQL_PACKET_INVALID) {
 		uint64_t slept = aql_now_ns();
 
+		open_to_waiters(p);
 		wait_or_stop(p, conds, 1, 0,
 			     rung >= (int64_t)id ? aql_deadline(ANNOUNCED_POLL_NS) : UINT64_MAX);
+		id = close_to_waiters(p, id);
 		leave_producer_cpu(p, db, slept, aql_now_ns());
 	}
 	now = aql_now_ns();
 out:
 	aql_spin_learn(&p->spin, max, now - start);
+	return id;
 }
 
 /*
@@ -525,6 +788,7 @@ static void *processor_main(void *arg)
 	uint64_t id = q->amd->read_dispatch_id;
 	struct aql_wait_cond none[1];
 
+	on_processor = 1;
 	ask_short_slices();
 	__atomic_store_n(&p->tid, (uint32_t)gettid(), __ATOMIC_RELEASE);
 	aql_futex_wake_all(&p->tid);
@@ -533,22 +797,27 @@ static void *processor_main(void *arg)
 		uint16_t header = __atomic_load_n(&slot->header, __ATOMIC_ACQUIRE);
 
 		if (aql_header_type(header) == AQL_PACKET_INVALID) {
-			wait_for_packet(p, slot, id);
+			id = wait_for_packet(p, slot, id);
+			/* A packet a waiter ran may have failed at run time. */
+			if (__atomic_load_n(&p->q->halted, __ATOMIC_RELAXED))
+				goto dead;
 			continue;
 		}
-		switch (process(p, slot, header, id)) {
+		switch (process(p, slot, header, id, UINT64_MAX)) {
 		case DONE:
 			if ((++id & (q->mask >> 2)) == 0)
 				join_producer_cpu(p);
 			break;
 		case FAILED:
-			/* The queue is dead; sleep until it is destroyed. */
-			wait_or_stop(p, none, 0, 0, UINT64_MAX);
-			return NULL;
-		case STOPPED:
+			goto dead;
+		default:	/* STOPPED: no deadline, so never WOULD_BLOCK */
 			return NULL;
 		}
 	}
+	return NULL;
+dead:
+	/* The queue is dead; sleep until it is destroyed. */
+	wait_or_stop(p, none, 0, 0, UINT64_MAX);
 	return NULL;
 }
 
@@ -615,7 +884,7 @@ static aql_status queue_attach(aql_agent *agent, struct aql_queue_impl *q)
 
 	if (posix_memalign((void **)&p, 64, sizeof(*p)))
 		return aql_fail(AQL_ERR_NOMEM, "CPU agent: no memory for a packet processor");
-	*p = (struct processor){ .q = q, .agent = host(agent) };
+	*p = (struct processor){ .q = q, .agent = host(agent), .help_slot = -1 };
 	p->stop.kind = AQL_SIGNAL_KIND_USER;
 	st = aql_wg_exec_create(MAX_WORKGROUP, &p->exec);
 	if (st != AQL_OK) {
@@ -891,6 +1160,7 @@ aql_status aql_host_agent_create(const aql_host_agent_config *config, aql_agent 
 		c.idle_spin_ns = DEFAULT_IDLE_SPIN_NS;
 	if (c.max_group_segment_size == 0)
 		c.max_group_segment_size = DEFAULT_GROUP_SEGMENT;
+	pthread_once(&helper_once, register_helper);
 	a = calloc(1, sizeof(*a));
 	if (!a)
 		return aql_fail(AQL_ERR_NOMEM, "CPU agent: no memory");

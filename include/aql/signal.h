@@ -108,6 +108,23 @@ aql_status aql_signal_destroy(aql_signal *signal);
  * acquire order. Errors: AQL_ERR_TIMEOUT (the message gives the last value),
  * AQL_ERR_INVALID_ARG (bad condition or hint). Thread safe; any number of
  * threads may wait on one signal.
+ *
+ * A wait may run the packets it waits for on the calling thread: when the
+ * packet at the head of a CPU agent's queue has this signal as its
+ * completion signal and the queue's processor thread is parked (or woken
+ * and not yet running), the waiting thread runs it, and the packets right
+ * behind it that complete the same signal, as the processor would (same
+ * order, fences, profiling, read index). So a kernel on a CPU agent must
+ * not wait for the thread that waits for it (for what that thread does
+ * after the wait, or for a lock it holds meanwhile), and a wait may return
+ * later than timeout_ns by the run time of such a packet. A wait runs none
+ * when its timeout ends within 1 ms (a short timed wait is a poll), from
+ * inside a kernel, or on an agent made with
+ * aql_host_agent_config.no_wait_help; nor packets of other signals,
+ * malformed packets (the processor fails them, as without help) or
+ * barriers whose condition is unmet. A kernel fault on the waiting thread
+ * stops the queue as on the processor, and its error callback then runs
+ * on the waiting thread.
  */
 aql_status aql_signal_wait(aql_signal *signal, enum aql_signal_condition cond,
 			   int64_t compare, uint64_t timeout_ns,
