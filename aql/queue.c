@@ -121,7 +121,9 @@ static aql_status init_memory(struct aql_queue_impl *q, const aql_queue_config *
 	amd->queue_properties = AQL_AMD_QUEUE_PROPERTY_IS_PTR64 |
 		((c->flags & AQL_QUEUE_PROFILING) ? AQL_AMD_QUEUE_PROPERTY_ENABLE_PROFILING : 0);
 	amd->scratch_last_used_index = UINT64_MAX;
-	q->pub.doorbell->queue_ptr = (uint64_t)(uintptr_t)amd;
+	/* Atomic: the signal may come from the pool with a late waker of its
+	 * last use still reading queue_ptr (aql/signal.c). */
+	__atomic_store_n(&q->pub.doorbell->queue_ptr, (uint64_t)(uintptr_t)amd, __ATOMIC_RELAXED);
 	return AQL_OK;
 }
 
