@@ -144,13 +144,14 @@ aql_status aql_signal_wait_any(uint32_t n, aql_signal *const *signals,
 
 /*
  * Wait helpers: work a waiting thread may do itself rather than sleep
- * until another thread does it (libaql-mpi's communication agent
- * progresses its operations this way). Every signal wait in the runtime
- * calls each registered helper with the signals it waits on: before it
- * sleeps, and at its first poll and every 64 polls after while it polls. help returns nonzero when it
- * did work (the wait checks its signals again at once), 0 otherwise. It
- * runs on the waiting thread, must not block, and should cost a load or
- * two when it has nothing to do; waits inside it call no helpers.
+ * until another thread does it (the CPU agent runs a waiter's packet,
+ * libaql-mpi progresses its operations this way). Every signal wait in
+ * the runtime calls each registered helper with the signals it waits on:
+ * before it sleeps, and while it polls at its first poll and every 64
+ * after. help returns nonzero when it did work (the wait checks its
+ * signals again at once), 0 otherwise. It runs on the waiting thread,
+ * must not block, and should cost a load or two when it has nothing to
+ * do; waits inside it call no helpers.
  */
 struct aql_wait_helper {
 	int (*help)(const struct aql_wait_helper *helper, uint32_t n,
