@@ -189,6 +189,14 @@ uint64_t aql_wait_help_deadline(void)
 	return help_deadline;
 }
 
+int aql_wait_help_off(int off)
+{
+	int was = in_help;
+
+	in_help = off;
+	return was;
+}
+
 aql_status aql_wait_helper_register(const struct aql_wait_helper *helper)
 {
 	aql_status st = AQL_OK;

@@ -338,23 +338,28 @@ static void run_call(void *user)
 	struct call *c = user;
 	struct nvq *s = c->s;
 	struct aql_wait_cond one[2];
+	int helped;
 
 	switch (c->kind) {
 	case CALL_WAIT:
+		/* On the driver's callback thread: no CPU agent kernel runs
+		 * here (a kernel's CUDA call from a callback would deadlock). */
+		helped = aql_wait_help_off(1);
 		c->conds[c->n] = (struct aql_wait_cond){ &s->cancel, -1, 1, AQL_COND_EQ };
 		if (c->any) {
 			aql_wait_conds(c->n + 1, c->conds, UINT64_MAX, AQL_WAIT_SPIN_NS, NULL, NULL);
-			break;
-		}
-		for (uint32_t i = 0; i < c->n; i++) {
-			uint32_t index = 0;
+		} else {
+			for (uint32_t i = 0; i < c->n; i++) {
+				uint32_t index = 0;
 
-			one[0] = c->conds[i];
-			one[1] = c->conds[c->n];
-			aql_wait_conds(2, one, UINT64_MAX, AQL_WAIT_SPIN_NS, &index, NULL);
-			if (index == 1)
-				break;
+				one[0] = c->conds[i];
+				one[1] = c->conds[c->n];
+				aql_wait_conds(2, one, UINT64_MAX, AQL_WAIT_SPIN_NS, &index, NULL);
+				if (index == 1)
+					break;
+			}
 		}
+		aql_wait_help_off(helped);
 		break;
 	case CALL_SUB:
 		/* Progress first: a thread that sees the decrement finds the

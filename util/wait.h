@@ -34,6 +34,13 @@ aql_status aql_wait_conds(uint32_t n, const struct aql_wait_cond *conds,
 uint64_t aql_wait_help_deadline(void);
 
 /*
+ * A runtime thread that runs inside a driver's context (the CUDA agent's
+ * host functions) waits without helpers: it must not run a CPU agent's
+ * kernel there. Returns the previous setting, to put back.
+ */
+int aql_wait_help_off(int off);
+
+/*
  * Driver events behind signals (aql/kfd/events.c), for stores the host
  * does not make: a device that writes a signal's value cannot bump its
  * futex word, but it can raise the event named in the signal's event_id
