@@ -220,20 +220,19 @@ aql_status aql_wait_helper_register(const struct aql_wait_helper *helper)
 static int help_wait(uint32_t n, const struct aql_wait_cond *conds, uint64_t deadline_ns)
 {
 	aql_signal *signals[64];
-	const struct aql_wait_helper *h = __atomic_load_n(&helpers[0], __ATOMIC_ACQUIRE);
+	const struct aql_wait_helper *h;
 	int did = 0;
 
-	if (!h || in_help)
+	if (in_help || !__atomic_load_n(&helpers[0], __ATOMIC_ACQUIRE))
 		return 0;
 	for (uint32_t i = 0; i < n; i++)
 		signals[i] = conds[i].signal;
 	in_help = 1;
 	help_deadline = deadline_ns;
-	for (uint32_t i = 0; i < AQL_WAIT_HELPERS_MAX && h; ) {
+	/* Places fill in order, so the first empty one ends the list. */
+	for (uint32_t i = 0; i < AQL_WAIT_HELPERS_MAX &&
+			     (h = __atomic_load_n(&helpers[i], __ATOMIC_ACQUIRE)); i++)
 		did |= h->help(h, n, signals) != 0;
-		if (++i < AQL_WAIT_HELPERS_MAX)
-			h = __atomic_load_n(&helpers[i], __ATOMIC_ACQUIRE);
-	}
 	in_help = 0;
 	return did;
 }
@@ -281,14 +280,6 @@ static aql_status wait_sleeping(uint32_t n, const struct aql_wait_cond *conds,
 		const struct aql_signal_events *ev = __atomic_load_n(&events, __ATOMIC_ACQUIRE);
 		uint64_t until = deadline_ns;
 
-		/*
-		 * Waiter half of the wake protocol in signal.h: announce, read
-		 * the sequence words (and arm the events), then re-check the
-		 * values. A host store reads waiters after its value (both
-		 * seq_cst) and wakes the futex and the event; a device store
-		 * raises the event after its value, and ev->arm/sleep keep
-		 * every set after arm from being lost (aql/kfd/events.c).
-		 */
 		/* Work this thread can do itself beats a sleep and a wake-up;
 		 * the check first, as the polls before may have met it. */
 		if (any_met(n, conds, index, observed))
@@ -298,6 +289,14 @@ static aql_status wait_sleeping(uint32_t n, const struct aql_wait_cond *conds,
 				return any_met(n, conds, index, observed) ? AQL_OK : AQL_ERR_TIMEOUT;
 			continue;
 		}
+		/*
+		 * Waiter half of the wake protocol in signal.h: announce, read
+		 * the sequence words (and arm the events), then re-check the
+		 * values. A host store reads waiters after its value (both
+		 * seq_cst) and wakes the futex and the event; a device store
+		 * raises the event after its value, and ev->arm/sleep keep
+		 * every set after arm from being lost (aql/kfd/events.c).
+		 */
 		set_waiting(n, conds, 1);
 		for (uint32_t i = 0; i < n; i++) {
 			words[i] = &conds[i].signal->wake_seq;
