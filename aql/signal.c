@@ -146,6 +146,88 @@ aql_status aql_signal_destroy(aql_signal *signal)
 }
 
 /*
+ * What each sleeping waiter waits for, so that a store wakes only waiters
+ * it may satisfy. A program that waits for the last of many launches
+ * sleeps on the queue's timeline signal, which every launch before it
+ * decrements: without this each of them would wake it (a futex wake on
+ * the packet processor's path, and a waiter that runs only to sleep
+ * again). Each sleeping condition is listed, under its signal's bucket
+ * lock, before the waiter counts itself in signal->waiters and until after
+ * it counted itself out; a store reads waiters after its value (seq_cst),
+ * and then the list and the value under the lock. So a store that sees
+ * waiters sees the conditions of all but those that re-check the value
+ * after its store, and it wakes when one is met by the value then, or
+ * when it finds none listed. Stores after it check for themselves.
+ */
+#define SLEEP_BUCKETS 64
+
+struct sleeper {
+	struct sleeper *next;
+	const struct aql_wait_cond *cond;
+};
+
+static struct sleep_bucket {
+	pthread_mutex_t lock;
+	struct sleeper *head;
+} __attribute__((aligned(64))) sleepers[SLEEP_BUCKETS] = {
+	[0 ... SLEEP_BUCKETS - 1] = { PTHREAD_MUTEX_INITIALIZER, NULL },
+};
+
+static struct sleep_bucket *bucket_of(const aql_signal *signal)
+{
+	return &sleepers[((uintptr_t)signal / sizeof(*signal)) % SLEEP_BUCKETS];
+}
+
+static void list_sleepers(uint32_t n, const struct aql_wait_cond *conds, struct sleeper *s)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		struct sleep_bucket *b = bucket_of(conds[i].signal);
+
+		s[i].cond = &conds[i];
+		pthread_mutex_lock(&b->lock);
+		s[i].next = b->head;
+		b->head = &s[i];
+		pthread_mutex_unlock(&b->lock);
+	}
+}
+
+static void unlist_sleepers(uint32_t n, const struct aql_wait_cond *conds, struct sleeper *s)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		struct sleep_bucket *b = bucket_of(conds[i].signal);
+		struct sleeper **pp;
+
+		pthread_mutex_lock(&b->lock);
+		for (pp = &b->head; *pp != &s[i]; pp = &(*pp)->next)
+			;
+		*pp = s[i].next;
+		pthread_mutex_unlock(&b->lock);
+	}
+}
+
+/* Whether a store to signal may end a sleeper's wait. */
+static int sleeper_met(const aql_signal *signal)
+{
+	struct sleep_bucket *b = bucket_of(signal);
+	int listed = 0, met = 0;
+
+	pthread_mutex_lock(&b->lock);
+	for (const struct sleeper *s = b->head; s && !met; s = s->next) {
+		const struct aql_wait_cond *c = s->cond;
+
+		if (c->signal != signal)
+			continue;
+		listed = 1;
+		met = aql_signal_condition_met(c->cond,
+					       __atomic_load_n(&signal->value, __ATOMIC_SEQ_CST) &
+						       c->mask,
+					       c->compare);
+	}
+	pthread_mutex_unlock(&b->lock);
+	return met || !listed;
+}
+
+/*
  * Both wakes: with events registered a waiter sleeps on the events or,
  * where they cannot have it sleep, on the futex words. The waiter's side
  * of the order is in aql_wait_conds.
@@ -153,8 +235,11 @@ aql_status aql_signal_destroy(aql_signal *signal)
 void aql_signal_wake_waiters(aql_signal *signal)
 {
 	const struct aql_signal_events *ev = __atomic_load_n(&events, __ATOMIC_ACQUIRE);
-	uint32_t mark = __atomic_fetch_add(&signal->sleeping, 0, __ATOMIC_SEQ_CST), two = 2;
+	uint32_t mark, two = 2;
 
+	if (!sleeper_met(signal))
+		return;
+	mark = __atomic_fetch_add(&signal->sleeping, 0, __ATOMIC_SEQ_CST);
 	if (mark) {
 		__atomic_compare_exchange_n(&signal->sleeping, &mark, 2, 0, __ATOMIC_SEQ_CST,
 					    __ATOMIC_RELAXED);
@@ -275,6 +360,7 @@ static aql_status wait_sleeping(uint32_t n, const struct aql_wait_cond *conds,
 {
 	uint32_t *words[64], seqs[64];
 	uint64_t tickets[64];
+	struct sleeper listed[64];
 
 	for (;;) {
 		const struct aql_signal_events *ev = __atomic_load_n(&events, __ATOMIC_ACQUIRE);
@@ -297,6 +383,7 @@ static aql_status wait_sleeping(uint32_t n, const struct aql_wait_cond *conds,
 		 * raises the event after its value, and ev->arm/sleep keep
 		 * every set after arm from being lost (aql/kfd/events.c).
 		 */
+		list_sleepers(n, conds, listed);
 		set_waiting(n, conds, 1);
 		for (uint32_t i = 0; i < n; i++) {
 			words[i] = &conds[i].signal->wake_seq;
@@ -312,12 +399,14 @@ static aql_status wait_sleeping(uint32_t n, const struct aql_wait_cond *conds,
 			if (ev)
 				ev->disarm(n, conds, tickets);
 			set_waiting(n, conds, -1);
+			unlist_sleepers(n, conds, listed);
 			return AQL_OK;
 		}
 		if (aql_now_ns() >= deadline_ns) {
 			if (ev)
 				ev->disarm(n, conds, tickets);
 			set_waiting(n, conds, -1);
+			unlist_sleepers(n, conds, listed);
 			return AQL_ERR_TIMEOUT;
 		}
 		if (ev)
@@ -325,6 +414,7 @@ static aql_status wait_sleeping(uint32_t n, const struct aql_wait_cond *conds,
 		if (until)
 			aql_futex_wait_many(n, words, seqs, until < deadline_ns ? until : deadline_ns);
 		set_waiting(n, conds, -1);
+		unlist_sleepers(n, conds, listed);
 	}
 }
 

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "helpers.h"
@@ -243,6 +244,101 @@ static void test_two_updaters(void)
 	aql_signal_destroy(tu.s);
 }
 
+/*
+ * A sleeper is woken only by a store that may meet its condition: a
+ * program waiting for the last of many launches sleeps on a counter that
+ * every launch before it decrements. The waiter counts the times it went
+ * to sleep (voluntary context switches); a wake per decrement would make
+ * that about COUNTDOWN.
+ */
+#define COUNTDOWN 200
+
+struct countdown {
+	aql_signal *s;
+	int64_t below;
+	aql_status st;
+	int64_t seen;
+	long sleeps;
+};
+
+static void *wait_below(void *arg)
+{
+	struct countdown *c = arg;
+	struct rusage before, after;
+
+	getrusage(RUSAGE_THREAD, &before);
+	c->st = aql_signal_wait(c->s, AQL_COND_LT, c->below, TH_TIMEOUT_NS, AQL_WAIT_BLOCKED,
+				&c->seen);
+	getrusage(RUSAGE_THREAD, &after);
+	c->sleeps = after.ru_nvcsw - before.ru_nvcsw;
+	return NULL;
+}
+
+static void test_wake_when_met(void)
+{
+	const struct timespec gap = { 0, 200000 };
+	struct countdown c = { th_signal(COUNTDOWN), 1, AQL_OK, 0, 0 };
+	pthread_t t;
+
+	pthread_create(&t, NULL, wait_below, &c);
+	for (int i = 0; i < COUNTDOWN; i++) {
+		nanosleep(&gap, NULL);
+		aql_signal_sub(c.s, 1, AQL_RELEASE);
+	}
+	pthread_join(t, NULL);
+	CHECK_DONE(c.st);
+	CHECK(c.seen == 0, "observed %lld", (long long)c.seen);
+	CHECK(c.sleeps < COUNTDOWN / 4, "the waiter for value < 1 slept %ld times over %d "
+	      "decrements: woken by stores that could not meet its condition", c.sleeps,
+	      COUNTDOWN);
+	aql_signal_destroy(c.s);
+}
+
+/*
+ * Sleepers with different thresholds on one counter, two threads counting
+ * it down: each must wake once its own threshold is passed (a store that
+ * skipped a sleeper whose condition it met would leave it asleep until
+ * its timeout).
+ */
+#define THRESHOLDS 4
+
+static void *count_down(void *arg)
+{
+	aql_signal *s = arg;
+
+	for (int i = 0; i < COUNTDOWN / 2; i++) {
+		aql_signal_sub(s, 1, AQL_RELEASE);
+		if (i % 8 == 0)
+			sched_yield();
+	}
+	return NULL;
+}
+
+static void test_thresholds(void)
+{
+	for (int round = 0; round < 50; round++) {
+		aql_signal *s = th_signal(COUNTDOWN);
+		struct countdown c[THRESHOLDS];
+		pthread_t w[THRESHOLDS], d[2];
+
+		for (int i = 0; i < THRESHOLDS; i++) {
+			c[i] = (struct countdown){ s, COUNTDOWN * i / THRESHOLDS + 1, AQL_OK, 0, 0 };
+			pthread_create(&w[i], NULL, wait_below, &c[i]);
+		}
+		for (int k = 0; k < 2; k++)
+			pthread_create(&d[k], NULL, count_down, s);
+		for (int k = 0; k < 2; k++)
+			pthread_join(d[k], NULL);
+		for (int i = 0; i < THRESHOLDS; i++) {
+			pthread_join(w[i], NULL);
+			CHECK(c[i].st == AQL_OK && c[i].seen < c[i].below,
+			      "round %d: the wait for value < %lld returned %d, observed %lld",
+			      round, (long long)c[i].below, (int)c[i].st, (long long)c[i].seen);
+		}
+		aql_signal_destroy(s);
+	}
+}
+
 int main(void)
 {
 	test_ops();
@@ -252,5 +348,7 @@ int main(void)
 	test_wait_any();
 	test_no_lost_wakeups();
 	test_two_updaters();
+	test_wake_when_met();
+	test_thresholds();
 	return th_finish();
 }
