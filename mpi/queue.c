@@ -417,6 +417,15 @@ static void *agent_main(void *arg)
 	 * 50 us would make them 70, which a send queued behind a kernel
 	 * waits out (aql-bench --mpi's mpi_trigger_ns). */
 	prctl(PR_SET_TIMERSLACK, 1000ul, 0ul, 0ul, 0ul);
+	/*
+	 * SCHED_IDLE: it runs on CPUs that nothing else wants. On a machine
+	 * whose cores all compute (an MPI rank per core), its polling, and
+	 * each wake-up from its sleeps, would otherwise preempt the packet
+	 * processor and the workers running the kernels the operations wait
+	 * for; there, the threads that wait for operations move them
+	 * (help()). Where it cannot (a seccomp filter), it polls as before.
+	 */
+	pthread_setschedparam(pthread_self(), SCHED_IDLE, &(struct sched_param){ 0 });
 	pthread_mutex_lock(&agent.lock);
 	for (;;) {
 		int helped;
@@ -596,10 +605,12 @@ static void add_op(struct op *o, int wake)
 		agent.helping = aql_wait_helper_register(&helper) == AQL_OK;
 	if (!agent.running) {
 		agent.stop = 0;
-		if (pthread_create(&agent.thread, NULL, agent_main, NULL) == 0)
+		if (pthread_create(&agent.thread, NULL, agent_main, NULL) == 0) {
 			agent.running = 1;
-		else
+			pthread_setname_np(agent.thread, "aql-mpi");
+		} else {
 			o->cancel = 1;
+		}
 	}
 	if (wake)
 		pthread_cond_signal(&agent.wake);

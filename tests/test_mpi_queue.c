@@ -19,7 +19,7 @@
  * chained operation whose previous one has ended is posted by the
  * enqueuing thread, failures seen there are reported as the agent
  * reports them, and a destroy while a waiting thread is inside MPI_Test
- * for the queue's receive cancels it.
+ * for the queue's receive cancels it; the agent's thread runs SCHED_IDLE.
  *
  * With AQL_TEST_AGENT=nvidia or amd (and the GPU build of the kernels),
  * the agent of its own memory is the emulated CUDA or KFD agent, and only
@@ -28,7 +28,10 @@
  * Usage: mpiexec -n N test_mpi_queue LAUNCH_KERNELS.host.so
  *        [multiple|serialized|funneled] [LAUNCH_KERNELS.{ptx,hsaco}]
  */
+#include <dirent.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -707,6 +710,38 @@ static void test_graph(void)
 	CHECK_OK(aql_buf_destroy(in));
 }
 
+/*
+ * The agent's thread (started by the operations above) runs SCHED_IDLE, so
+ * that its polling takes no CPU from the threads that compute: a thread
+ * named aql-mpi in this process with that policy.
+ */
+static void test_agent_thread(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int found = 0, policy = -1;
+
+	while (d && !found && (e = readdir(d))) {
+		char path[300], name[32] = "";
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(name, sizeof(name), f) && !strncmp(name, "aql-mpi\n", 8)) {
+			found = 1;
+			policy = sched_getscheduler((pid_t)atoi(e->d_name));
+		}
+		fclose(f);
+	}
+	if (d)
+		closedir(d);
+	CHECK(found && policy == SCHED_IDLE,
+	      "the communication agent's thread (aql-mpi) %s, policy %d (SCHED_IDLE is %d)",
+	      found ? "found" : "not found", policy, SCHED_IDLE);
+}
+
 int main(int argc, char **argv)
 {
 	aql_host_agent_config cfg = { .workers = 2, .separate_memory = 1 };
@@ -760,6 +795,7 @@ int main(int argc, char **argv)
 		CHECK_OK(aql_queue_destroy(q));
 	} else if (add && add_sep && sep) {
 		test_order(sep);
+		test_agent_thread();
 		test_recv_staged(sep);
 		if (!th_test_gpu()) {
 			test_allreduce();
