@@ -134,6 +134,10 @@ static struct {
 	uint64_t helped_ns;	/* help()'s last pass: written under the lock, read without */
 	int helping;		/* help() is registered */
 	int handoff;		/* a helper left a failure to the agent */
+	pthread_t self;		/* the agent's thread, and its own policy: */
+	int policy;		/* written by it before its first holding */
+	int holding;		/* the agent's thread holds the lock: set under it, read without */
+	int boosted;		/* a helper put the agent back in its own policy */
 } agent = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
 	    .ended = PTHREAD_COND_INITIALIZER };
 
@@ -313,6 +317,50 @@ static int step(struct op *o, int helper)
 }
 
 /*
+ * The agent's thread runs SCHED_IDLE (agent_main()): it gets the CPUs
+ * that nothing else wants. On a machine whose cores all compute (an MPI
+ * rank per core), its polling, and each wake-up from its sleeps, would
+ * otherwise preempt the packet processors and the workers running the
+ * kernels the operations wait for; there the threads that wait for
+ * operations move them (help()). Its passes stay in that class too (run
+ * in its own, they cost the Jacobi step of aql-bench --mpi a quarter).
+ * But an idle-class thread preempted with the lock held keeps every
+ * helper out until it runs again, which beside busy threads may take a
+ * second: a helper that finds the lock taken while the agent holds it
+ * puts the agent back in its own policy (priority inheritance, by hand,
+ * only then), and the agent leaves it again once it has let go.
+ */
+static void agent_class(int idle)
+{
+	pthread_setschedparam(pthread_self(), idle ? SCHED_IDLE : agent.policy,
+			      &(struct sched_param){ 0 });
+}
+
+/* Release: a helper that sees holding (acquire) may read self and policy. */
+static void agent_lock(void)
+{
+	pthread_mutex_lock(&agent.lock);
+	__atomic_store_n(&agent.holding, 1, __ATOMIC_RELEASE);
+}
+
+static void agent_unlock(void)
+{
+	__atomic_store_n(&agent.holding, 0, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&agent.lock);
+	if (__atomic_exchange_n(&agent.boosted, 0, __ATOMIC_RELAXED))
+		agent_class(1);
+}
+
+/* A helper kept out of the lock: if the agent holds it, boost it. */
+static void boost_agent(void)
+{
+	if (__atomic_load_n(&agent.holding, __ATOMIC_ACQUIRE) &&
+	    (agent.policy == SCHED_OTHER || agent.policy == SCHED_BATCH) &&
+	    !__atomic_exchange_n(&agent.boosted, 1, __ATOMIC_RELAXED))
+		pthread_setschedparam(agent.self, agent.policy, &(struct sched_param){ 0 });
+}
+
+/*
  * Under the lock, none pending: poll (without it) for work handed over,
  * up to a budget learnt from earlier waits, then sleep until woken. A
  * program that enqueues its next operation soon after the last ended
@@ -324,7 +372,7 @@ static void idle_wait(struct aql_spin *spin)
 	uint64_t seen = agent.added, start = aql_now_ns(), now = start;
 	uint64_t end = start + aql_spin_budget(spin, IDLE_SPIN_NS);
 
-	pthread_mutex_unlock(&agent.lock);
+	agent_unlock();
 	for (uint32_t i = 1;; i++) {
 		/* Relaxed: the lock, taken below, orders what was handed over. */
 		if (__atomic_load_n(&agent.added, __ATOMIC_RELAXED) != seen)
@@ -333,9 +381,12 @@ static void idle_wait(struct aql_spin *spin)
 			break;
 		aql_cpu_relax();
 	}
-	pthread_mutex_lock(&agent.lock);
-	if (!agent.head && !agent.stop)
+	agent_lock();
+	if (!agent.head && !agent.stop) {
+		__atomic_store_n(&agent.holding, 0, __ATOMIC_RELAXED);
 		pthread_cond_wait(&agent.wake, &agent.lock);
+		__atomic_store_n(&agent.holding, 1, __ATOMIC_RELEASE);
+	}
 	aql_spin_learn(spin, IDLE_SPIN_NS, aql_now_ns() - start);
 }
 
@@ -388,9 +439,12 @@ static int help(const struct aql_wait_helper *h, uint32_t n, aql_signal *const *
 	int moved;
 
 	(void)h;
-	if (!__atomic_load_n(&agent.npending, __ATOMIC_RELAXED) ||
-	    pthread_mutex_trylock(&agent.lock))
+	if (!__atomic_load_n(&agent.npending, __ATOMIC_RELAXED))
 		return 0;
+	if (pthread_mutex_trylock(&agent.lock)) {
+		boost_agent();
+		return 0;
+	}
 	moved = progress(1);
 	/* A wait for an operation's end: only a pass can end it (the agent
 	 * keeps away while helped, below), and the wait calls again only
@@ -398,8 +452,10 @@ static int help(const struct aql_wait_helper *h, uint32_t n, aql_signal *const *
 	for (uint32_t i = 0; !moved && i < HELP_PASSES && waits_for_op(n, signals); i++) {
 		pthread_mutex_unlock(&agent.lock);
 		aql_cpu_relax();
-		if (pthread_mutex_trylock(&agent.lock))
+		if (pthread_mutex_trylock(&agent.lock)) {
+			boost_agent();
 			return 0;
+		}
 		moved = progress(1);
 	}
 	__atomic_store_n(&agent.helped_ns, aql_now_ns(), __ATOMIC_RELAXED);
@@ -417,16 +473,14 @@ static void *agent_main(void *arg)
 	 * 50 us would make them 70, which a send queued behind a kernel
 	 * waits out (aql-bench --mpi's mpi_trigger_ns). */
 	prctl(PR_SET_TIMERSLACK, 1000ul, 0ul, 0ul, 0ul);
-	/*
-	 * SCHED_IDLE: it runs on CPUs that nothing else wants. On a machine
-	 * whose cores all compute (an MPI rank per core), its polling, and
-	 * each wake-up from its sleeps, would otherwise preempt the packet
-	 * processor and the workers running the kernels the operations wait
-	 * for; there, the threads that wait for operations move them
-	 * (help()). Where it cannot (a seccomp filter), it polls as before.
-	 */
-	pthread_setschedparam(pthread_self(), SCHED_IDLE, &(struct sched_param){ 0 });
-	pthread_mutex_lock(&agent.lock);
+	/* Only from a policy of the fair class (as a thread made by a
+	 * real-time one would keep its own); where it cannot (a seccomp
+	 * filter), it polls as before. */
+	agent.self = pthread_self();
+	agent.policy = sched_getscheduler(0);
+	if (agent.policy == SCHED_OTHER || agent.policy == SCHED_BATCH)
+		agent_class(1);
+	agent_lock();
 	for (;;) {
 		int helped;
 
@@ -449,7 +503,7 @@ static void *agent_main(void *arg)
 		/* Nothing moved: let the program's threads (and MPI's peers on
 		 * the same cores) run, then sleep a little once it lasts; while
 		 * helped, sleep at once. */
-		pthread_mutex_unlock(&agent.lock);
+		agent_unlock();
 		if (!helped && ++idle < 1000) {
 			sched_yield();
 		} else {
@@ -457,10 +511,10 @@ static void *agent_main(void *arg)
 
 			nanosleep(&ts, NULL);
 		}
-		pthread_mutex_lock(&agent.lock);
+		agent_lock();
 	}
 	agent.running = 0;
-	pthread_mutex_unlock(&agent.lock);
+	agent_unlock();
 	return NULL;
 }
 

@@ -55,16 +55,33 @@ static const aql_kernel *add, *add_sep;	/* on the CPU agent, on sep */
  *   only that thread can; tested counts its completions;
  * - MPI_Isend counts the calls made on the thread that set isend_on;
  * - a thread that sets stall stops in its next MPI_Test for 100 ms, after
- *   setting stalled (and with the agent's lock held, if it helps).
+ *   setting stalled (and with the agent's lock held, if it helps);
+ * - while stall_agent is set, the agent's thread (aql-mpi) stops in its
+ *   next MPI_Test (under its lock) until agent_go is set.
  */
 static pthread_t only, isend_on;
-static int only_set, isend_on_set, isends, tested, stalled;
+static int only_set, isend_on_set, isends, tested, stalled, stall_agent, agent_go;
 static __thread int stall;
+
+static int on_agent_thread(void)
+{
+	char name[16] = "";
+
+	return !pthread_getname_np(pthread_self(), name, sizeof(name)) &&
+	       !strcmp(name, "aql-mpi");
+}
 
 int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
 	int err;
 
+	if (__atomic_load_n(&stall_agent, __ATOMIC_ACQUIRE) && on_agent_thread() &&
+	    __atomic_exchange_n(&stall_agent, 0, __ATOMIC_ACQ_REL)) {
+		__atomic_store_n(&stalled, 1, __ATOMIC_RELEASE);
+		for (uint64_t t0 = th_now_ns(); !__atomic_load_n(&agent_go, __ATOMIC_ACQUIRE) &&
+						th_now_ns() - t0 < TH_TIMEOUT_NS;)
+			th_sleep_ms(1);
+	}
 	if (stall) {
 		stall = 0;
 		__atomic_store_n(&stalled, 1, __ATOMIC_RELEASE);
@@ -710,36 +727,72 @@ static void test_graph(void)
 	CHECK_OK(aql_buf_destroy(in));
 }
 
-/*
- * The agent's thread (started by the operations above) runs SCHED_IDLE, so
- * that its polling takes no CPU from the threads that compute: a thread
- * named aql-mpi in this process with that policy.
- */
-static void test_agent_thread(void)
+/* The policy of this process's thread named name, -1 if there is none. */
+static int policy_of(const char *name)
 {
 	DIR *d = opendir("/proc/self/task");
 	struct dirent *e;
-	int found = 0, policy = -1;
+	int policy = -1;
 
-	while (d && !found && (e = readdir(d))) {
-		char path[300], name[32] = "";
+	while (d && policy < 0 && (e = readdir(d))) {
+		char path[300], comm[32] = "";
 		FILE *f;
 
 		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
 		f = fopen(path, "r");
 		if (!f)
 			continue;
-		if (fgets(name, sizeof(name), f) && !strncmp(name, "aql-mpi\n", 8)) {
-			found = 1;
+		if (fgets(comm, sizeof(comm), f) && !strncmp(comm, name, strlen(name)) &&
+		    comm[strlen(name)] == '\n')
 			policy = sched_getscheduler((pid_t)atoi(e->d_name));
-		}
 		fclose(f);
 	}
 	if (d)
 		closedir(d);
-	CHECK(found && policy == SCHED_IDLE,
-	      "the communication agent's thread (aql-mpi) %s, policy %d (SCHED_IDLE is %d)",
-	      found ? "found" : "not found", policy, SCHED_IDLE);
+	return policy;
+}
+
+/*
+ * The agent's thread (aql-mpi) waits in SCHED_IDLE (mpi/queue.c). Held
+ * in MPI_Test, with its lock, while a receive is pending, a thread whose
+ * wait's helper finds the lock taken puts it back in its own policy (so
+ * that it lets go soon beside busy threads); once it has let go, and is
+ * idle, it is SCHED_IDLE again.
+ */
+static void test_agent_thread(void)
+{
+	aql_queue *q = new_queue(th_agent());
+	aql_buf *e = new_buf(M, "held agent");
+	aql_completion rdone;
+	int policy;
+
+	__atomic_store_n(&stalled, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&agent_go, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&stall_agent, 1, __ATOMIC_RELEASE);
+	CHECK_OK(aql_mpi_enqueue_recv(q, e, NULL, prev(), 90, comm, &rdone));
+	for (uint64_t t0 = th_now_ns(); !__atomic_load_n(&stalled, __ATOMIC_ACQUIRE) &&
+					th_now_ns() - t0 < TH_TIMEOUT_NS;)
+		th_sleep_ms(1);
+	CHECK(__atomic_load_n(&stalled, __ATOMIC_ACQUIRE), "the agent's thread tested the receive");
+	/* A polling wait's helper finds the agent's lock taken. */
+	CHECK(aql_signal_wait(rdone.signal, AQL_COND_LT, rdone.below, 20000000, AQL_WAIT_ACTIVE,
+			      NULL) == AQL_ERR_TIMEOUT, "the receive waits for its message");
+	policy = policy_of("aql-mpi");
+	CHECK(policy == SCHED_OTHER, "the agent's thread, held with its lock, was put back in "
+	      "SCHED_OTHER (%d) by a helper kept out: policy %d", SCHED_OTHER, policy);
+	__atomic_store_n(&agent_go, 1, __ATOMIC_RELEASE);
+	MPI_Barrier(comm);
+	CHECK_OK(aql_mpi_send(e, NULL, next(), 90, comm));
+	CHECK_DONE(aql_completion_wait(rdone, TH_TIMEOUT_NS));
+	CHECK_OK(aql_mpi_cancel(q));
+	CHECK_OK(aql_queue_destroy(q));
+	CHECK_OK(aql_buf_destroy(e));
+	policy = policy_of("aql-mpi");
+	for (uint64_t t0 = th_now_ns(); policy != SCHED_IDLE && th_now_ns() - t0 < TH_TIMEOUT_NS;
+	     th_sleep_ms(1))
+		policy = policy_of("aql-mpi");
+	CHECK(policy == SCHED_IDLE, "the communication agent's idle thread (aql-mpi) has policy "
+	      "%d, not SCHED_IDLE (%d)", policy, SCHED_IDLE);
 }
 
 int main(int argc, char **argv)
@@ -795,7 +848,6 @@ int main(int argc, char **argv)
 		CHECK_OK(aql_queue_destroy(q));
 	} else if (add && add_sep && sep) {
 		test_order(sep);
-		test_agent_thread();
 		test_recv_staged(sep);
 		if (!th_test_gpu()) {
 			test_allreduce();
@@ -805,6 +857,7 @@ int main(int argc, char **argv)
 			if (provided == MPI_THREAD_MULTIPLE) {
 				test_chain();
 				test_helped();
+				test_agent_thread();
 			}
 		}
 	}
