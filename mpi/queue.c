@@ -360,6 +360,16 @@ static void boost_agent(void)
 		pthread_setschedparam(agent.self, agent.policy, &(struct sched_param){ 0 });
 }
 
+/* The lock, on a thread other than the agent's: one that must wait for
+ * it first lifts an idle-class agent that holds it. */
+static void lock_agent(void)
+{
+	if (pthread_mutex_trylock(&agent.lock)) {
+		boost_agent();
+		pthread_mutex_lock(&agent.lock);
+	}
+}
+
 /*
  * Under the lock, none pending: poll (without it) for work handed over,
  * up to a budget learnt from earlier waits, then sleep until woken. A
@@ -677,7 +687,7 @@ static void gop_replayed(void *user, aql_queue *queue)
 	struct qstate *qs = NULL;
 	struct op *o = malloc(sizeof(*o));
 
-	pthread_mutex_lock(&agent.lock);
+	lock_agent();
 	if (!o || queue_state(queue, &qs) != AQL_OK) {
 		/* The replay's hold would wait for ever: the queue stops. */
 		aql_queue_set_error(queue, AQL_ERR_NOMEM,
@@ -701,7 +711,7 @@ static void gop_release(void *user)
 {
 	struct gop *g = user;
 
-	pthread_mutex_lock(&agent.lock);
+	lock_agent();
 	g->released = 1;
 	if (!g->runs)
 		free_gop(g);
@@ -720,7 +730,7 @@ static aql_status record(aql_queue *queue, struct op *o, aql_barrier_packet *sta
 	aql_status st;
 
 	if (!g || aql_signal_create(COUNT0, &g->turn) != AQL_OK) {
-		pthread_mutex_lock(&agent.lock);
+		lock_agent();
 		if (o->derived)
 			MPI_Type_free(&o->datatype);
 		pthread_mutex_unlock(&agent.lock);
@@ -734,7 +744,7 @@ static aql_status record(aql_queue *queue, struct op *o, aql_barrier_packet *sta
 	/* The hook first: from here release frees g, whatever else fails. */
 	st = aql_graph_record_hook(queue, &hook, g);
 	if (st != AQL_OK) {
-		pthread_mutex_lock(&agent.lock);
+		lock_agent();
 		free_gop(g);
 		pthread_mutex_unlock(&agent.lock);
 		return st;
@@ -789,7 +799,7 @@ static aql_status enqueue(aql_queue *queue, struct op *o, aql_buf *buf, aql_buf 
 		free(o);
 		return aql_error_set(AQL_ERR_INVALID_ARG, "%s: queue and buffer are required", call);
 	}
-	pthread_mutex_lock(&agent.lock);
+	lock_agent();
 	recording = aql_graph_is_recording(queue);
 	st = check_level();
 	if (st == AQL_OK && recording && done)
@@ -859,7 +869,7 @@ static aql_status enqueue(aql_queue *queue, struct op *o, aql_buf *buf, aql_buf 
 	}
 	pthread_mutex_unlock(&qs->submit);
 
-	pthread_mutex_lock(&agent.lock);
+	lock_agent();
 	if (!started) {
 		if (o->derived)
 			MPI_Type_free(&o->datatype);
@@ -991,7 +1001,7 @@ static void queue_gone(aql_queue *queue, void *user)
 	struct qstate *qs;
 
 	(void)user;
-	pthread_mutex_lock(&agent.lock);
+	lock_agent();
 	qs = find_state(queue);
 	if (qs) {
 		cancel_queue(qs, "aql_queue_destroy");
@@ -1006,7 +1016,7 @@ aql_status aql_mpi_cancel(aql_queue *queue)
 
 	if (!queue)
 		return aql_error_set(AQL_ERR_INVALID_ARG, "aql_mpi_cancel: queue is NULL");
-	pthread_mutex_lock(&agent.lock);
+	lock_agent();
 	qs = find_state(queue);
 	if (qs) {
 		cancel_queue(qs, "aql_mpi_cancel");
@@ -1021,7 +1031,7 @@ void aql_mpi_shutdown(void)
 	pthread_t thread;
 	int running;
 
-	pthread_mutex_lock(&agent.lock);
+	lock_agent();
 	while (agent.queues) {
 		cancel_queue(agent.queues, "aql_mpi_shutdown");
 		free_state(agent.queues);
