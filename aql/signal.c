@@ -210,18 +210,17 @@ static int sleeper_met(const aql_signal *signal)
 {
 	struct sleep_bucket *b = bucket_of(signal);
 	int listed = 0, met = 0;
+	int64_t v;
 
 	pthread_mutex_lock(&b->lock);
+	v = __atomic_load_n(&signal->value, __ATOMIC_SEQ_CST);
 	for (const struct sleeper *s = b->head; s && !met; s = s->next) {
 		const struct aql_wait_cond *c = s->cond;
 
 		if (c->signal != signal)
 			continue;
 		listed = 1;
-		met = aql_signal_condition_met(c->cond,
-					       __atomic_load_n(&signal->value, __ATOMIC_SEQ_CST) &
-						       c->mask,
-					       c->compare);
+		met = aql_signal_condition_met(c->cond, v & c->mask, c->compare);
 	}
 	pthread_mutex_unlock(&b->lock);
 	return met || !listed;
@@ -235,11 +234,12 @@ static int sleeper_met(const aql_signal *signal)
 void aql_signal_wake_waiters(aql_signal *signal)
 {
 	const struct aql_signal_events *ev = __atomic_load_n(&events, __ATOMIC_ACQUIRE);
-	uint32_t mark, two = 2;
+	uint32_t mark = __atomic_fetch_add(&signal->sleeping, 0, __ATOMIC_SEQ_CST), two = 2;
 
-	if (!sleeper_met(signal))
+	/* The list only where there is something to wake: once a wake-up
+	 * took the mark, the stores after it look no further. */
+	if ((!mark && !ev) || !sleeper_met(signal))
 		return;
-	mark = __atomic_fetch_add(&signal->sleeping, 0, __ATOMIC_SEQ_CST);
 	if (mark) {
 		__atomic_compare_exchange_n(&signal->sleeping, &mark, 2, 0, __ATOMIC_SEQ_CST,
 					    __ATOMIC_RELAXED);

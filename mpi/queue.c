@@ -360,14 +360,22 @@ static void boost_agent(void)
 		pthread_setschedparam(agent.self, agent.policy, &(struct sched_param){ 0 });
 }
 
-/* The lock, on a thread other than the agent's: one that must wait for
- * it first lifts an idle-class agent that holds it. */
+/* The lock, on a thread other than the agent's, if it is free (0): else
+ * an idle-class agent that holds it is lifted. */
+static int try_lock_agent(void)
+{
+	int busy = pthread_mutex_trylock(&agent.lock);
+
+	if (busy)
+		boost_agent();
+	return busy;
+}
+
+/* The same, waiting for it. */
 static void lock_agent(void)
 {
-	if (pthread_mutex_trylock(&agent.lock)) {
-		boost_agent();
+	if (try_lock_agent())
 		pthread_mutex_lock(&agent.lock);
-	}
 }
 
 /*
@@ -451,10 +459,8 @@ static int help(const struct aql_wait_helper *h, uint32_t n, aql_signal *const *
 	(void)h;
 	if (!__atomic_load_n(&agent.npending, __ATOMIC_RELAXED))
 		return 0;
-	if (pthread_mutex_trylock(&agent.lock)) {
-		boost_agent();
+	if (try_lock_agent())
 		return 0;
-	}
 	moved = progress(1);
 	/* A wait for an operation's end: only a pass can end it (the agent
 	 * keeps away while helped, below), and the wait calls again only
@@ -462,10 +468,8 @@ static int help(const struct aql_wait_helper *h, uint32_t n, aql_signal *const *
 	for (uint32_t i = 0; !moved && i < HELP_PASSES && waits_for_op(n, signals); i++) {
 		pthread_mutex_unlock(&agent.lock);
 		aql_cpu_relax();
-		if (pthread_mutex_trylock(&agent.lock)) {
-			boost_agent();
+		if (try_lock_agent())
 			return 0;
-		}
 		moved = progress(1);
 	}
 	__atomic_store_n(&agent.helped_ns, aql_now_ns(), __ATOMIC_RELAXED);

@@ -21,10 +21,10 @@
  * preempted, an op with no waiter makes no system call, and once a wake-up
  * is done the ops after it make none: a waiter woken but not yet running
  * (beside busy threads, for milliseconds) costs them nothing. The first
- * RMW hits the line the value op just wrote. Before the mark, an op also
- * checks the conditions the sleepers listed (aql/signal.c) and wakes none
- * when no condition is met by the value it finds: a waiter for the last
- * of many launches sleeps through the decrements of those before it.
+ * RMW hits the line the value op just wrote. An op that finds the mark
+ * also checks the conditions the sleepers listed (aql/signal.c) and wakes
+ * none when no condition is met by the value it finds: a waiter for the
+ * last of many launches sleeps through the decrements of those before it.
  */
 #ifndef AQL_SIGNAL_H
 #define AQL_SIGNAL_H
