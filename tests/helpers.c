@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "util/sanitizer.h"
 
 unsigned th_passed, th_failed;
 char th_last_error[256];
@@ -18,21 +19,9 @@ int th_finish(void)
 	return th_failed ? 1 : 0;
 }
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define TH_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define TH_SANITIZED 1
-#endif
-#endif
-
 uint64_t th_timeout_ns(void)
 {
-#ifdef TH_SANITIZED
-	return 60000000000ull;
-#else
-	return 10000000000ull;
-#endif
+	return AQL_WORK_TIMEOUT_NS;
 }
 
 void th_stop(const char *why)

@@ -9,14 +9,9 @@
 #ifndef AQL_INTERNAL_URING_TSAN_H
 #define AQL_INTERNAL_URING_TSAN_H
 
-#if defined(__SANITIZE_THREAD__)
-#define AQL_TSAN_ 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define AQL_TSAN_ 1
-#endif
-#endif
-#ifdef AQL_TSAN_
+#include "util/sanitizer.h"
+
+#ifdef AQL_TSAN
 void AnnotateIgnoreReadsBegin(const char *file, int line);
 void AnnotateIgnoreReadsEnd(const char *file, int line);
 void AnnotateIgnoreWritesBegin(const char *file, int line);

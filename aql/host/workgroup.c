@@ -17,22 +17,9 @@
 #include <unistd.h>
 
 #include "util/error.h"
+#include "util/sanitizer.h"
 #include "aql/host/workgroup.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define AQL_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define AQL_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define AQL_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define AQL_TSAN 1
-#endif
-#endif
 
 #ifdef AQL_ASAN
 void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom, size_t size);

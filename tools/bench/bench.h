@@ -20,10 +20,13 @@
 #include <aql/aql.h>
 
 #include "empty.h"
+#include "util/sanitizer.h"
 
 #define ARRAY_SIZE(a)		(sizeof(a) / sizeof((a)[0]))
 
-#define WAIT_TIMEOUT_NS		(10ull * 1000000000ull)
+/* How long a wait for work lasts before the work is called lost (longer
+ * in sanitized builds). */
+#define WAIT_TIMEOUT_NS		AQL_WORK_TIMEOUT_NS
 #define DEFAULT_THREADS		8u
 #define MAX_THREADS		1024u
 #define MAX_BENCHES		48

@@ -144,20 +144,54 @@ static int cu_skip(struct result *res, const char *call, CUresult r)
 	return 0;
 }
 
-static int spin_done(aql_completion c)
+/* A completion that did not come within ns: its signal and queue as they
+ * stand. */
+static int timed_out(const char *what, const aql_signal *sig, int64_t below, aql_queue *q,
+		     uint64_t ns)
 {
-	uint64_t deadline = now_ns() + WAIT_TIMEOUT_NS;
+	char msg[300];
+	int n = snprintf(msg, sizeof(msg), "no completion within %llu s: its signal is %lld, done below %lld",
+			 (unsigned long long)(ns / 1000000000u),
+			 (long long)aql_signal_load(sig, AQL_ACQUIRE), (long long)below);
+
+	if (q)
+		snprintf(msg + n, sizeof(msg) - (size_t)n,
+			 "; queue %llu: %llu packet(s) written, %llu read, doorbell %lld",
+			 (unsigned long long)q->amd->hsa.id,
+			 (unsigned long long)__atomic_load_n(&q->amd->write_dispatch_id,
+							     __ATOMIC_ACQUIRE),
+			 (unsigned long long)__atomic_load_n(&q->amd->read_dispatch_id,
+							     __ATOMIC_ACQUIRE),
+			 (long long)aql_signal_load(q->doorbell, AQL_ACQUIRE));
+	return fail_msg(what, AQL_ERR_TIMEOUT, msg);
+}
+
+/*
+ * Spin until c, the end of the last of n launches, is done. The emulated
+ * driver runs each launch as a CPU-agent dispatch, a round trip through
+ * three threads: beside other sanitized tests on two busy CPUs a batch of
+ * 256 has outlasted 10 s, so each launch adds to the allowance.
+ */
+static int spin_done_n(aql_completion c, uint32_t n)
+{
+	uint64_t allowance = WAIT_TIMEOUT_NS + n * (WAIT_TIMEOUT_NS / 500);
+	uint64_t deadline = now_ns() + allowance;
 	aql_status st;
 
 	while (!aql_completion_done(c)) {
 		if (now_ns() > deadline)
-			return fail_msg("waiting for a completion", AQL_ERR_TIMEOUT,
-					"no completion within 10 s");
+			return timed_out("waiting for a completion", c.signal, c.below, c.queue,
+					 allowance);
 		cpu_relax();
 	}
 	/* Done also covers failed: a negative value, which this names. */
 	st = aql_completion_wait(c, 0);
 	return st == AQL_OK ? 0 : fail("aql_completion_wait", st);
+}
+
+static int spin_done(aql_completion c)
+{
+	return spin_done_n(c, 1);
 }
 
 /* One item of k on q, after the completion after when not NULL. */
@@ -225,11 +259,14 @@ static int one_typed(void)
 	return launch_gpu(&done, NULL) || spin_done(done) ? -1 : 0;
 }
 
-/* p into q and its completion signal sig spun on, with no driver call on
- * this side; what names the queue in the reason of a failure. */
-static int submit_spin(aql_queue *q, const aql_packet *p, aql_signal *sig, const char *what)
+/* p into q, the last of n packets, and its completion signal sig spun on,
+ * with no driver call on this side; what names the queue in the reason of
+ * a failure. */
+static int submit_spin(aql_queue *q, const aql_packet *p, aql_signal *sig, const char *what,
+		       uint32_t n)
 {
-	uint64_t deadline = now_ns() + WAIT_TIMEOUT_NS;
+	uint64_t allowance = WAIT_TIMEOUT_NS + n * (WAIT_TIMEOUT_NS / 500);
+	uint64_t deadline = now_ns() + allowance;
 	aql_status st;
 	int64_t v;
 
@@ -239,8 +276,7 @@ static int submit_spin(aql_queue *q, const aql_packet *p, aql_signal *sig, const
 		return fail(what, st);
 	while ((v = aql_signal_load(sig, AQL_ACQUIRE)) >= 1) {
 		if (now_ns() > deadline)
-			return fail_msg(what, AQL_ERR_TIMEOUT,
-					"its completion signal stayed 1 for 10 s");
+			return timed_out(what, sig, 1, q, allowance);
 		cpu_relax();
 	}
 	return v < 0 ? fail_msg(what, AQL_ERR_QUEUE_ERROR,
@@ -249,16 +285,22 @@ static int submit_spin(aql_queue *q, const aql_packet *p, aql_signal *sig, const
 
 static int one_packet(void)
 {
-	return submit_spin(B.q_raw, &B.packet, B.sig, "aql_queue_submit");
+	return submit_spin(B.q_raw, &B.packet, B.sig, "aql_queue_submit", 1);
 }
 
-/* A packet into the resident queue: no driver call on either side. */
-static int one_resident(void)
+/* A packet into the resident queue, the last of n: no driver call on
+ * either side. */
+static int resident_last(uint32_t n)
 {
 	aql_packet p = B.packet;
 
 	p.dispatch.completion_signal = aql_signal_handle(B.res_sig);
-	return submit_spin(B.q_res, &p, B.res_sig, "aql_queue_submit (resident)");
+	return submit_spin(B.q_res, &p, B.res_sig, "aql_queue_submit (resident)", n);
+}
+
+static int one_resident(void)
+{
+	return resident_last(1);
 }
 
 /* A resident row without a resident queue: skipped, saying why. */
@@ -289,7 +331,7 @@ static int resident_batch(void *user)
 		st = aql_queue_submit(B.q_res, &p);
 	if (st != AQL_OK)
 		return fail("aql_queue_submit (resident)", st);
-	return one_resident();
+	return resident_last(B.res_batch);
 }
 
 /* Dispatches/s over rounds of res_batch packets. */
@@ -441,7 +483,7 @@ static int one_replay(void)
 
 	if (st != AQL_OK)
 		return fail("aql_graph_exec_replay", st);
-	return spin_done(done);
+	return spin_done_n(done, GRAPH_LAUNCHES);
 }
 
 static int bench_graph_replay(struct ctx *ctx, struct result *res)
@@ -477,7 +519,7 @@ static int typed_batch(void *user)
 	for (uint32_t i = 0; i < BATCH; i++)
 		if (launch_gpu(&done, NULL))
 			return -1;
-	return spin_done(done);
+	return spin_done_n(done, BATCH);
 }
 
 /* Launches/s over rounds of BATCH. */
@@ -528,7 +570,7 @@ static int submit_round(void *user, double *raw, double *typed)
 			return -1;
 	t = now_ns() - t0;
 	*typed = (double)t / BATCH;
-	return spin_done(done);
+	return spin_done_n(done, BATCH);
 }
 
 static int bench_submit_raw(struct ctx *ctx, struct result *res)
