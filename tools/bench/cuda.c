@@ -167,14 +167,20 @@ static int timed_out(const char *what, const aql_signal *sig, int64_t below, aql
 }
 
 /*
- * Spin until c, the end of the last of n launches, is done. The emulated
+ * How long a spin on the last of n launches or packets lasts. The emulated
  * driver runs each launch as a CPU-agent dispatch, a round trip through
  * three threads: beside other sanitized tests on two busy CPUs a batch of
- * 256 has outlasted 10 s, so each launch adds to the allowance.
+ * 256 has outlasted 10 s, so each one adds to the allowance.
  */
+static uint64_t allowance_ns(uint32_t n)
+{
+	return WAIT_TIMEOUT_NS + n * (WAIT_TIMEOUT_NS / 500);
+}
+
+/* Spin until c, the end of the last of n launches, is done. */
 static int spin_done_n(aql_completion c, uint32_t n)
 {
-	uint64_t allowance = WAIT_TIMEOUT_NS + n * (WAIT_TIMEOUT_NS / 500);
+	uint64_t allowance = allowance_ns(n);
 	uint64_t deadline = now_ns() + allowance;
 	aql_status st;
 
@@ -265,7 +271,7 @@ static int one_typed(void)
 static int submit_spin(aql_queue *q, const aql_packet *p, aql_signal *sig, const char *what,
 		       uint32_t n)
 {
-	uint64_t allowance = WAIT_TIMEOUT_NS + n * (WAIT_TIMEOUT_NS / 500);
+	uint64_t allowance = allowance_ns(n);
 	uint64_t deadline = now_ns() + allowance;
 	aql_status st;
 	int64_t v;
