@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 #include <pthread.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -639,17 +638,10 @@ static int await_room(struct aql_queue_impl *q, struct room *r, uint64_t deadlin
 			__atomic_fetch_add(&q->space_holders, 1, __ATOMIC_SEQ_CST);
 		__atomic_fetch_add(&q->space_waiters, 1, __ATOMIC_SEQ_CST);
 		seq = __atomic_load_n(&q->space_seq, __ATOMIC_ACQUIRE);
-		if (!room_now(queue, r, 0) && !__atomic_load_n(&queue->error, __ATOMIC_ACQUIRE)) {
-			uint64_t asleep = aql_now_ns(), woken;
-
+		if (!room_now(queue, r, 0) && !__atomic_load_n(&queue->error, __ATOMIC_ACQUIRE))
 			aql_futex_wait_bits(&q->space_seq, seq,
 					    r->reserved ? AQL_SPACE_HOLDS : AQL_SPACE_NEW,
 					    wake_by(queue, deadline_ns));
-			woken = __atomic_load_n(&q->space_woken, __ATOMIC_RELAXED);
-			if (woken > asleep && aql_now_ns() - woken >= AQL_QUEUE_STARVED_NS)
-				__atomic_store_n(&q->space_cpu, (uint32_t)sched_getcpu() + 1,
-						 __ATOMIC_RELAXED);
-		}
 		__atomic_fetch_sub(&q->space_waiters, 1, __ATOMIC_RELAXED);
 		if (r->reserved)
 			__atomic_fetch_sub(&q->space_holders, 1, __ATOMIC_RELAXED);

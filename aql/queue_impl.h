@@ -49,12 +49,6 @@ struct aql_queue_impl {
 	uint32_t space_waiters;
 	/* Of them, those that may hold ids beyond the ring (AQL_SPACE_HOLDS). */
 	uint32_t space_holders;
-	/* When the processor last woke producers (aql_now_ns()), and the CPU
-	 * (+ 1) of a producer that, woken from a full ring, then waited
-	 * AQL_QUEUE_STARVED_NS or more for a CPU: a request that the CPU
-	 * agent's processor takes and moves there. Relaxed. */
-	uint64_t space_woken;
-	uint32_t space_cpu;
 	uint32_t error_once;
 	/* The agent runs none of the queue's packets any more (it stopped on
 	 * a failed packet): aql_queue_find_pending() skips it. Atomic. */
@@ -64,11 +58,6 @@ struct aql_queue_impl {
 	char error_message[256];
 };
 
-/*
- * A thread woken from a sleep that then waited this long for a CPU was
- * starved: beside busy threads, the scheduler left it queued behind one.
- */
-#define AQL_QUEUE_STARVED_NS 50000u
 
 static inline struct aql_queue_impl *aql_queue_impl(aql_queue *queue)
 {
@@ -97,7 +86,6 @@ static inline void aql_queue_wake_producers(struct aql_queue_impl *q, int some)
 {
 	if (!__atomic_load_n(&q->space_waiters, __ATOMIC_SEQ_CST))
 		return;
-	__atomic_store_n(&q->space_woken, aql_now_ns(), __ATOMIC_RELAXED);
 	if (!some) {
 		aql_futex_bump_and_wake(&q->space_seq);
 		return;

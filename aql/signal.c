@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 #include <pthread.h>
-#include <sched.h>
 #include <stdlib.h>
 
 #include <aql/signal.h>
@@ -243,13 +242,6 @@ void aql_signal_wake_waiters(aql_signal *signal)
 	if (mark) {
 		__atomic_compare_exchange_n(&signal->sleeping, &mark, 2, 0, __ATOMIC_SEQ_CST,
 					    __ATOMIC_RELAXED);
-		/* A queue's doorbell: its processor learns when and from where
-		 * its producer woke it (aql/host/host_agent.c). */
-		if (__atomic_load_n(&signal->queue_ptr, __ATOMIC_RELAXED)) {
-			__atomic_store_n(&signal->end_ts, (uint64_t)sched_getcpu() + 1,
-					 __ATOMIC_RELAXED);
-			__atomic_store_n(&signal->start_ts, aql_now_ns(), __ATOMIC_RELEASE);
-		}
 		aql_futex_bump_and_wake(&signal->wake_seq);
 		__atomic_compare_exchange_n(&signal->sleeping, &two, 0, 0, __ATOMIC_SEQ_CST,
 					    __ATOMIC_RELAXED);

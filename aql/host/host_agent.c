@@ -639,71 +639,6 @@ static void register_helper(void)
  */
 #define ANNOUNCED_POLL_NS 100000u
 
-/*
- * Where the processor runs, beside busy threads (more runnable threads than
- * CPUs). Two placements are stable, and each suits one kind of work:
- * - On the CPU of the thread that feeds it, the two take turns: a producer
- *   that fills the ring sleeps, the processor drains it at once and wakes
- *   it, and the pair keeps a whole CPU. Apart, each waits for its own CPU
- *   after every hand-off. So when the producer of a SINGLE queue, woken
- *   from a full ring, was starved (aql_queue_wait_space()), the processor
- *   moves to its CPU (join_producer_cpu()).
- * - Apart from it, a waiter that polls for a completion gets one: on the
- *   same CPU the processor runs only once the poll is preempted, and a
- *   round trip costs a time slice. A wake-up that came from this very CPU,
- *   with no producer asleep on a full ring, and that waited
- *   AQL_QUEUE_STARVED_NS or more for the CPU shows that; the processor
- *   then moves off that CPU (leave_producer_cpu()). A waiter that sleeps
- *   at once lets it run sooner, and changes nothing.
- * A move changes the thread's CPU, not where it may run: the affinity is
- * set for the move and put back at once, so the scheduler stays free to
- * balance, and a later change by the program is kept. Failures are
- * harmless and ignored.
- */
-static void move_processor(int cpu, int away)
-{
-	cpu_set_t allowed, set;
-
-	if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getaffinity(0, sizeof(allowed), &allowed) ||
-	    CPU_COUNT(&allowed) < 2 || !CPU_ISSET(cpu, &allowed))
-		return;
-	if (away) {
-		set = allowed;
-		CPU_CLR(cpu, &set);
-	} else {
-		CPU_ZERO(&set);
-		CPU_SET(cpu, &set);
-	}
-	if (sched_setaffinity(0, sizeof(set), &set) == 0)
-		sched_setaffinity(0, sizeof(allowed), &allowed);
-}
-
-static void leave_producer_cpu(struct processor *p, const aql_signal *db, uint64_t slept,
-			       uint64_t now)
-{
-	uint64_t woken = __atomic_load_n(&db->start_ts, __ATOMIC_ACQUIRE);
-	int cpu = (int)__atomic_load_n(&db->end_ts, __ATOMIC_RELAXED) - 1;
-
-	if (woken >= slept && now - woken >= AQL_QUEUE_STARVED_NS &&
-	    !__atomic_load_n(&p->q->space_waiters, __ATOMIC_RELAXED) && cpu >= 0 &&
-	    sched_getcpu() == cpu)
-		move_processor(cpu, 1);
-}
-
-/* Every quarter ring (as the wake-ups of aql_queue_retire()). Only a
- * SINGLE queue has one producer whose CPU is worth joining. */
-static void join_producer_cpu(struct processor *p)
-{
-	int cpu;
-
-	if (p->q->pub.type != AQL_QUEUE_SINGLE ||
-	    !__atomic_load_n(&p->q->space_cpu, __ATOMIC_RELAXED))
-		return;
-	cpu = (int)__atomic_exchange_n(&p->q->space_cpu, 0, __ATOMIC_RELAXED) - 1;
-	if (cpu >= 0 && sched_getcpu() != cpu)
-		move_processor(cpu, 0);
-}
-
 /* Returns the id of the next packet: waiters may have run some meanwhile. */
 static uint64_t wait_for_packet(struct processor *p, aql_packet *slot, uint64_t id)
 {
@@ -728,13 +663,10 @@ static uint64_t wait_for_packet(struct processor *p, aql_packet *slot, uint64_t 
 	conds[0] = (struct aql_wait_cond){ db, -1, rung, AQL_COND_NE };
 	if (aql_header_type(__atomic_load_n(&slot->header, __ATOMIC_ACQUIRE)) ==
 	    AQL_PACKET_INVALID) {
-		uint64_t slept = aql_now_ns();
-
 		open_to_waiters(p);
 		wait_or_stop(p, conds, 1, 0,
 			     rung >= (int64_t)id ? aql_deadline(ANNOUNCED_POLL_NS) : UINT64_MAX);
 		id = close_to_waiters(p, id);
-		leave_producer_cpu(p, db, slept, aql_now_ns());
 	}
 	now = aql_now_ns();
 out:
@@ -805,8 +737,7 @@ static void *processor_main(void *arg)
 		}
 		switch (process(p, slot, header, id, UINT64_MAX)) {
 		case DONE:
-			if ((++id & (q->mask >> 2)) == 0)
-				join_producer_cpu(p);
+			id++;
 			break;
 		case FAILED:
 			goto dead;
