@@ -137,9 +137,11 @@ static struct {
 	pthread_t self;		/* the agent's thread, and its own policy: */
 	int policy;		/* written by it before its first holding */
 	int holding;		/* the agent's thread holds the lock: set under it, read without */
+	/* Clearing holding, and boosted with the class change it stands for. */
+	pthread_mutex_t class_lock;
 	int boosted;		/* a helper put the agent back in its own policy */
 } agent = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
-	    .ended = PTHREAD_COND_INITIALIZER };
+	    .ended = PTHREAD_COND_INITIALIZER, .class_lock = PTHREAD_MUTEX_INITIALIZER };
 
 static const char *level_name(int level)
 {
@@ -343,21 +345,42 @@ static void agent_lock(void)
 	__atomic_store_n(&agent.holding, 1, __ATOMIC_RELEASE);
 }
 
+/*
+ * The agent is letting go of the lock (unlocking, or sleeping on it): it
+ * no longer holds it, and a boost is undone. Under class_lock, so that a
+ * helper's boost either comes first and is undone here, or finds holding
+ * clear; with atomics alone a boost could land just after the agent's
+ * check and leave an idle agent out of the idle class for good.
+ */
+static void agent_let_go(void)
+{
+	pthread_mutex_lock(&agent.class_lock);
+	__atomic_store_n(&agent.holding, 0, __ATOMIC_RELAXED);
+	if (agent.boosted) {
+		agent.boosted = 0;
+		agent_class(1);
+	}
+	pthread_mutex_unlock(&agent.class_lock);
+}
+
 static void agent_unlock(void)
 {
-	__atomic_store_n(&agent.holding, 0, __ATOMIC_RELAXED);
+	agent_let_go();
 	pthread_mutex_unlock(&agent.lock);
-	if (__atomic_exchange_n(&agent.boosted, 0, __ATOMIC_RELAXED))
-		agent_class(1);
 }
 
 /* A helper kept out of the lock: if the agent holds it, boost it. */
 static void boost_agent(void)
 {
-	if (__atomic_load_n(&agent.holding, __ATOMIC_ACQUIRE) &&
-	    (agent.policy == SCHED_OTHER || agent.policy == SCHED_BATCH) &&
-	    !__atomic_exchange_n(&agent.boosted, 1, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&agent.holding, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&agent.class_lock);
+	if (__atomic_load_n(&agent.holding, __ATOMIC_ACQUIRE) && !agent.boosted &&
+	    (agent.policy == SCHED_OTHER || agent.policy == SCHED_BATCH)) {
+		agent.boosted = 1;
 		pthread_setschedparam(agent.self, agent.policy, &(struct sched_param){ 0 });
+	}
+	pthread_mutex_unlock(&agent.class_lock);
 }
 
 /* The lock, on a thread other than the agent's, if it is free (0): else
@@ -401,7 +424,7 @@ static void idle_wait(struct aql_spin *spin)
 	}
 	agent_lock();
 	if (!agent.head && !agent.stop) {
-		__atomic_store_n(&agent.holding, 0, __ATOMIC_RELAXED);
+		agent_let_go();
 		pthread_cond_wait(&agent.wake, &agent.lock);
 		__atomic_store_n(&agent.holding, 1, __ATOMIC_RELEASE);
 	}
