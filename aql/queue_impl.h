@@ -58,7 +58,6 @@ struct aql_queue_impl {
 	char error_message[256];
 };
 
-
 static inline struct aql_queue_impl *aql_queue_impl(aql_queue *queue)
 {
 	return (struct aql_queue_impl *)queue;

@@ -20,7 +20,6 @@
 #include "util/sanitizer.h"
 #include "aql/host/workgroup.h"
 
-
 #ifdef AQL_ASAN
 void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom, size_t size);
 void __sanitizer_finish_switch_fiber(void *fake_stack_save, const void **bottom_old,

@@ -144,14 +144,13 @@ static int cu_skip(struct result *res, const char *call, CUresult r)
 	return 0;
 }
 
-/* A completion that did not come within ns: its signal and queue as they
- * stand. */
-static int timed_out(const char *what, const aql_signal *sig, int64_t below, aql_queue *q,
-		     uint64_t ns)
+/* A completion that did not come within WAIT_TIMEOUT_NS: its signal and
+ * queue as they stand. */
+static int timed_out(const char *what, const aql_signal *sig, int64_t below, aql_queue *q)
 {
 	char msg[300];
 	int n = snprintf(msg, sizeof(msg), "no completion within %llu s: its signal is %lld, done below %lld",
-			 (unsigned long long)(ns / 1000000000u),
+			 (unsigned long long)(WAIT_TIMEOUT_NS / 1000000000u),
 			 (long long)aql_signal_load(sig, AQL_ACQUIRE), (long long)below);
 
 	if (q)
@@ -166,38 +165,19 @@ static int timed_out(const char *what, const aql_signal *sig, int64_t below, aql
 	return fail_msg(what, AQL_ERR_TIMEOUT, msg);
 }
 
-/*
- * How long a spin on the last of n launches or packets lasts. The emulated
- * driver runs each launch as a CPU-agent dispatch, a round trip through
- * three threads: beside other sanitized tests on two busy CPUs a batch of
- * 256 has outlasted 10 s, so each one adds to the allowance.
- */
-static uint64_t allowance_ns(uint32_t n)
+static int spin_done(aql_completion c)
 {
-	return WAIT_TIMEOUT_NS + n * (WAIT_TIMEOUT_NS / 500);
-}
-
-/* Spin until c, the end of the last of n launches, is done. */
-static int spin_done_n(aql_completion c, uint32_t n)
-{
-	uint64_t allowance = allowance_ns(n);
-	uint64_t deadline = now_ns() + allowance;
+	uint64_t deadline = now_ns() + WAIT_TIMEOUT_NS;
 	aql_status st;
 
 	while (!aql_completion_done(c)) {
 		if (now_ns() > deadline)
-			return timed_out("waiting for a completion", c.signal, c.below, c.queue,
-					 allowance);
+			return timed_out("waiting for a completion", c.signal, c.below, c.queue);
 		cpu_relax();
 	}
 	/* Done also covers failed: a negative value, which this names. */
 	st = aql_completion_wait(c, 0);
 	return st == AQL_OK ? 0 : fail("aql_completion_wait", st);
-}
-
-static int spin_done(aql_completion c)
-{
-	return spin_done_n(c, 1);
 }
 
 /* One item of k on q, after the completion after when not NULL. */
@@ -265,14 +245,11 @@ static int one_typed(void)
 	return launch_gpu(&done, NULL) || spin_done(done) ? -1 : 0;
 }
 
-/* p into q, the last of n packets, and its completion signal sig spun on,
- * with no driver call on this side; what names the queue in the reason of
- * a failure. */
-static int submit_spin(aql_queue *q, const aql_packet *p, aql_signal *sig, const char *what,
-		       uint32_t n)
+/* p into q and its completion signal sig spun on, with no driver call on
+ * this side; what names the queue in the reason of a failure. */
+static int submit_spin(aql_queue *q, const aql_packet *p, aql_signal *sig, const char *what)
 {
-	uint64_t allowance = allowance_ns(n);
-	uint64_t deadline = now_ns() + allowance;
+	uint64_t deadline = now_ns() + WAIT_TIMEOUT_NS;
 	aql_status st;
 	int64_t v;
 
@@ -282,7 +259,7 @@ static int submit_spin(aql_queue *q, const aql_packet *p, aql_signal *sig, const
 		return fail(what, st);
 	while ((v = aql_signal_load(sig, AQL_ACQUIRE)) >= 1) {
 		if (now_ns() > deadline)
-			return timed_out(what, sig, 1, q, allowance);
+			return timed_out(what, sig, 1, q);
 		cpu_relax();
 	}
 	return v < 0 ? fail_msg(what, AQL_ERR_QUEUE_ERROR,
@@ -291,22 +268,16 @@ static int submit_spin(aql_queue *q, const aql_packet *p, aql_signal *sig, const
 
 static int one_packet(void)
 {
-	return submit_spin(B.q_raw, &B.packet, B.sig, "aql_queue_submit", 1);
+	return submit_spin(B.q_raw, &B.packet, B.sig, "aql_queue_submit");
 }
 
-/* A packet into the resident queue, the last of n: no driver call on
- * either side. */
-static int resident_last(uint32_t n)
+/* A packet into the resident queue: no driver call on either side. */
+static int one_resident(void)
 {
 	aql_packet p = B.packet;
 
 	p.dispatch.completion_signal = aql_signal_handle(B.res_sig);
-	return submit_spin(B.q_res, &p, B.res_sig, "aql_queue_submit (resident)", n);
-}
-
-static int one_resident(void)
-{
-	return resident_last(1);
+	return submit_spin(B.q_res, &p, B.res_sig, "aql_queue_submit (resident)");
 }
 
 /* A resident row without a resident queue: skipped, saying why. */
@@ -337,7 +308,7 @@ static int resident_batch(void *user)
 		st = aql_queue_submit(B.q_res, &p);
 	if (st != AQL_OK)
 		return fail("aql_queue_submit (resident)", st);
-	return resident_last(B.res_batch);
+	return one_resident();
 }
 
 /* Dispatches/s over rounds of res_batch packets. */
@@ -489,7 +460,7 @@ static int one_replay(void)
 
 	if (st != AQL_OK)
 		return fail("aql_graph_exec_replay", st);
-	return spin_done_n(done, GRAPH_LAUNCHES);
+	return spin_done(done);
 }
 
 static int bench_graph_replay(struct ctx *ctx, struct result *res)
@@ -525,7 +496,7 @@ static int typed_batch(void *user)
 	for (uint32_t i = 0; i < BATCH; i++)
 		if (launch_gpu(&done, NULL))
 			return -1;
-	return spin_done_n(done, BATCH);
+	return spin_done(done);
 }
 
 /* Launches/s over rounds of BATCH. */
@@ -576,7 +547,7 @@ static int submit_round(void *user, double *raw, double *typed)
 			return -1;
 	t = now_ns() - t0;
 	*typed = (double)t / BATCH;
-	return spin_done_n(done, BATCH);
+	return spin_done(done);
 }
 
 static int bench_submit_raw(struct ctx *ctx, struct result *res)
