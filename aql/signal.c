@@ -258,10 +258,10 @@ void aql_signal_wake_waiters(aql_signal *signal)
 static const struct aql_wait_helper *helpers[AQL_WAIT_HELPERS_MAX];
 /* Set while this thread runs a helper: waits inside it call none. */
 static __thread int in_help;
-/* The deadline of the wait whose helpers run on this thread. */
+/* The deadline of the wait whose helpers run on this thread; 0 between. */
 static __thread uint64_t help_deadline;
 
-uint64_t aql_wait_help_deadline(void)
+uint64_t aql_wait_helper_deadline(void)
 {
 	return help_deadline;
 }
@@ -310,6 +310,7 @@ static int help_wait(uint32_t n, const struct aql_wait_cond *conds, uint64_t dea
 	for (uint32_t i = 0; i < AQL_WAIT_HELPERS_MAX &&
 			     (h = __atomic_load_n(&helpers[i], __ATOMIC_ACQUIRE)); i++)
 		did |= h->help(h, n, signals) != 0;
+	help_deadline = 0;
 	in_help = 0;
 	return did;
 }

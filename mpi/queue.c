@@ -64,7 +64,9 @@
 /* The agent leaves the operations to a thread that helped this recently. */
 #define HELPED_NS 10000u
 
-/* The most passes help() makes for a wait on an operation's end. */
+/* The longest help() polls an operation's end, yielding the CPU every
+ * HELP_PASSES passes. */
+#define HELP_POLL_NS 50000u
 #define HELP_PASSES 16u
 
 enum op_kind { OP_SEND, OP_RECV, OP_ALLREDUCE };
@@ -477,6 +479,7 @@ static int waits_for_op(uint32_t n, aql_signal *const *signals)
  */
 static int help(const struct aql_wait_helper *h, uint32_t n, aql_signal *const *signals)
 {
+	uint64_t end, deadline;
 	int moved;
 
 	(void)h;
@@ -485,12 +488,28 @@ static int help(const struct aql_wait_helper *h, uint32_t n, aql_signal *const *
 	if (try_lock_agent())
 		return 0;
 	moved = progress(1);
-	/* A wait for an operation's end: only a pass can end it (the agent
-	 * keeps away while helped, below), and the wait calls again only
-	 * after 64 polls (about 2 us here), so pass on for a while. */
-	for (uint32_t i = 0; !moved && i < HELP_PASSES && waits_for_op(n, signals); i++) {
+	/*
+	 * A wait for an operation's end: only a pass can end it (the agent
+	 * keeps away while helped, below), so pass on, for HELP_POLL_NS and
+	 * not past the wait's deadline, as MPI_Wait would poll. A waiter
+	 * that sleeps sooner leaves the passes to the agent's idle-class
+	 * thread, which beside the ranks' compute threads may sit on a busy
+	 * CPU while the waiter's own idles: in aql-bench --mpi's Jacobi
+	 * rounds the queued step then took twice as long, for a whole run.
+	 * One that gives up leaves the passes to the agent at once.
+	 */
+	end = moved ? 0 : aql_now_ns() + HELP_POLL_NS;
+	deadline = aql_wait_helper_deadline();
+	if (deadline < end)
+		end = deadline;
+	for (uint32_t i = 1; !moved && waits_for_op(n, signals); i++) {
 		pthread_mutex_unlock(&agent.lock);
-		aql_cpu_relax();
+		if (i % HELP_PASSES)
+			aql_cpu_relax();
+		else if (aql_now_ns() >= end)
+			return 0;
+		else
+			sched_yield();
 		if (try_lock_agent())
 			return 0;
 		moved = progress(1);
@@ -500,8 +519,15 @@ static int help(const struct aql_wait_helper *h, uint32_t n, aql_signal *const *
 	return moved;
 }
 
+/* Whether a thread helped within HELPED_NS: it makes the passes then. */
+static int helped_lately(void)
+{
+	return aql_now_ns() - __atomic_load_n(&agent.helped_ns, __ATOMIC_RELAXED) < HELPED_NS;
+}
+
 static void *agent_main(void *arg)
 {
+	const struct timespec nap = { 0, 20000 };
 	struct aql_spin spin = { 0 };
 	unsigned idle = 0;
 
@@ -529,25 +555,28 @@ static void *agent_main(void *arg)
 		}
 		/* A thread that helped lately makes the passes: keep out of its
 		 * way (and its lock), unless it left a failure to end here. */
-		helped = !agent.handoff &&
-			 aql_now_ns() - __atomic_load_n(&agent.helped_ns, __ATOMIC_RELAXED) <
-				 HELPED_NS;
+		helped = !agent.handoff && helped_lately();
 		agent.handoff = 0;
 		if (!helped && progress(0)) {
 			idle = 0;
 			continue;
 		}
-		/* Nothing moved: let the program's threads (and MPI's peers on
-		 * the same cores) run, then sleep a little once it lasts; while
-		 * helped, sleep at once. */
+		/*
+		 * Nothing moved: let the program's threads (and MPI's peers on
+		 * the same cores) run, and sleep a little once it lasts. While
+		 * helped, without the lock, and only until the helping stops:
+		 * a helper that found nothing to do sleeps in its wait, and a
+		 * nap begun before would leave the operations unmoved (the CPU
+		 * idle) for the rest of it, twice a step in aql-bench --mpi's
+		 * Jacobi rounds whenever the waits had learnt to sleep early.
+		 */
 		agent_unlock();
-		if (!helped && ++idle < 1000) {
-			sched_yield();
-		} else {
-			struct timespec ts = { 0, 20000 };
-
-			nanosleep(&ts, NULL);
-		}
+		do {
+			if (++idle < 1000)
+				sched_yield();
+			else
+				nanosleep(&nap, NULL);
+		} while (helped && helped_lately());
 		agent_lock();
 	}
 	agent.running = 0;

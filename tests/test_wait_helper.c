@@ -10,11 +10,13 @@
 #include "helpers.h"
 
 /* Completes `target` on its `after`-th call for it, says it did work on
- * each (so even a blocked wait calls it again), and counts its calls. */
+ * each (so even a blocked wait calls it again), and counts its calls;
+ * deadline: what aql_wait_helper_deadline() said in the last. */
 struct counting {
 	struct aql_wait_helper h;
 	aql_signal *target;
 	uint32_t after, calls;
+	uint64_t deadline;
 	pthread_t caller;
 	aql_signal *nested;	/* waited on from inside the helper, if set */
 	aql_status nested_st;
@@ -30,6 +32,7 @@ static int count_help(const struct aql_wait_helper *h, uint32_t n, aql_signal *c
 	if (!mine || !c->target)
 		return 0;
 	c->caller = pthread_self();
+	c->deadline = aql_wait_helper_deadline();
 	if (c->nested)
 		c->nested_st = aql_signal_wait(c->nested, AQL_COND_EQ, 0, 1000000,
 					       AQL_WAIT_BLOCKED, NULL);
@@ -102,6 +105,36 @@ static void test_nested(void)
 	aql_signal_destroy(inner);
 }
 
+/* A helper reads the deadline of the wait that runs it; 0 elsewhere. */
+static void test_deadline(void)
+{
+	aql_signal *s = th_signal(1);
+	uint64_t t0, t1;
+
+	CHECK(aql_wait_helper_deadline() == 0, "outside a helper: deadline %llu, expected 0",
+	      (unsigned long long)aql_wait_helper_deadline());
+	helper.calls = 0;
+	helper.after = 1;
+	__atomic_store_n(&helper.target, s, __ATOMIC_RELEASE);
+	t0 = th_now_ns();
+	CHECK_DONE(aql_signal_wait(s, AQL_COND_EQ, 0, TH_TIMEOUT_NS, AQL_WAIT_BLOCKED, NULL));
+	t1 = th_now_ns();
+	CHECK(helper.deadline >= t0 + TH_TIMEOUT_NS && helper.deadline <= t1 + TH_TIMEOUT_NS,
+	      "a wait of %llu ns from %llu: the helper saw deadline %llu",
+	      (unsigned long long)TH_TIMEOUT_NS, (unsigned long long)t0,
+	      (unsigned long long)helper.deadline);
+	CHECK(aql_wait_helper_deadline() == 0, "after the wait: deadline %llu, expected 0",
+	      (unsigned long long)aql_wait_helper_deadline());
+	aql_signal_store(s, 1, AQL_RELAXED);
+	helper.calls = 0;
+	CHECK_DONE(aql_signal_wait(s, AQL_COND_EQ, 0, AQL_TIMEOUT_INFINITE, AQL_WAIT_BLOCKED,
+				   NULL));
+	CHECK(helper.deadline == UINT64_MAX, "an unbounded wait: the helper saw deadline %llu",
+	      (unsigned long long)helper.deadline);
+	__atomic_store_n(&helper.target, NULL, __ATOMIC_RELEASE);
+	aql_signal_destroy(s);
+}
+
 /* A helper with nothing to do leaves the wait as it was: it times out. */
 static void test_idle_timeout(void)
 {
@@ -149,6 +182,7 @@ int main(void)
 	test_modes();
 	test_any();
 	test_nested();
+	test_deadline();
 	test_idle_timeout();
 	test_register();
 	return th_finish();

@@ -28,12 +28,6 @@ aql_status aql_wait_conds(uint32_t n, const struct aql_wait_cond *conds,
 			  uint32_t *index, int64_t *observed);
 
 /*
- * For a wait helper (struct aql_wait_helper): the deadline (aql_now_ns()
- * time, UINT64_MAX for none) of the wait that calls it on this thread.
- */
-uint64_t aql_wait_help_deadline(void);
-
-/*
  * A runtime thread that runs inside a driver's context (the CUDA agent's
  * host functions) waits without helpers: it must not run a CPU agent's
  * kernel there. Returns the previous setting, to put back.

@@ -604,7 +604,7 @@ static int help_waiter(const struct aql_wait_helper *helper, uint32_t n,
 			continue;
 		/* The clock only once a processor is parked. */
 		if (!checked++) {
-			deadline = aql_wait_help_deadline();
+			deadline = aql_wait_helper_deadline();
 			if (deadline != UINT64_MAX && deadline < aql_now_ns() + HELP_MIN_LEFT_NS)
 				return 0;
 		}

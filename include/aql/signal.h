@@ -55,9 +55,7 @@ typedef struct __attribute__((aligned(64))) aql_signal {
 	uint32_t sleeping;		/* amd_signal_t reserved1: the sleep mark */
 	/* Profiling: the packet's start and end in its agent's ticks (ns
 	 * on the CPU agent; aql_signal_dispatch_time() converts). A queue's
-	 * doorbell (queue_ptr set) is never stamped; there they hold when
-	 * (aql_now_ns()) and from which CPU (+ 1) a store last woke the
-	 * queue's sleeping processor. */
+	 * doorbell (queue_ptr set) is never stamped. */
 	uint64_t start_ts;
 	uint64_t end_ts;
 	uint64_t queue_ptr;
@@ -169,6 +167,14 @@ struct aql_wait_helper {
  */
 #define AQL_WAIT_HELPERS_MAX 8
 aql_status aql_wait_helper_register(const struct aql_wait_helper *helper);
+
+/*
+ * Inside a helper's help: the deadline of the wait that called it, as
+ * CLOCK_MONOTONIC nanoseconds (UINT64_MAX: the wait has none), so that a
+ * helper that polls for a while stops in time. 0 on a thread that is not
+ * running a helper. Thread safe (per thread).
+ */
+uint64_t aql_wait_helper_deadline(void);
 
 /* Slow path of every value-changing op: wake all sleeping waiters. */
 void aql_signal_wake_waiters(aql_signal *signal);
