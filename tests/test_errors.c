@@ -4,8 +4,11 @@
  * (error state, completion signal -1, the signals of the packets queued
  * behind it -1, one callback naming the problem, and later submissions
  * refused), never a crash or a hang. Destroying queues
- * with packets in flight is safe too.
+ * with packets in flight is safe too, and CPU agents keep to their limits
+ * and defaults.
  */
+#include <errno.h>
+#include <sched.h>
 #include <string.h>
 
 #include "helpers.h"
@@ -213,6 +216,39 @@ static void test_agents(void)
 	      "5000 workers accepted");
 }
 
+/* workers 0: one per CPU the creating thread may run on. */
+static uint32_t default_workers_on(const cpu_set_t *set)
+{
+	aql_host_agent_config config = { 0 };
+	aql_agent *agent;
+	aql_agent_info info;
+
+	CHECK(sched_setaffinity(0, sizeof(*set), set) == 0, "sched_setaffinity: %s",
+	      strerror(errno));
+	CHECK_OK(aql_host_agent_create(&config, &agent));
+	CHECK_OK(aql_agent_get_info(agent, &info));
+	CHECK_OK(aql_agent_destroy(agent));
+	return info.compute_units;
+}
+
+static void test_default_workers(void)
+{
+	cpu_set_t all, one;
+	uint32_t n;
+	int first = 0;
+
+	CHECK(sched_getaffinity(0, sizeof(all), &all) == 0, "sched_getaffinity: %s",
+	      strerror(errno));
+	while (!CPU_ISSET(first, &all))
+		first++;
+	CPU_ZERO(&one);
+	CPU_SET(first, &one);
+	n = default_workers_on(&one);
+	CHECK(n == 1, "bound to CPU %d: %u workers, expected 1", first, n);
+	n = default_workers_on(&all);
+	CHECK(n == (uint32_t)CPU_COUNT(&all), "on %d CPUs: %u workers", CPU_COUNT(&all), n);
+}
+
 static void test_status_names(void)
 {
 	for (int st = AQL_OK; st <= AQL_ERR_SYSTEM; st++)
@@ -227,5 +263,6 @@ int main(void)
 	test_malformed();
 	test_destroy_in_flight();
 	test_agents();
+	test_default_workers();
 	return th_finish();
 }

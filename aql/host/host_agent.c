@@ -1071,19 +1071,35 @@ static const struct aql_agent_ops host_agent_ops = {
 	.builtins = builtins,
 };
 
+/*
+ * The default worker count: the CPUs the calling thread may run on, as
+ * nproc counts them. An MPI rank bound to one core (Open MPI's default
+ * for a few ranks, MPICH's -bind-to core), or a program under taskset or
+ * a cpuset, would otherwise start a worker per online CPU, all of them
+ * taking turns on the CPUs it has; the threads the agent starts inherit
+ * that mask. Every online CPU where the mask cannot be read.
+ */
+static uint32_t default_workers(void)
+{
+	cpu_set_t set;
+	long cpus;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		return (uint32_t)CPU_COUNT(&set);
+	cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	return cpus > 0 ? (uint32_t)cpus : 1;
+}
+
 aql_status aql_host_agent_create(const aql_host_agent_config *config, aql_agent **out)
 {
 	aql_host_agent_config c = config ? *config : (aql_host_agent_config){ 0 };
 	struct host_agent *a;
-	long cpus;
 	aql_status st;
 
 	if (!out)
 		return aql_fail(AQL_ERR_INVALID_ARG, "aql_host_agent_create: out is NULL");
-	if (c.workers == 0) {
-		cpus = sysconf(_SC_NPROCESSORS_ONLN);
-		c.workers = cpus > 0 ? (uint32_t)cpus : 1;
-	}
+	if (c.workers == 0)
+		c.workers = default_workers();
 	if (c.workers > 1024)
 		return aql_fail(AQL_ERR_INVALID_ARG, "CPU agent: %u workers requested, at most 1024",
 				c.workers);

@@ -95,15 +95,16 @@ const char *aql_agent_kind_name(enum aql_agent_kind kind);
 
 /*
  * The process-wide CPU agent, created on first use with the defaults (one
- * worker per online CPU) and kept until exit. Errors: AQL_ERR_NOMEM,
+ * worker per CPU the first caller may run on) and kept until exit. Errors: AQL_ERR_NOMEM,
  * AQL_ERR_SYSTEM. Thread safe.
  */
 aql_status aql_agent_default(aql_agent **out);
 
 typedef struct aql_host_agent_config {
 	/* Threads that run a dispatch's work-groups, the dispatching queue's
-	 * processor among them (so 1: the processor alone); 0: one per
-	 * online CPU. */
+	 * processor among them (so 1: the processor alone); 0: one per CPU
+	 * in the creating thread's affinity mask (an MPI rank bound to one
+	 * core gets the processor alone). */
 	uint32_t workers;
 	/* The most a processor polls before parking (0: 50 us); less after
 	 * idle waits that outlasted it (docs/benchmarks.md, --contention). */
