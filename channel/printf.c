@@ -36,7 +36,6 @@
 /* io_uring user data of the write (the only request). */
 #define UD_WRITE 1u
 
-
 struct entry {
 	uint32_t id;
 	struct aql_printf_fmt *f;	/* NULL: empty */

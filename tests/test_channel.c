@@ -58,7 +58,6 @@ static void rig_free(struct rig *r)
 		CHECK_OK(aql_agent_destroy(r->agent));
 }
 
-
 static aql_channel *chan(aql_agent *agent, uint32_t slot_size, uint32_t count, uint32_t flags,
 			 uint32_t replies)
 {

@@ -823,7 +823,6 @@ static void check_memory_threads(void)
 	sys->close(kfd);
 }
 
-
 /* Events (events.c): the event page, the event kinds, SET/RESET, WAIT_EVENTS
  * with and without the 1.14 event age, and what the CP raises. */
 static kfdemu_event_interrupt_fn interrupt_fn;

@@ -1509,7 +1509,6 @@ static void test_shared_service(void)
 
 /* ---- kernels on the CPU agent ------------------------------------------------ */
 
-
 /* Drain ch until done completes, then once more. */
 static void consume(aql_channel *ch, aql_completion done)
 {

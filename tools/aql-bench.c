@@ -61,7 +61,6 @@ static const struct sizes quick_sizes = {
 	.meta_round_ns = 2000000,
 };
 
-
 static const struct mode *const modes[] = {
 	&bench_mode_dispatch,
 	&bench_mode_load,

@@ -33,7 +33,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-
 #include <aql/bundle.h>
 #include <aql/code_object.h>
 #include <aql/metadata.h>

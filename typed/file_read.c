@@ -41,7 +41,6 @@
 /* Submissions refused with nothing in flight before the read gives up. */
 #define MAX_SUBMIT_STALLS	1000
 
-
 #ifndef __NR_cachestat
 #define __NR_cachestat		451	/* on every architecture but alpha */
 #endif

@@ -686,7 +686,6 @@ static int bench_pingpong_futex(struct ctx *ctx, struct result *res)
 	return bench_pingpong(ctx, res, true, ctx->sz.block_samples);
 }
 
-
 static int dispatch_banner(const struct ctx *ctx)
 {
 	aql_agent_info info;
@@ -700,7 +699,6 @@ static int dispatch_banner(const struct ctx *ctx)
 	       ctx->opts->quick ? "quick" : "full", ctx->opts->threads);
 	return 0;
 }
-
 
 /* Each baseline runs right before the metric compared with it, so both
  * see the same placement of threads on (virtual) CPUs. */

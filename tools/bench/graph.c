@@ -43,7 +43,6 @@ struct graph_bench {
 	bool gated;		/* the host-time rounds hold the queue */
 };
 
-
 /* ns of one chain, replayed (graph) or launched one by one. */
 static int chain(struct graph_bench *b, bool graph, double *ns)
 {

@@ -776,7 +776,6 @@ static int load_banner(const struct ctx *ctx)
 	return 0;
 }
 
-
 /* The peer runs right after aql, on the same bytes and the same CPU state. */
 static const struct bench load_benches[] = {
 	{ "load_ms",			  bench_load_ms },
