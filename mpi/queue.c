@@ -496,7 +496,9 @@ static int help(const struct aql_wait_helper *h, uint32_t n, aql_signal *const *
 	 * thread, which beside the ranks' compute threads may sit on a busy
 	 * CPU while the waiter's own idles: in aql-bench --mpi's Jacobi
 	 * rounds the queued step then took twice as long, for a whole run.
-	 * One that gives up leaves the passes to the agent at once.
+	 * The poll renews helped_ns as it goes, so that the agent keeps out
+	 * of it; one that gives up clears it, leaving the passes to the
+	 * agent at once.
 	 */
 	end = moved ? 0 : aql_now_ns() + HELP_POLL_NS;
 	deadline = aql_wait_helper_deadline();
@@ -504,12 +506,16 @@ static int help(const struct aql_wait_helper *h, uint32_t n, aql_signal *const *
 		end = deadline;
 	for (uint32_t i = 1; !moved && waits_for_op(n, signals); i++) {
 		pthread_mutex_unlock(&agent.lock);
-		if (i % HELP_PASSES)
+		if (i % HELP_PASSES) {
 			aql_cpu_relax();
-		else if (aql_now_ns() >= end)
-			return 0;
-		else
+		} else {
+			uint64_t now = aql_now_ns();
+
+			__atomic_store_n(&agent.helped_ns, now < end ? now : 0, __ATOMIC_RELAXED);
+			if (now >= end)
+				return 0;
 			sched_yield();
+		}
 		if (try_lock_agent())
 			return 0;
 		moved = progress(1);
