@@ -133,7 +133,7 @@ static struct {
 	int running, stop;
 	uint64_t added;		/* operations handed over: written under the lock, polled without */
 	uint32_t npending;	/* operations in head's list: written under the lock, read without */
-	uint64_t helped_ns;	/* help()'s last pass: written under the lock, read without */
+	uint64_t helped_ns;	/* help()'s last pass, 0 once it gave up: atomic */
 	int helping;		/* help() is registered */
 	int handoff;		/* a helper left a failure to the agent */
 	pthread_t self;		/* the agent's thread, and its own policy: */
@@ -497,14 +497,14 @@ static int help(const struct aql_wait_helper *h, uint32_t n, aql_signal *const *
 	 * CPU while the waiter's own idles: in aql-bench --mpi's Jacobi
 	 * rounds the queued step then took twice as long, for a whole run.
 	 * The poll renews helped_ns as it goes, so that the agent keeps out
-	 * of it; one that gives up clears it, leaving the passes to the
-	 * agent at once.
+	 * of it; one that gives up, or leaves a failure to the agent, clears
+	 * it, so that the agent takes the passes over.
 	 */
 	end = moved ? 0 : aql_now_ns() + HELP_POLL_NS;
 	deadline = aql_wait_helper_deadline();
 	if (deadline < end)
 		end = deadline;
-	for (uint32_t i = 1; !moved && waits_for_op(n, signals); i++) {
+	for (uint32_t i = 1; !moved && !agent.handoff && waits_for_op(n, signals); i++) {
 		pthread_mutex_unlock(&agent.lock);
 		if (i % HELP_PASSES) {
 			aql_cpu_relax();
@@ -520,7 +520,7 @@ static int help(const struct aql_wait_helper *h, uint32_t n, aql_signal *const *
 			return 0;
 		moved = progress(1);
 	}
-	__atomic_store_n(&agent.helped_ns, aql_now_ns(), __ATOMIC_RELAXED);
+	__atomic_store_n(&agent.helped_ns, agent.handoff ? 0 : aql_now_ns(), __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&agent.lock);
 	return moved;
 }
@@ -528,7 +528,9 @@ static int help(const struct aql_wait_helper *h, uint32_t n, aql_signal *const *
 /* Whether a thread helped within HELPED_NS: it makes the passes then. */
 static int helped_lately(void)
 {
-	return aql_now_ns() - __atomic_load_n(&agent.helped_ns, __ATOMIC_RELAXED) < HELPED_NS;
+	uint64_t helped = __atomic_load_n(&agent.helped_ns, __ATOMIC_RELAXED);
+
+	return aql_now_ns() - helped < HELPED_NS;
 }
 
 static void *agent_main(void *arg)
@@ -570,11 +572,12 @@ static void *agent_main(void *arg)
 		/*
 		 * Nothing moved: let the program's threads (and MPI's peers on
 		 * the same cores) run, and sleep a little once it lasts. While
-		 * helped, without the lock, and only until the helping stops:
+		 * helped, the same, without the lock, until the helping stops:
 		 * a helper that found nothing to do sleeps in its wait, and a
-		 * nap begun before would leave the operations unmoved (the CPU
-		 * idle) for the rest of it, twice a step in aql-bench --mpi's
-		 * Jacobi rounds whenever the waits had learnt to sleep early.
+		 * nap taken for the whole of a helped stretch would leave the
+		 * operations unmoved (the CPU idle) after it, twice a step in
+		 * aql-bench --mpi's Jacobi rounds whenever the waits had learnt
+		 * to sleep early.
 		 */
 		agent_unlock();
 		do {

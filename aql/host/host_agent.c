@@ -57,6 +57,7 @@
 #define MAX_WORKGROUP 1024u
 #define MAX_PRIVATE (64u << 10)
 #define MAX_QUEUE_SIZE (1u << 20)
+#define MAX_WORKERS 1024u
 #define DEFAULT_GROUP_SEGMENT (64u << 10)
 #define DEFAULT_IDLE_SPIN_NS 50000u
 /* Grids up to this many work-items run on the processor thread: waking a
@@ -1087,7 +1088,7 @@ static uint32_t default_workers(void)
 	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
 		return (uint32_t)CPU_COUNT(&set);
 	cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	return cpus > 0 ? (uint32_t)cpus : 1;
+	return cpus < 1 ? 1 : cpus > MAX_WORKERS ? MAX_WORKERS : (uint32_t)cpus;
 }
 
 aql_status aql_host_agent_create(const aql_host_agent_config *config, aql_agent **out)
@@ -1100,9 +1101,9 @@ aql_status aql_host_agent_create(const aql_host_agent_config *config, aql_agent 
 		return aql_fail(AQL_ERR_INVALID_ARG, "aql_host_agent_create: out is NULL");
 	if (c.workers == 0)
 		c.workers = default_workers();
-	if (c.workers > 1024)
-		return aql_fail(AQL_ERR_INVALID_ARG, "CPU agent: %u workers requested, at most 1024",
-				c.workers);
+	if (c.workers > MAX_WORKERS)
+		return aql_fail(AQL_ERR_INVALID_ARG, "CPU agent: %u workers requested, at most %u",
+				c.workers, MAX_WORKERS);
 	if (c.idle_spin_ns == 0)
 		c.idle_spin_ns = DEFAULT_IDLE_SPIN_NS;
 	if (c.max_group_segment_size == 0)

@@ -152,7 +152,9 @@ aql_status aql_signal_wait_any(uint32_t n, aql_signal *const *signals,
  * after. help returns nonzero when it did work (the wait checks its
  * signals again at once), 0 otherwise. It runs on the waiting thread,
  * must not block, and should cost a load or two when it has nothing to
- * do; waits inside it call no helpers.
+ * do; one that polls for the wait's work may do so for a few tens of
+ * microseconds, never past aql_wait_helper_deadline(), since the helpers
+ * registered after it wait their turn. Waits inside it call no helpers.
  */
 struct aql_wait_helper {
 	int (*help)(const struct aql_wait_helper *helper, uint32_t n,
