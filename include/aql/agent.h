@@ -95,8 +95,8 @@ const char *aql_agent_kind_name(enum aql_agent_kind kind);
 
 /*
  * The process-wide CPU agent, created on first use with the defaults (one
- * worker per CPU the first caller may run on) and kept until exit. Errors: AQL_ERR_NOMEM,
- * AQL_ERR_SYSTEM. Thread safe.
+ * worker per CPU the first caller may run on) and kept until exit.
+ * Errors: AQL_ERR_NOMEM, AQL_ERR_SYSTEM. Thread safe.
  */
 aql_status aql_agent_default(aql_agent **out);
 
