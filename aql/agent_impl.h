@@ -141,6 +141,19 @@ struct aql_agent_ops {
 	 */
 	void (*queue_request)(aql_agent *agent, struct aql_queue_impl *queue);
 	/*
+	 * A producer has waited waited_ns so far for room in the queue's
+	 * full ring, and waits until deadline_ns: where the agent's
+	 * processor is not running (the CPU agent: parked, or woken and
+	 * waiting for a CPU), run packets from the head on the calling
+	 * thread, as the processor would, up to id until. 1 if it ran any;
+	 * 0 if it runs none; -1 if it may once the wait has gone on longer
+	 * (the producer then sleeps at most 50 us before it asks again). Any
+	 * producer thread, never one of the agent's own. NULL: only the
+	 * agent runs packets.
+	 */
+	int (*queue_make_room)(aql_agent *agent, struct aql_queue_impl *queue, uint64_t until,
+			       uint64_t waited_ns, uint64_t deadline_ns);
+	/*
 	 * Packets a resident queue (AQL_QUEUE_RESIDENT, attached to agent)
 	 * handed to its translating path so far. NULL: the agent has no
 	 * resident processor and refuses the flag.

@@ -19,7 +19,8 @@
 #define DEFAULT_FULL_TIMEOUT_NS 1000000000ull
 #define SPACE_SPIN_NS 5000u
 /* A hardware packet processor wakes no producer: they poll its read
- * index this often. */
+ * index this often, and ask the agent this often whether they may run
+ * packets themselves (aql_agent_ops.queue_make_room). */
 #define SPACE_POLL_NS 50000u
 
 static uint64_t next_queue_id;
@@ -574,12 +575,14 @@ static int has_space(aql_queue *queue, uint64_t *first, uint32_t n, int reserved
 	return *first + n - read <= queue->size;
 }
 
-/* Until when a producer waiting for space sleeps before it looks again. */
-static uint64_t wake_by(const aql_queue *queue, uint64_t deadline)
+/* Until when a producer waiting for space sleeps before it looks again:
+ * a hardware processor wakes nobody, nor does a processor the agent may
+ * let the producer stand in for later (asked_later). */
+static uint64_t wake_by(const aql_queue *queue, uint64_t deadline, int asked_later)
 {
 	uint64_t poll;
 
-	if (queue->doorbell->kind != AQL_SIGNAL_KIND_DOORBELL)
+	if (queue->doorbell->kind != AQL_SIGNAL_KIND_DOORBELL && !asked_later)
 		return deadline;
 	poll = aql_deadline(SPACE_POLL_NS);
 	return poll < deadline ? poll : deadline;
@@ -620,15 +623,27 @@ static int room_now(aql_queue *queue, struct room *r, int polling)
 static int await_room(struct aql_queue_impl *q, struct room *r, uint64_t deadline_ns)
 {
 	aql_queue *queue = &q->pub;
+	int (*make_room)(aql_agent *, struct aql_queue_impl *, uint64_t, uint64_t, uint64_t) =
+		q->agent->ops->queue_make_room;
 	uint64_t start = aql_now_ns();
 	uint64_t spin_end = start + aql_spin_budget(&space_spin, SPACE_SPIN_NS);
-	uint32_t seq;
-	int slept = 0, room;
+	uint32_t seq, polls = 0;
+	int slept = 0, room, spinning, made = 0;
 
 	while (!(room = room_now(queue, r, aql_now_ns() < spin_end))) {
 		if (__atomic_load_n(&queue->error, __ATOMIC_ACQUIRE) || aql_now_ns() >= deadline_ns)
 			break;
-		if (aql_now_ns() < spin_end) {
+		spinning = aql_now_ns() < spin_end;
+		/* A processor that is not running would keep the producer
+		 * waiting for a CPU to come to it (beside busy threads, a time
+		 * slice): the agent may let the producer run packets itself.
+		 * Asked on the first look, every 64th and before each sleep,
+		 * for the room a poll waits for. */
+		if (make_room && ((polls++ & 63) == 0 || !spinning) &&
+		    (made = make_room(q->agent, q, r->first + r->batch - queue->size,
+				      aql_now_ns() - start, deadline_ns)) > 0)
+			continue;
+		if (spinning) {
 			aql_cpu_relax();
 			continue;
 		}
@@ -641,7 +656,7 @@ static int await_room(struct aql_queue_impl *q, struct room *r, uint64_t deadlin
 		if (!room_now(queue, r, 0) && !__atomic_load_n(&queue->error, __ATOMIC_ACQUIRE))
 			aql_futex_wait_bits(&q->space_seq, seq,
 					    r->reserved ? AQL_SPACE_HOLDS : AQL_SPACE_NEW,
-					    wake_by(queue, deadline_ns));
+					    wake_by(queue, deadline_ns, made < 0));
 		__atomic_fetch_sub(&q->space_waiters, 1, __ATOMIC_RELAXED);
 		if (r->reserved)
 			__atomic_fetch_sub(&q->space_holders, 1, __ATOMIC_RELAXED);

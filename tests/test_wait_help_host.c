@@ -1,17 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The CPU agent's waiters that run their own packets (aql/host/host_agent.c,
- * "Waiters that run their own packets"). A packet published without a
- * doorbell ring stays where a parked processor left it, so only a waiting
- * thread can run it: without the help every wait below times out. Also:
- * no help from an agent made with no_wait_help nor for a wait whose
- * deadline is close; only the waiter's packets at the head; never a
- * barrier whose condition is unmet or a malformed packet (the processor
+ * The CPU agent's waiters and producers that run packets themselves
+ * (aql/host/host_agent.c, "Helpers that run packets"). A packet published
+ * without a doorbell ring stays where a parked processor left it, so only
+ * a waiting thread (or a producer waiting for room) can run it: without
+ * the help every wait below times out. Also: no help from an agent made
+ * with no_wait_help nor for a wait whose deadline is close; only the
+ * waiter's packets at the head, only the room a producer waits for; never
+ * a barrier whose condition is unmet or a malformed packet (the processor
  * fails it, with the message and callback it gives without help); a
  * kernel that faults on a waiter stops the queue for good; and many
  * waiters, producers and processors racing for the claims while queues
- * come and go (run under TSan too: a kernel's plain counter would race
- * were two threads to run one queue's packets at once).
+ * come and go, and producers flooding small rings (run under TSan too: a
+ * kernel's plain counter would race were two threads to run one queue's
+ * packets at once).
  */
 #include <pthread.h>
 #include <string.h>
@@ -75,9 +77,14 @@ static aql_agent *agent(int no_help)
 	return a;
 }
 
-static aql_queue *queue(aql_agent *a, enum aql_queue_type type)
+#define QSIZE 64u
+
+/* A queue of QSIZE on a; a producer waits full_ns for room (0: the
+ * tests' timeout). */
+static aql_queue *queue(aql_agent *a, enum aql_queue_type type, uint64_t full_ns)
 {
-	aql_queue_config c = { .size = 64, .type = type, .full_timeout_ns = TH_TIMEOUT_NS,
+	aql_queue_config c = { .size = QSIZE, .type = type,
+			       .full_timeout_ns = full_ns ? full_ns : TH_TIMEOUT_NS,
 			       .error_callback = on_error };
 	aql_queue *q = NULL;
 
@@ -135,7 +142,7 @@ static void test_waiter_runs_it(void)
 	static const enum aql_wait_hint hints[] = { AQL_WAIT_BLOCKED, AQL_WAIT_SPIN_BLOCK,
 						    AQL_WAIT_ACTIVE };
 	aql_agent *a = agent(0);
-	aql_queue *q = queue(a, AQL_QUEUE_SINGLE);
+	aql_queue *q = queue(a, AQL_QUEUE_SINGLE, 0);
 	static _Alignas(16) struct where *arg;
 	static struct where w;
 	aql_signal *s = th_signal(1);
@@ -176,7 +183,7 @@ static void test_no_help(void)
 	arg = &w;
 	for (int no_help = 1; no_help >= 0; no_help--) {
 		aql_agent *a = agent(no_help);
-		aql_queue *q = queue(a, AQL_QUEUE_SINGLE);
+		aql_queue *q = queue(a, AQL_QUEUE_SINGLE, 0);
 		aql_signal *s = th_signal(1);
 		aql_packet p = dispatch(&where_kd, &arg, s);
 		uint64_t id;
@@ -206,7 +213,7 @@ static void test_only_own_ready_packets(void)
 	static _Alignas(16) struct where *arg1, *arg2;
 	static struct where w1, w2;
 	aql_agent *a = agent(0);
-	aql_queue *q = queue(a, AQL_QUEUE_SINGLE);
+	aql_queue *q = queue(a, AQL_QUEUE_SINGLE, 0);
 	aql_signal *s1 = th_signal(1), *s2 = th_signal(2), *dep = th_signal(1);
 	aql_signal *b = th_signal(1), *v = th_signal(1);
 	aql_packet p[4] = { dispatch(&where_kd, &arg1, s1), dispatch(&where_kd, &arg2, s2),
@@ -260,7 +267,7 @@ static void test_malformed(void)
 
 	for (int no_help = 0; no_help < 2; no_help++) {
 		aql_agent *a = agent(no_help);
-		aql_queue *q = queue(a, AQL_QUEUE_SINGLE);
+		aql_queue *q = queue(a, AQL_QUEUE_SINGLE, 0);
 		aql_signal *s = th_signal(1);
 		aql_packet p = dispatch(&where_kd, &arg, s);
 		uint64_t id;
@@ -300,7 +307,7 @@ static void test_fault_on_waiter(void)
 	static _Alignas(16) struct where *arg1, *arg2;
 	static struct where w1, w2;
 	aql_agent *a = agent(0);
-	aql_queue *q = queue(a, AQL_QUEUE_SINGLE);
+	aql_queue *q = queue(a, AQL_QUEUE_SINGLE, 0);
 	aql_signal *s1 = th_signal(1), *s2 = th_signal(1);
 	aql_packet p[2] = { dispatch(&fault_kd, &arg1, s1), dispatch(&where_kd, &arg2, s2) };
 	uint64_t id;
@@ -329,6 +336,136 @@ static void test_fault_on_waiter(void)
 	CHECK_OK(aql_signal_destroy(s1));
 	CHECK_OK(aql_signal_destroy(s2));
 	CHECK_OK(aql_agent_destroy(a));
+}
+
+/*
+ * Fill q's ring with first and QSIZE - 1 dispatches behind it, unrung, so
+ * that its parked processor never looks at them: only a producer waiting
+ * for room can run them.
+ */
+static void fill_unrung(aql_queue *q, const aql_packet *first, struct where **arg,
+			aql_signal *s)
+{
+	aql_packet p[QSIZE];
+
+	p[0] = *first;
+	for (uint32_t i = 1; i < QSIZE; i++)
+		p[i] = dispatch(&where_kd, arg, s);
+	await_parked(q);
+	publish(q, p, QSIZE);
+}
+
+/* The packets at the head ran on this thread: runs of them, all retired,
+ * and fewer than the ring (only the room waited for). */
+static void check_ran_here(aql_queue *q, const struct where *w, const char *what)
+{
+	uint64_t read = __atomic_load_n(&q->amd->read_dispatch_id, __ATOMIC_ACQUIRE);
+
+	CHECK(w->runs >= 1 && w->runs < QSIZE && read == w->runs &&
+	      pthread_equal(w->thread, pthread_self()),
+	      "%s: %u packets ran (read index %llu), on this thread: %d", what, w->runs,
+	      (unsigned long long)read, pthread_equal(w->thread, pthread_self()));
+}
+
+/*
+ * A producer waiting for room on a full ring whose processor is parked
+ * runs the packets at the head itself: aql_queue_reserve(), and the
+ * read-index poll of an HSA program on a MULTI queue. Without help both
+ * would wait out their timeout. Once rung, the processor goes on from
+ * where the producer left off.
+ */
+static void test_producer_runs_them(void)
+{
+	static _Alignas(16) struct where *arg;
+	static struct where w;
+	aql_agent *a = agent(0);
+	aql_queue *q = queue(a, AQL_QUEUE_SINGLE, 0), *poll = queue(a, AQL_QUEUE_MULTI, 0);
+	aql_signal *s = th_signal(2 * QSIZE + 1);
+	aql_packet p = dispatch(&where_kd, &arg, s);
+	uint64_t id = 0, read;
+
+	arg = &w;
+	fill_unrung(q, &p, &arg, s);
+	CHECK_OK(aql_queue_reserve(q, 1, &id));
+	CHECK(id == QSIZE, "reserved id %llu, want %u", (unsigned long long)id, QSIZE);
+	check_ran_here(q, &w, "aql_queue_reserve");
+	aql_packet_store(aql_queue_slot(q, id), &p);
+	aql_queue_ring_doorbell(q, id);
+	th_wait_read_index(q, id + 1);
+	w.runs = 0;
+	fill_unrung(poll, &p, &arg, s);
+	read = aql_queue_load_read_index(poll, TH_TIMEOUT_NS);
+	CHECK(read == w.runs, "the poll's read index %llu after %u runs",
+	      (unsigned long long)read, w.runs);
+	check_ran_here(poll, &w, "aql_queue_load_read_index");
+	aql_queue_ring_doorbell(poll, QSIZE - 1);
+	CHECK(th_wait_done(s) == 0, "not every packet completed");
+	CHECK_OK(aql_queue_destroy(q));
+	CHECK_OK(aql_queue_destroy(poll));
+	CHECK_OK(aql_signal_destroy(s));
+	CHECK_OK(aql_agent_destroy(a));
+}
+
+/*
+ * No producer runs packets on a no_wait_help agent, for a room wait whose
+ * timeout is under a millisecond, nor a barrier whose condition is unmet
+ * or a malformed packet at the head: each reserve times out on its full
+ * ring. Once rung, the processor runs what is there (the malformed packet
+ * fails its queue, as without help).
+ */
+static void test_producer_no_help(void)
+{
+	static _Alignas(16) struct where *arg;
+	static struct where w;
+	aql_signal *s = th_signal(0), *dep = th_signal(1), *b = th_signal(1);
+	aql_packet bad = dispatch(&where_kd, &arg, s);
+	struct {
+		int no_help;
+		uint64_t full_ns;
+		aql_packet first;
+		const char *what;
+	} cases[] = {
+		{ 1, 50000000, dispatch(&where_kd, &arg, s), "no_wait_help" },
+		{ 0, 500000, dispatch(&where_kd, &arg, s), "a 0.5 ms timeout" },
+		{ 0, 50000000, th_barrier_and(dep, b), "an unmet barrier" },
+		{ 0, 50000000, bad, "a malformed packet" },
+	};
+	uint64_t id;
+
+	arg = &w;
+	cases[3].first.dispatch.kernel_object = 0;
+	for (uint32_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		aql_agent *a = agent(cases[c].no_help);
+		aql_queue *q = queue(a, AQL_QUEUE_SINGLE, cases[c].full_ns);
+
+		w.runs = 0;
+		err.calls = 0;
+		aql_signal_store(s, QSIZE - (c == 2), AQL_RELAXED);
+		fill_unrung(q, &cases[c].first, &arg, s);
+		CHECK(aql_queue_reserve(q, 1, &id) == AQL_ERR_QUEUE_FULL,
+		      "%s: a reserve on a full ring did not time out", cases[c].what);
+		CHECK(w.runs == 0 && q->amd->read_dispatch_id == 0, "%s: %u packets ran",
+		      cases[c].what, w.runs);
+		aql_signal_store(dep, 0, AQL_RELEASE);
+		aql_queue_ring_doorbell(q, QSIZE - 1);
+		if (c == 3) {
+			/* Failed, and the packets behind it cancelled (-1 each). */
+			CHECK(th_wait_done(s) < 0, "%s: its signal", cases[c].what);
+			while (!__atomic_load_n(&err.calls, __ATOMIC_ACQUIRE))
+				th_sleep_ms(1);
+			CHECK(strstr(err.message, "kernel_object is null") && w.runs == 0,
+			      "%s: message \"%s\", %u runs", cases[c].what, err.message, w.runs);
+		} else {
+			CHECK(th_wait_done(s) == 0 && w.runs == QSIZE - (c == 2),
+			      "%s: %u runs once rung", cases[c].what, w.runs);
+		}
+		aql_signal_store(dep, 1, AQL_RELAXED);
+		CHECK_OK(aql_queue_destroy(q));
+		CHECK_OK(aql_agent_destroy(a));
+	}
+	CHECK_OK(aql_signal_destroy(s));
+	CHECK_OK(aql_signal_destroy(dep));
+	CHECK_OK(aql_signal_destroy(b));
 }
 
 /*
@@ -431,7 +568,7 @@ static void test_stress(void)
 	pthread_t threads[STRESS_THREADS + 1];
 
 	for (int i = 0; i < 2; i++)
-		sq[i] = (struct stress_queue){ .q = queue(a, AQL_QUEUE_MULTI) };
+		sq[i] = (struct stress_queue){ .q = queue(a, AQL_QUEUE_MULTI, 0) };
 	for (uintptr_t t = 0; t < STRESS_THREADS; t++)
 		CHECK(pthread_create(&threads[t], NULL, stress_producer_main, (void *)t) == 0,
 		      "pthread_create");
@@ -452,6 +589,70 @@ static void test_stress(void)
 	CHECK_OK(aql_agent_destroy(a));
 }
 
+/*
+ * Stress for producers that run packets: threads flood the two MULTI
+ * queues without waiting between packets, so their small rings are full
+ * most of the time while the processors park (after 1 ns of polling) and
+ * wake. Only every FLOOD_RING-th packet rings the doorbell, so that the
+ * processors stay parked longer and the producers claim their slots
+ * often. The plain counters again catch two threads running one queue's
+ * packets at once.
+ */
+#define FLOOD_PACKETS 5000
+#define FLOOD_RING 256
+
+static void *flood_main(void *arg)
+{
+	uint32_t t = (uint32_t)(uintptr_t)arg;
+	struct stress_queue *x = &sq[t & 1];
+	aql_signal *s = th_signal(FLOOD_PACKETS);
+	aql_packet p;
+
+	p.dispatch = th_dispatch1(&count_kd, stress_args[x - sq], s);
+	stress_producer = 1;
+	for (uint32_t i = 1; i <= FLOOD_PACKETS; i++) {
+		uint64_t id = 0;
+
+		if (i % FLOOD_RING && i < FLOOD_PACKETS) {
+			if (aql_queue_reserve(x->q, 1, &id) != AQL_OK)
+				break;
+			aql_packet_store(aql_queue_slot(x->q, id), &p);
+		} else if (th_submit(x->q, &p) != AQL_OK) {
+			break;
+		}
+		__atomic_fetch_add(&x->submitted, 1, __ATOMIC_RELAXED);
+	}
+	th_done(wait_ns(s, TH_TIMEOUT_NS, AQL_WAIT_SPIN_BLOCK));
+	aql_signal_destroy(s);
+	return NULL;
+}
+
+static void test_flood(void)
+{
+	aql_agent *a = agent(0);
+	pthread_t threads[STRESS_THREADS];
+
+	stress_helped = 0;
+	for (int i = 0; i < 2; i++)
+		sq[i] = (struct stress_queue){ .q = queue(a, AQL_QUEUE_MULTI, 0) };
+	for (uintptr_t t = 0; t < STRESS_THREADS; t++)
+		CHECK(pthread_create(&threads[t], NULL, flood_main, (void *)t) == 0,
+		      "pthread_create");
+	for (int t = 0; t < STRESS_THREADS; t++)
+		pthread_join(threads[t], NULL);
+	for (int i = 0; i < 2; i++) {
+		CHECK_OK(aql_queue_destroy(sq[i].q));
+		CHECK(sq[i].count == sq[i].submitted &&
+		      sq[i].submitted == STRESS_THREADS / 2 * FLOOD_PACKETS,
+		      "queue %d: %llu kernels ran of %llu", i, (unsigned long long)sq[i].count,
+		      (unsigned long long)sq[i].submitted);
+	}
+	printf("flood: %llu of %llu kernels ran on their producers\n",
+	       (unsigned long long)stress_helped,
+	       (unsigned long long)(sq[0].submitted + sq[1].submitted));
+	CHECK_OK(aql_agent_destroy(a));
+}
+
 int main(void)
 {
 	test_waiter_runs_it();
@@ -459,6 +660,9 @@ int main(void)
 	test_only_own_ready_packets();
 	test_malformed();
 	test_fault_on_waiter();
+	test_producer_runs_them();
+	test_producer_no_help();
 	test_stress();
+	test_flood();
 	return th_finish();
 }

@@ -18,9 +18,9 @@
  * malformed packet stops the queue: error state, completion signal -1,
  * error callback.
  *
- * A thread that waits for a packet's completion signal may run the packet
- * itself while the processor is parked (see "Waiters that run their own
- * packets" below): the same code, on the waiting thread.
+ * A thread that waits for a packet's completion signal, or for room in a
+ * full ring, may run packets itself while the processor is parked (see
+ * "Helpers that run packets" below): the same code, on that thread.
  *
  * A queue's priority is its processor thread's nice value: the one the
  * thread started with for NORMAL, NICE_STEP above for LOW and below for
@@ -410,36 +410,41 @@ static enum outcome process(struct processor *p, aql_packet *slot, uint16_t head
 }
 
 /*
- * Waiters that run their own packets. Beside busy threads a parked
- * processor, once woken, waits for a CPU, and so does the thread that
- * waits for its packet: two wake-ups per packet. Instead, a thread that
- * waits for signal S (a wait helper, aql/signal.c) runs the packet at the
- * head of a parked processor's queue itself when S is that packet's
- * completion signal, with the processor's own code (process()).
+ * Helpers that run packets. Beside busy threads a parked processor, once
+ * woken, waits for a CPU, and so does the thread that waits for its
+ * packet: two wake-ups per packet. Instead, a thread that waits for
+ * signal S (a wait helper, aql/signal.c) runs the packet at the head of a
+ * parked processor's queue itself when S is that packet's completion
+ * signal, with the processor's own code (process()). A producer that
+ * waits for room in the ring (aql_agent_ops.queue_make_room) runs the
+ * packets at the head the same way, as many as the room it waits for:
+ * otherwise it would wait, the ring full, for the woken processor to get
+ * a CPU, up to a time slice.
  *
  * Claims: a parked processor puts itself in a free help slot (release
  * CAS 0 -> p) and takes it back when it runs again (acquire CAS p -> 0).
- * A waiter claims a slot with an acquire CAS p -> p | HELD and lets go
+ * A helper claims a slot with an acquire CAS p -> p | HELD and lets go
  * with a store of p; while it holds it, it is the queue's processor: it
  * reads and advances read_dispatch_id, which is the processor's packet id
  * (the processor reloads it when it takes its slot back). Each claim
  * synchronises with the one before it, so the owners' accesses to the
  * queue are ordered as one thread's. A processor that finds its slot held
  * sleeps on the slot's released word: it marks reclaiming, reads the
- * word, then the owner (all seq_cst); the waiter stores the owner, then
+ * word, then the owner (all seq_cst); the helper stores the owner, then
  * reads reclaiming (seq_cst): one of them sees the other. The slots are
- * static, so a waiter never touches a processor it has not claimed: a
- * processor cannot leave (nor its queue go) while a waiter holds its slot.
+ * static, so a helper never touches a processor it has not claimed: a
+ * processor cannot leave (nor its queue go) while a helper holds its slot.
  * The processor's own per-packet path does none of this.
  *
- * A waiter runs only packets whose completion signal it waits for, from
- * the head, and only those that would run at once: no barrier whose
- * condition is unmet (it must not block), no malformed packet (the
- * processor fails it, so the error callback runs on a runtime thread, as
- * without help). Not from a kernel (a waiter inside a work-item would
- * nest work-groups) nor a processor thread, nor when the wait's deadline
- * is under HELP_MIN_LEFT_NS away: a short timed wait is a poll, and its
- * caller may do what the packet needs once it returns.
+ * A waiter runs only packets whose completion signal it waits for, a
+ * producer only those before the room it waits for, from the head, and
+ * only those that would run at once: no barrier whose condition is unmet
+ * (it must not block), no malformed packet (the processor fails it, so
+ * the error callback runs on a runtime thread, as without help). Not from
+ * a kernel (a helper inside a work-item would nest work-groups) nor a
+ * processor thread, nor when the wait's deadline is under
+ * HELP_MIN_LEFT_NS away: a short timed wait is a poll, and its caller may
+ * do what the packet needs once it returns.
  */
 /* A processor that finds every slot taken parks unhelped, as before. */
 #define HELP_SLOTS 64
@@ -451,7 +456,11 @@ static enum outcome process(struct processor *p, aql_packet *slot, uint16_t head
 
 struct help_slot {
 	uintptr_t owner;	/* 0 free, p parked, p | HELD claimed */
-	uint32_t released;	/* futex sequence, bumped when a waiter lets go */
+	/* The parked processor's queue, for producers to find it: a hint
+	 * (relaxed), checked once the slot is claimed. */
+	struct aql_queue_impl *queue;
+	int cpu;		/* the CPU it parked on; a hint too */
+	uint32_t released;	/* futex sequence, bumped when a helper lets go */
 	uint32_t reclaiming;	/* the processor waits for the slot; its own */
 } __attribute__((aligned(64)));
 
@@ -461,8 +470,8 @@ static struct help_slot help_slots[HELP_SLOTS];
 static uint32_t help_end;
 static int helper_registered;
 
-/* A parked processor offers its queue's head to waiters. */
-static void open_to_waiters(struct processor *p)
+/* A parked processor offers its queue's head to waiters and producers. */
+static void open_to_helpers(struct processor *p)
 {
 	uint32_t end = __atomic_load_n(&help_end, __ATOMIC_RELAXED);
 
@@ -477,6 +486,8 @@ static void open_to_waiters(struct processor *p)
 						 __ATOMIC_RELEASE, __ATOMIC_RELAXED))
 			continue;
 		p->help_slot = (int)i;
+		__atomic_store_n(&help_slots[i].queue, p->q, __ATOMIC_RELAXED);
+		__atomic_store_n(&help_slots[i].cpu, sched_getcpu(), __ATOMIC_RELAXED);
 		while (end <= i && !__atomic_compare_exchange_n(&help_end, &end, i + 1, 0,
 								__ATOMIC_RELAXED, __ATOMIC_RELAXED))
 			;
@@ -484,9 +495,9 @@ static void open_to_waiters(struct processor *p)
 	}
 }
 
-/* The processor runs again: take its slot back, waiting for a waiter that
- * holds it. Returns the id of the next packet, past those waiters ran. */
-static uint64_t close_to_waiters(struct processor *p, uint64_t id)
+/* The processor runs again: take its slot back, waiting for a helper that
+ * holds it. Returns the id of the next packet, past those helpers ran. */
+static uint64_t close_to_helpers(struct processor *p, uint64_t id)
 {
 	struct help_slot *s;
 	uintptr_t me = (uintptr_t)p, owner;
@@ -560,9 +571,20 @@ static int runs_at_once(struct processor *p, const aql_packet *slot, uint16_t he
 	return aql_header_type(header) == AQL_PACKET_BARRIER_OR ? met > 0 : met == n;
 }
 
-/* A waiter holds p's slot: run the packets at the head that complete the
- * signals it waits for. Nonzero if it ran one. */
-static int run_for_waiter(struct processor *p, uint32_t n, aql_signal *const *signals)
+/*
+ * What a helper that holds p's slot runs from the head: for a waiter the
+ * packets that complete the n signals it waits for; for a producer
+ * (queue set) those before id until, if the slot's processor is queue's.
+ */
+struct help_want {
+	uint32_t n;
+	aql_signal *const *signals;
+	const struct aql_queue_impl *queue;
+	uint64_t until;
+};
+
+/* A helper holds p's slot: run what it wants. Nonzero if it ran one. */
+static int run_for_helper(struct processor *p, const struct help_want *want)
 {
 	struct aql_queue_impl *q = p->q;
 	uint64_t id = __atomic_load_n(&q->pub.amd->read_dispatch_id, __ATOMIC_RELAXED);
@@ -574,7 +596,9 @@ static int run_for_waiter(struct processor *p, uint32_t n, aql_signal *const *si
 		uint16_t header = __atomic_load_n(&slot->header, __ATOMIC_ACQUIRE);
 
 		if (aql_header_type(header) == AQL_PACKET_INVALID ||
-		    !waited_for(slot->dispatch.completion_signal, n, signals) ||
+		    (want->queue ? id >= want->until
+				 : !waited_for(slot->dispatch.completion_signal, want->n,
+					       want->signals)) ||
 		    !runs_at_once(p, slot, header))
 			break;
 		/* A barrier whose condition changed since: WOULD_BLOCK, at once. */
@@ -587,16 +611,40 @@ static int run_for_waiter(struct processor *p, uint32_t n, aql_signal *const *si
 	return ran;
 }
 
+/* Whether this thread may help, with a wait or room wait ending at
+ * deadline_ns; the clock is read only when it is finite. */
+static int may_help(uint64_t deadline_ns)
+{
+	if (on_processor || aql_host_workitem_current())
+		return 0;
+	return deadline_ns == UINT64_MAX || deadline_ns >= aql_now_ns() + HELP_MIN_LEFT_NS;
+}
+
+/* Claim slot s, parked by owner, run what want names, and let go. */
+static int help_once(struct help_slot *s, uintptr_t owner, const struct help_want *want)
+{
+	struct processor *p = (struct processor *)owner;
+	int ran;
+
+	if (!__atomic_compare_exchange_n(&s->owner, &owner, owner | HELD, 0, __ATOMIC_ACQUIRE,
+					 __ATOMIC_RELAXED))
+		return 0;
+	/* A producer found the slot by its queue hint, which may be stale. */
+	ran = (!want->queue || p->q == want->queue) && run_for_helper(p, want);
+	__atomic_store_n(&s->owner, owner, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&s->reclaiming, __ATOMIC_SEQ_CST))
+		aql_futex_bump_and_wake(&s->released);
+	return ran;
+}
+
 static int help_waiter(const struct aql_wait_helper *helper, uint32_t n,
 		       aql_signal *const *signals)
 {
 	uint32_t end = __atomic_load_n(&help_end, __ATOMIC_RELAXED);
-	uint64_t deadline;
+	const struct help_want want = { n, signals, NULL, 0 };
 	int ran = 0, checked = 0;
 
 	(void)helper;
-	if (!end || on_processor || aql_host_workitem_current())
-		return 0;
 	for (uint32_t i = 0; i < end; i++) {
 		struct help_slot *s = &help_slots[i];
 		uintptr_t owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
@@ -604,19 +652,53 @@ static int help_waiter(const struct aql_wait_helper *helper, uint32_t n,
 		if (!owner || (owner & HELD))
 			continue;
 		/* The clock only once a processor is parked. */
-		if (!checked++) {
-			deadline = aql_wait_helper_deadline();
-			if (deadline != UINT64_MAX && deadline < aql_now_ns() + HELP_MIN_LEFT_NS)
-				return 0;
-		}
-		if (!__atomic_compare_exchange_n(&s->owner, &owner, owner | HELD, 0,
-						 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-			continue;
-		ran |= run_for_waiter((struct processor *)owner, n, signals);
-		__atomic_store_n(&s->owner, owner, __ATOMIC_SEQ_CST);
-		if (__atomic_load_n(&s->reclaiming, __ATOMIC_SEQ_CST))
-			aql_futex_bump_and_wake(&s->released);
+		if (!checked++ && !may_help(aql_wait_helper_deadline()))
+			return 0;
+		ran |= help_once(s, owner, &want);
 	}
+	return ran;
+}
+
+/*
+ * A producer waits for room in q's ring (aql_agent_ops.queue_make_room)
+ * while q's processor is parked, or woken and not yet running. On another
+ * CPU, the woken processor waits there for a CPU (beside a busy thread, a
+ * time slice): the producer runs the packets at the head itself, as a
+ * waiter does, so that they do not wait for it. On the producer's own CPU
+ * the woken processor preempts the producer (its short slice) and runs
+ * them with nothing moving between caches; were the producer to run them
+ * instead, the two would take turns, the processor polling for packets
+ * that the producer cannot write meanwhile. So there the producer waits
+ * ROOM_HELP_AFTER_NS first (a processor of a lower priority may not
+ * preempt it), and then goes on helping at once while the processor
+ * stays parked.
+ */
+#define ROOM_HELP_AFTER_NS 100000u
+
+/* The queue this thread ran packets of in its last room wait; its own. */
+static __thread const struct aql_queue_impl *room_helped;
+
+static int make_room(aql_agent *agent, struct aql_queue_impl *q, uint64_t until,
+		     uint64_t waited_ns, uint64_t deadline_ns)
+{
+	uint32_t end = __atomic_load_n(&help_end, __ATOMIC_RELAXED);
+	const struct help_want want = { 0, NULL, q, until };
+	int ran = 0;
+
+	(void)agent;
+	for (uint32_t i = 0; i < end; i++) {
+		struct help_slot *s = &help_slots[i];
+		uintptr_t owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
+
+		if (!owner || (owner & HELD) || __atomic_load_n(&s->queue, __ATOMIC_RELAXED) != q)
+			continue;
+		if (waited_ns < ROOM_HELP_AFTER_NS && room_helped != q &&
+		    __atomic_load_n(&s->cpu, __ATOMIC_RELAXED) == sched_getcpu())
+			return -1;
+		ran = may_help(deadline_ns) && help_once(s, owner, &want);
+		break;
+	}
+	room_helped = ran ? q : NULL;
 	return ran;
 }
 
@@ -664,10 +746,10 @@ static uint64_t wait_for_packet(struct processor *p, aql_packet *slot, uint64_t 
 	conds[0] = (struct aql_wait_cond){ db, -1, rung, AQL_COND_NE };
 	if (aql_header_type(__atomic_load_n(&slot->header, __ATOMIC_ACQUIRE)) ==
 	    AQL_PACKET_INVALID) {
-		open_to_waiters(p);
+		open_to_helpers(p);
 		wait_or_stop(p, conds, 1, 0,
 			     rung >= (int64_t)id ? aql_deadline(ANNOUNCED_POLL_NS) : UINT64_MAX);
-		id = close_to_waiters(p, id);
+		id = close_to_helpers(p, id);
 	}
 	now = aql_now_ns();
 out:
@@ -1060,6 +1142,7 @@ static const struct aql_agent_ops host_agent_ops = {
 	.queue_attach = queue_attach,
 	.queue_detach = queue_detach,
 	.queue_set_priority = queue_set_priority,
+	.queue_make_room = make_room,
 	.register_function = register_function,
 	.destroy = destroy,
 	.code_alloc = code_alloc,

@@ -114,8 +114,9 @@ typedef struct aql_host_agent_config {
 	 * so that every copy a GPU needs also happens here (aql/copy.h). */
 	uint8_t separate_memory;
 	/* Run every packet on its queue's processor thread: no thread that
-	 * waits for a packet runs it itself (aql_signal_wait() says when one
-	 * does). For kernels that wait for what their waiter does next, or
+	 * waits for a packet, or for room in a full ring, runs it itself
+	 * (aql_signal_wait() and aql_queue_reserve() say when one does). For
+	 * kernels that wait for what their waiter or producer does next, or
 	 * that need the processor's thread (its priority, its CPU). */
 	uint8_t no_wait_help;
 } aql_host_agent_config;

@@ -307,10 +307,11 @@ aql_status aql_queue_report_error(aql_queue *queue);
  * the ring is full (write_dispatch_id - read_dispatch_id >= size) and the
  * agent's packet processor runs on the CPUs, the poll leaves it the CPU:
  * the call waits as aql_queue_reserve() does (polls for a learnt while,
- * then sleeps until the processor frees room) until the read index moved,
- * for at most timeout_ns, and returns it then. Otherwise (room, a hardware
- * processor, a queue in its error state) it returns at once. The caller
- * checks the answer as it would a plain load's. Thread safe.
+ * then sleeps until the processor frees room, or runs packets itself
+ * while the processor is parked) until the read index moved, for at most
+ * timeout_ns, and returns it then. Otherwise (room, a hardware processor,
+ * a queue in its error state) it returns at once. The caller checks the
+ * answer as it would a plain load's. Thread safe.
  */
 uint64_t aql_queue_load_read_index(aql_queue *queue, uint64_t timeout_ns);
 
@@ -330,6 +331,18 @@ static inline aql_packet *aql_queue_slot(aql_queue *queue, uint64_t id)
  * they wait for the processor to free them. If that wait times out too,
  * the queue enters the error state, since an id it owns can never be filled.
  * SINGLE queues use a plain load and store.
+ *
+ * On a CPU agent, a producer that waits for room while the queue's
+ * processor thread is parked (or woken and not yet running) runs the
+ * packets at the head itself, as the processor would, until it has room:
+ * beside busy threads a woken processor may wait a time slice for a CPU.
+ * (Where the processor parked on the producer's CPU, only after 100 us:
+ * woken, it preempts the producer.) So a kernel there must not wait for
+ * what its producer does after a submission that found the ring full. It
+ * runs none from inside a kernel, when the wait's timeout ends within
+ * 1 ms, on an agent made with aql_host_agent_config.no_wait_help, nor
+ * malformed packets or barriers whose condition is unmet
+ * (aql_signal_wait() has the same rules).
  *
  * Errors: AQL_ERR_INVALID_ARG (n), AQL_ERR_QUEUE_FULL, AQL_ERR_QUEUE_ERROR.
  * Thread safe for MULTI queues; one thread at a time for SINGLE queues.
