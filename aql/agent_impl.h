@@ -148,8 +148,8 @@ struct aql_agent_ops {
 	 * thread, as the processor would, up to id until. 1 if it ran any;
 	 * 0 if it runs none; -1 if it may once the wait has gone on longer
 	 * (the producer then sleeps at most 50 us before it asks again). Any
-	 * producer thread, never one of the agent's own. NULL: only the
-	 * agent runs packets.
+	 * producer thread; the agent refuses its own threads (0). NULL: only
+	 * the agent runs packets.
 	 */
 	int (*queue_make_room)(aql_agent *agent, struct aql_queue_impl *queue, uint64_t until,
 			       uint64_t waited_ns, uint64_t deadline_ns);

@@ -386,11 +386,13 @@ LOAD(write, write_dispatch_id, acquire, __ATOMIC_ACQUIRE)
  * beside busy threads that poll takes the CPU from the packet processor
  * it waits for. So a load that finds the ring full waits as aql's own
  * producers do (aql_queue_load_read_index(): polls briefly, then sleeps
- * until the processor frees room) for at most READ_WAIT_NS, and answers
- * the read index then: a later value, as a poll would have seen. The
- * queue is looked up only then; a soft queue's reader is the program.
+ * until the processor frees room, or runs packets itself while the
+ * processor is parked) for at most READ_WAIT_NS, and answers the read
+ * index then: a later value, as a poll would have seen. 2 ms, since no
+ * producer runs packets in a wait with under 1 ms left. The queue is
+ * looked up only then; a soft queue's reader is the program.
  */
-#define READ_WAIT_NS 1000000u
+#define READ_WAIT_NS 2000000u
 
 static uint64_t load_read_index(const hsa_queue_t *queue, int mo)
 {

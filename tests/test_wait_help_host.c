@@ -16,6 +16,7 @@
  * packets at once).
  */
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 
 #include <aql/host_kernel.h>
@@ -372,19 +373,38 @@ static void check_ran_here(aql_queue *q, const struct where *w, const char *what
  * runs the packets at the head itself: aql_queue_reserve(), and the
  * read-index poll of an HSA program on a MULTI queue. Without help both
  * would wait out their timeout. Once rung, the processor goes on from
- * where the producer left off.
+ * where the producer left off. With one_cpu the thread and the processors
+ * (which inherit its mask) share a CPU, where the producer asks again
+ * until the processor has been parked a while.
  */
-static void test_producer_runs_them(void)
+static void test_producer_runs_them(int one_cpu)
 {
 	static _Alignas(16) struct where *arg;
 	static struct where w;
-	aql_agent *a = agent(0);
-	aql_queue *q = queue(a, AQL_QUEUE_SINGLE, 0), *poll = queue(a, AQL_QUEUE_MULTI, 0);
-	aql_signal *s = th_signal(2 * QSIZE + 1);
-	aql_packet p = dispatch(&where_kd, &arg, s);
+	cpu_set_t all, one;
+	aql_queue *q, *poll;
+	aql_signal *s;
+	aql_packet p;
 	uint64_t id = 0, read;
+	aql_agent *a;
 
+	CHECK(sched_getaffinity(0, sizeof(all), &all) == 0, "sched_getaffinity");
+	if (one_cpu) {
+		CPU_ZERO(&one);
+		for (int c = 0; c < CPU_SETSIZE; c++)
+			if (CPU_ISSET(c, &all)) {
+				CPU_SET(c, &one);
+				break;
+			}
+		CHECK(sched_setaffinity(0, sizeof(one), &one) == 0, "sched_setaffinity");
+	}
+	a = agent(0);
+	q = queue(a, AQL_QUEUE_SINGLE, 0);
+	poll = queue(a, AQL_QUEUE_MULTI, 0);
+	s = th_signal(2 * QSIZE + 1);
+	p = dispatch(&where_kd, &arg, s);
 	arg = &w;
+	w.runs = 0;
 	fill_unrung(q, &p, &arg, s);
 	CHECK_OK(aql_queue_reserve(q, 1, &id));
 	CHECK(id == QSIZE, "reserved id %llu, want %u", (unsigned long long)id, QSIZE);
@@ -404,6 +424,7 @@ static void test_producer_runs_them(void)
 	CHECK_OK(aql_queue_destroy(poll));
 	CHECK_OK(aql_signal_destroy(s));
 	CHECK_OK(aql_agent_destroy(a));
+	sched_setaffinity(0, sizeof(all), &all);
 }
 
 /*
@@ -617,7 +638,7 @@ static void *flood_main(void *arg)
 			if (aql_queue_reserve(x->q, 1, &id) != AQL_OK)
 				break;
 			aql_packet_store(aql_queue_slot(x->q, id), &p);
-		} else if (th_submit(x->q, &p) != AQL_OK) {
+		} else if (aql_queue_submit(x->q, &p) != AQL_OK) {
 			break;
 		}
 		__atomic_fetch_add(&x->submitted, 1, __ATOMIC_RELAXED);
@@ -660,7 +681,8 @@ int main(void)
 	test_only_own_ready_packets();
 	test_malformed();
 	test_fault_on_waiter();
-	test_producer_runs_them();
+	test_producer_runs_them(0);
+	test_producer_runs_them(1);
 	test_producer_no_help();
 	test_stress();
 	test_flood();

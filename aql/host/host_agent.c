@@ -620,17 +620,21 @@ static int may_help(uint64_t deadline_ns)
 	return deadline_ns == UINT64_MAX || deadline_ns >= aql_now_ns() + HELP_MIN_LEFT_NS;
 }
 
-/* Claim slot s, parked by owner, run what want names, and let go. */
+/*
+ * Claim slot s, parked by owner, run what want names, and let go: 1 if it
+ * ran a packet, 0 if none would run, -1 if the claim failed (another
+ * helper, the processor back) or a producer's queue hint was stale.
+ */
 static int help_once(struct help_slot *s, uintptr_t owner, const struct help_want *want)
 {
 	struct processor *p = (struct processor *)owner;
-	int ran;
+	int ran = -1;
 
 	if (!__atomic_compare_exchange_n(&s->owner, &owner, owner | HELD, 0, __ATOMIC_ACQUIRE,
 					 __ATOMIC_RELAXED))
-		return 0;
-	/* A producer found the slot by its queue hint, which may be stale. */
-	ran = (!want->queue || p->q == want->queue) && run_for_helper(p, want);
+		return -1;
+	if (!want->queue || p->q == want->queue)
+		ran = run_for_helper(p, want);
 	__atomic_store_n(&s->owner, owner, __ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&s->reclaiming, __ATOMIC_SEQ_CST))
 		aql_futex_bump_and_wake(&s->released);
@@ -654,7 +658,7 @@ static int help_waiter(const struct aql_wait_helper *helper, uint32_t n,
 		/* The clock only once a processor is parked. */
 		if (!checked++ && !may_help(aql_wait_helper_deadline()))
 			return 0;
-		ran |= help_once(s, owner, &want);
+		ran |= help_once(s, owner, &want) > 0;
 	}
 	return ran;
 }
@@ -675,31 +679,39 @@ static int help_waiter(const struct aql_wait_helper *helper, uint32_t n,
  */
 #define ROOM_HELP_AFTER_NS 100000u
 
-/* The queue this thread ran packets of in its last room wait; its own. */
+/* The queue this thread ran packets of when it last asked; its own. */
 static __thread const struct aql_queue_impl *room_helped;
 
+/* 1 ran packets, 0 runs none, -1 ask again soon (queue_make_room). */
 static int make_room(aql_agent *agent, struct aql_queue_impl *q, uint64_t until,
 		     uint64_t waited_ns, uint64_t deadline_ns)
 {
 	uint32_t end = __atomic_load_n(&help_end, __ATOMIC_RELAXED);
 	const struct help_want want = { 0, NULL, q, until };
-	int ran = 0;
+	int made = 0;
 
 	(void)agent;
 	for (uint32_t i = 0; i < end; i++) {
 		struct help_slot *s = &help_slots[i];
 		uintptr_t owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
 
-		if (!owner || (owner & HELD) || __atomic_load_n(&s->queue, __ATOMIC_RELAXED) != q)
+		if (!owner || __atomic_load_n(&s->queue, __ATOMIC_RELAXED) != q)
 			continue;
-		if (waited_ns < ROOM_HELP_AFTER_NS && room_helped != q &&
-		    __atomic_load_n(&s->cpu, __ATOMIC_RELAXED) == sched_getcpu())
-			return -1;
-		ran = may_help(deadline_ns) && help_once(s, owner, &want);
+		if (!may_help(deadline_ns))
+			break;
+		/* Held by another helper, or parked on this CPU not long
+		 * ago: the room may come soon, or the claim later. */
+		if ((owner & HELD) ||
+		    (waited_ns < ROOM_HELP_AFTER_NS && room_helped != q &&
+		     __atomic_load_n(&s->cpu, __ATOMIC_RELAXED) == sched_getcpu())) {
+			made = -1;
+			break;
+		}
+		made = help_once(s, owner, &want);
 		break;
 	}
-	room_helped = ran ? q : NULL;
-	return ran;
+	room_helped = made > 0 ? q : NULL;
+	return made;
 }
 
 static const struct aql_wait_helper host_helper = { help_waiter };

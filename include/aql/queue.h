@@ -117,8 +117,10 @@ typedef struct aql_queue aql_queue;
 
 /*
  * Called once when the queue stops: on the agent's thread for a malformed
- * packet (message names the packet id and the problem), or on a producer's
- * thread when a slot it reserved never became free (see
+ * packet (message names the packet id and the problem), on the thread
+ * that ran a kernel that faulted (on a CPU agent, a waiter or producer
+ * may run one: aql_signal_wait(), aql_queue_reserve()), or on a
+ * producer's thread when a slot it reserved never became free (see
  * aql_queue_reserve()). It may inactivate the queue; destroying it there
  * fails with AQL_ERR_INVALID_ARG.
  */
@@ -334,15 +336,18 @@ static inline aql_packet *aql_queue_slot(aql_queue *queue, uint64_t id)
  *
  * On a CPU agent, a producer that waits for room while the queue's
  * processor thread is parked (or woken and not yet running) runs the
- * packets at the head itself, as the processor would, until it has room:
- * beside busy threads a woken processor may wait a time slice for a CPU.
- * (Where the processor parked on the producer's CPU, only after 100 us:
- * woken, it preempts the producer.) So a kernel there must not wait for
- * what its producer does after a submission that found the ring full. It
- * runs none from inside a kernel, when the wait's timeout ends within
- * 1 ms, on an agent made with aql_host_agent_config.no_wait_help, nor
- * malformed packets or barriers whose condition is unmet
- * (aql_signal_wait() has the same rules).
+ * packets at the head itself, as the processor would, until it has room
+ * for n and a few more: beside busy threads a woken processor may wait a
+ * time slice for a CPU. (Where the processor parked on the producer's
+ * CPU, only after 100 us: woken, it preempts the producer.) So a kernel
+ * there must not wait for what its producer does after a submission that
+ * found the ring full, nor for a lock the producer holds meanwhile; the
+ * reserve may return later than full_timeout_ns by the run time of such
+ * packets, and a kernel fault there calls the error callback on the
+ * producer's thread. It runs none from inside a kernel, with under 1 ms
+ * of the timeout left, on an agent made with
+ * aql_host_agent_config.no_wait_help, nor malformed packets or barriers
+ * whose condition is unmet (aql_signal_wait() has the same rules).
  *
  * Errors: AQL_ERR_INVALID_ARG (n), AQL_ERR_QUEUE_FULL, AQL_ERR_QUEUE_ERROR.
  * Thread safe for MULTI queues; one thread at a time for SINGLE queues.

@@ -20,7 +20,7 @@
 
 #define WAIT_TIMEOUT_NS (30ull * 1000000000ull)
 /* hsa/queue.c's READ_WAIT_NS */
-#define READ_WAIT_NS 1000000u
+#define READ_WAIT_NS 2000000u
 
 /* publish.h's producer on aql's own atomics, as aql_queue_reserve() and
  * aql_queue_ring_doorbell() use them. */
