@@ -174,6 +174,31 @@ static void test_waiter_runs_it(void)
 	CHECK_OK(aql_agent_destroy(a));
 }
 
+/* Packets without a completion signal ahead of the waiter's own (a
+ * recorded graph's replay signals only its last) run on the waiter too. */
+static void test_waiter_runs_unsignaled_ahead(void)
+{
+	static _Alignas(16) struct where *arg;
+	static struct where w;
+	aql_agent *a = agent(0);
+	aql_queue *q = queue(a, AQL_QUEUE_SINGLE, 0);
+	aql_signal *s = th_signal(1);
+	aql_packet p[4] = { dispatch(&where_kd, &arg, NULL), dispatch(&where_kd, &arg, NULL),
+			    dispatch(&where_kd, &arg, NULL), dispatch(&where_kd, &arg, s) };
+
+	arg = &w;
+	await_parked(q);
+	publish(q, p, 4);
+	CHECK_DONE(wait_ns(s, TH_TIMEOUT_NS, AQL_WAIT_BLOCKED));
+	CHECK(w.runs == 4 && pthread_equal(w.thread, pthread_self()) &&
+	      __atomic_load_n(&q->amd->read_dispatch_id, __ATOMIC_ACQUIRE) == 4,
+	      "%u runs (read index %llu), on this thread: %d", w.runs,
+	      (unsigned long long)q->amd->read_dispatch_id, pthread_equal(w.thread, pthread_self()));
+	CHECK_OK(aql_queue_destroy(q));
+	CHECK_OK(aql_signal_destroy(s));
+	CHECK_OK(aql_agent_destroy(a));
+}
+
 /* No help from a no_wait_help agent, nor for a wait whose deadline is
  * under a millisecond away; the processor runs the packet once rung. */
 static void test_no_help(void)
@@ -677,6 +702,7 @@ static void test_flood(void)
 int main(void)
 {
 	test_waiter_runs_it();
+	test_waiter_runs_unsignaled_ahead();
 	test_no_help();
 	test_only_own_ready_packets();
 	test_malformed();

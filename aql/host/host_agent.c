@@ -436,8 +436,9 @@ static enum outcome process(struct processor *p, aql_packet *slot, uint16_t head
  * processor cannot leave (nor its queue go) while a helper holds its slot.
  * The processor's own per-packet path does none of this.
  *
- * A waiter runs only packets whose completion signal it waits for, a
- * producer only those before the room it waits for, from the head, and
+ * A waiter runs only packets whose completion signal it waits for (and
+ * those without one ahead of them), a producer only those before the room
+ * it waits for, from the head, and
  * only those that would run at once: no barrier whose condition is unmet
  * (it must not block), no malformed packet (the processor fails it, so
  * the error callback runs on a runtime thread, as without help). Not from
@@ -573,8 +574,10 @@ static int runs_at_once(struct processor *p, const aql_packet *slot, uint16_t he
 
 /*
  * What a helper that holds p's slot runs from the head: for a waiter the
- * packets that complete the n signals it waits for; for a producer
- * (queue set) those before id until, if the slot's processor is queue's.
+ * packets that complete the n signals it waits for, and those without a
+ * completion signal ahead of them (they must run first: a recorded
+ * graph's replay signals only its last packet); for a producer (queue
+ * set) those before id until, if the slot's processor is queue's.
  */
 struct help_want {
 	uint32_t n;
@@ -583,23 +586,46 @@ struct help_want {
 	uint64_t until;
 };
 
+/* How far a waiter looks past the head for its own packets. */
+#define HELP_SCAN 64u
+
+/* The id past the last packet from id on that a waiter may run: published
+ * packets, none completing a signal it does not wait for. */
+static uint64_t waiter_until(aql_queue *q, uint64_t id, const struct help_want *want)
+{
+	uint64_t until = id, end = id + (q->size < HELP_SCAN ? q->size : HELP_SCAN);
+
+	for (; id < end; id++) {
+		aql_packet *slot = aql_queue_slot(q, id);
+		uint64_t handle;
+
+		if (aql_header_type(__atomic_load_n(&slot->header, __ATOMIC_ACQUIRE)) ==
+		    AQL_PACKET_INVALID)
+			break;
+		handle = slot->dispatch.completion_signal;
+		if (waited_for(handle, want->n, want->signals))
+			until = id + 1;
+		else if (handle)
+			break;
+	}
+	return until;
+}
+
 /* A helper holds p's slot: run what it wants. Nonzero if it ran one. */
 static int run_for_helper(struct processor *p, const struct help_want *want)
 {
 	struct aql_queue_impl *q = p->q;
 	uint64_t id = __atomic_load_n(&q->pub.amd->read_dispatch_id, __ATOMIC_RELAXED);
+	uint64_t until = want->queue ? want->until : waiter_until(&q->pub, id, want);
 	enum outcome out = DONE;
 	int ran = 0;
 
-	while (out == DONE && !stopping(p) && !__atomic_load_n(&q->halted, __ATOMIC_RELAXED)) {
+	while (out == DONE && id < until && !stopping(p) &&
+	       !__atomic_load_n(&q->halted, __ATOMIC_RELAXED)) {
 		aql_packet *slot = aql_queue_slot(&q->pub, id);
 		uint16_t header = __atomic_load_n(&slot->header, __ATOMIC_ACQUIRE);
 
-		if (aql_header_type(header) == AQL_PACKET_INVALID ||
-		    (want->queue ? id >= want->until
-				 : !waited_for(slot->dispatch.completion_signal, want->n,
-					       want->signals)) ||
-		    !runs_at_once(p, slot, header))
+		if (aql_header_type(header) == AQL_PACKET_INVALID || !runs_at_once(p, slot, header))
 			break;
 		/* A barrier whose condition changed since: WOULD_BLOCK, at once. */
 		out = process(p, slot, header, id++, 0);

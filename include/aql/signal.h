@@ -110,12 +110,13 @@ aql_status aql_signal_destroy(aql_signal *signal);
  * AQL_ERR_INVALID_ARG (bad condition or hint). Thread safe; any number of
  * threads may wait on one signal.
  *
- * A wait may run the packets it waits for on the calling thread: when the
- * packet at the head of a CPU agent's queue has this signal as its
- * completion signal and the queue's processor thread is parked (or woken
- * and not yet running), the waiting thread runs it, and the packets right
- * behind it that complete the same signal, as the processor would (same
- * order, fences, profiling, read index). So a kernel on a CPU agent must
+ * A wait may run the packets it waits for on the calling thread: when a
+ * packet near the head of a CPU agent's queue has this signal as its
+ * completion signal, with only packets without a completion signal ahead
+ * of it (a recorded graph's replay), and the queue's processor thread is
+ * parked (or woken and not yet running), the waiting thread runs them,
+ * and the packets right behind that complete the same signal, as the
+ * processor would (same order, fences, profiling, read index). So a kernel on a CPU agent must
  * not wait for the thread that waits for it (for what that thread does
  * after the wait, or for a lock it holds meanwhile), and a wait may return
  * later than timeout_ns by the run time of such a packet. A wait runs none
