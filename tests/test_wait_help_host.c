@@ -6,7 +6,8 @@
  * a waiting thread (or a producer waiting for room) can run it: without
  * the help every wait below times out. Also: no help from an agent made
  * with no_wait_help nor for a wait whose deadline is close; only the
- * waiter's packets at the head, only the room a producer waits for; never
+ * waiter's packets at the head (and unsignaled ones ahead of them), only
+ * the room a producer waits for; never
  * a barrier whose condition is unmet or a malformed packet (the processor
  * fails it, with the message and callback it gives without help); a
  * kernel that faults on a waiter stops the queue for good; and many
@@ -174,28 +175,46 @@ static void test_waiter_runs_it(void)
 	CHECK_OK(aql_agent_destroy(a));
 }
 
-/* Packets without a completion signal ahead of the waiter's own (a
- * recorded graph's replay signals only its last) run on the waiter too. */
+/*
+ * Packets without a completion signal ahead of the waiter's own (a
+ * recorded graph's replay signals only its last) run on the waiter too,
+ * and no further than its own: the unsignaled packet behind them stays.
+ * One that completes another signal stops it, unsignaled or not.
+ */
 static void test_waiter_runs_unsignaled_ahead(void)
 {
 	static _Alignas(16) struct where *arg;
 	static struct where w;
 	aql_agent *a = agent(0);
 	aql_queue *q = queue(a, AQL_QUEUE_SINGLE, 0);
-	aql_signal *s = th_signal(1);
-	aql_packet p[4] = { dispatch(&where_kd, &arg, NULL), dispatch(&where_kd, &arg, NULL),
-			    dispatch(&where_kd, &arg, NULL), dispatch(&where_kd, &arg, s) };
+	aql_signal *s = th_signal(1), *other = th_signal(1), *last = th_signal(1);
+	aql_packet p[5] = { dispatch(&where_kd, &arg, NULL), dispatch(&where_kd, &arg, NULL),
+			    dispatch(&where_kd, &arg, NULL), dispatch(&where_kd, &arg, s),
+			    dispatch(&where_kd, &arg, NULL) };
+	aql_packet q2[2] = { dispatch(&where_kd, &arg, other), dispatch(&where_kd, &arg, last) };
+	uint64_t id;
 
 	arg = &w;
 	await_parked(q);
-	publish(q, p, 4);
+	publish(q, p, 5);
 	CHECK_DONE(wait_ns(s, TH_TIMEOUT_NS, AQL_WAIT_BLOCKED));
 	CHECK(w.runs == 4 && pthread_equal(w.thread, pthread_self()) &&
 	      __atomic_load_n(&q->amd->read_dispatch_id, __ATOMIC_ACQUIRE) == 4,
 	      "%u runs (read index %llu), on this thread: %d", w.runs,
 	      (unsigned long long)q->amd->read_dispatch_id, pthread_equal(w.thread, pthread_self()));
+	/* Behind the unsignaled packet left above: another signal's, then
+	 * last's. */
+	id = publish(q, q2, 2);
+	CHECK(wait_ns(last, 50000000, AQL_WAIT_BLOCKED) == AQL_ERR_TIMEOUT,
+	      "a packet of another signal ran on the waiter");
+	CHECK(w.runs == 4, "%u runs, want 4", w.runs);
+	aql_queue_ring_doorbell(q, id + 1);
+	CHECK(th_wait_done(last) == 0 && th_wait_done(other) == 0 && w.runs == 7,
+	      "once rung: %u runs, want 7", w.runs);
 	CHECK_OK(aql_queue_destroy(q));
 	CHECK_OK(aql_signal_destroy(s));
+	CHECK_OK(aql_signal_destroy(other));
+	CHECK_OK(aql_signal_destroy(last));
 	CHECK_OK(aql_agent_destroy(a));
 }
 
@@ -232,7 +251,7 @@ static void test_no_help(void)
 	}
 }
 
-/* Only the waiter's own packets at the head, never a packet before them;
+/* Only the waiter's own packets at the head, never another signal's ahead;
  * a barrier only once its condition holds. */
 static void test_only_own_ready_packets(void)
 {
@@ -248,6 +267,11 @@ static void test_only_own_ready_packets(void)
 
 	arg1 = &w1;
 	arg2 = &w2;
+	/* A signal made in a freed one's memory keeps its wait words
+	 * (aql/signal.c), so dep may carry the sleep mark its memory had as
+	 * an earlier queue's doorbell: clear it (nobody waits on dep), so
+	 * that a mark below is this test's. */
+	__atomic_store_n(&dep->sleeping, 0, __ATOMIC_RELAXED);
 	await_parked(q);
 	publish(q, p, 4);
 	/* s2's packets are behind s1's: the waiter leaves them. */

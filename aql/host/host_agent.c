@@ -590,10 +590,11 @@ struct help_want {
 #define HELP_SCAN 64u
 
 /* The id past the last packet from id on that a waiter may run: published
- * packets, none completing a signal it does not wait for. */
+ * packets without a completion signal, then its own, up to the first that
+ * is neither. */
 static uint64_t waiter_until(aql_queue *q, uint64_t id, const struct help_want *want)
 {
-	uint64_t until = id, end = id + (q->size < HELP_SCAN ? q->size : HELP_SCAN);
+	uint64_t start = id, until = id, end = id + (q->size < HELP_SCAN ? q->size : HELP_SCAN);
 
 	for (; id < end; id++) {
 		aql_packet *slot = aql_queue_slot(q, id);
@@ -605,7 +606,7 @@ static uint64_t waiter_until(aql_queue *q, uint64_t id, const struct help_want *
 		handle = slot->dispatch.completion_signal;
 		if (waited_for(handle, want->n, want->signals))
 			until = id + 1;
-		else if (handle)
+		else if (handle || until != start)
 			break;
 	}
 	return until;

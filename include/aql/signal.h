@@ -113,15 +113,17 @@ aql_status aql_signal_destroy(aql_signal *signal);
  * A wait may run the packets it waits for on the calling thread: when a
  * packet near the head of a CPU agent's queue has this signal as its
  * completion signal, with only packets without a completion signal ahead
- * of it (a recorded graph's replay), and the queue's processor thread is
- * parked (or woken and not yet running), the waiting thread runs them,
- * and the packets right behind that complete the same signal, as the
- * processor would (same order, fences, profiling, read index). So a kernel on a CPU agent must
- * not wait for the thread that waits for it (for what that thread does
- * after the wait, or for a lock it holds meanwhile), and a wait may return
- * later than timeout_ns by the run time of such a packet. A wait runs none
- * when its timeout ends within 1 ms (a short timed wait is a poll), from
- * inside a kernel, or on an agent made with
+ * of it (a recorded graph's replay; on a MULTI queue they may be other
+ * threads'), and the queue's processor thread is parked (or woken and not
+ * yet running), the waiting thread runs them, and the packets right
+ * behind that complete the same signal, as the processor would (same
+ * order, fences, profiling, read index). So a kernel on a CPU agent must
+ * not wait for a thread that waits for its packet's signal or a later
+ * packet's in its queue (for what that thread does after the wait, or
+ * for a lock it holds meanwhile), and a wait may return later than
+ * timeout_ns by the run time of such packets (at most 64). A wait runs
+ * none when its timeout ends within 1 ms (a short timed wait is a poll),
+ * from inside a kernel, or on an agent made with
  * aql_host_agent_config.no_wait_help; nor packets of other signals,
  * malformed packets (the processor fails them, as without help) or
  * barriers whose condition is unmet. A kernel fault on the waiting thread
