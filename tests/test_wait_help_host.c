@@ -7,14 +7,13 @@
  * the help every wait below times out. Also: no help from an agent made
  * with no_wait_help nor for a wait whose deadline is close; only the
  * waiter's packets at the head (and unsignaled ones ahead of them), only
- * the room a producer waits for; never
- * a barrier whose condition is unmet or a malformed packet (the processor
- * fails it, with the message and callback it gives without help); a
- * kernel that faults on a waiter stops the queue for good; and many
- * waiters, producers and processors racing for the claims while queues
- * come and go, and producers flooding small rings (run under TSan too: a
- * kernel's plain counter would race were two threads to run one queue's
- * packets at once).
+ * the room a producer waits for; never a barrier whose condition is unmet
+ * or a malformed packet (the processor fails it, with the message and
+ * callback it gives without help); a kernel that faults on a waiter stops
+ * the queue for good; and many waiters, producers and processors racing
+ * for the claims while queues come and go, and producers flooding small
+ * rings (run under TSan too: a kernel's plain counter would race were two
+ * threads to run one queue's packets at once).
  */
 #include <pthread.h>
 #include <sched.h>
@@ -179,7 +178,7 @@ static void test_waiter_runs_it(void)
  * Packets without a completion signal ahead of the waiter's own (a
  * recorded graph's replay signals only its last) run on the waiter too,
  * and no further than its own: the unsignaled packet behind them stays.
- * One that completes another signal stops it, unsignaled or not.
+ * A packet of another signal ahead of its own stops it.
  */
 static void test_waiter_runs_unsignaled_ahead(void)
 {
@@ -473,7 +472,7 @@ static void test_producer_runs_them(int one_cpu)
 	CHECK_OK(aql_queue_destroy(poll));
 	CHECK_OK(aql_signal_destroy(s));
 	CHECK_OK(aql_agent_destroy(a));
-	sched_setaffinity(0, sizeof(all), &all);
+	CHECK(sched_setaffinity(0, sizeof(all), &all) == 0, "sched_setaffinity back");
 }
 
 /*
@@ -488,7 +487,6 @@ static void test_producer_no_help(void)
 	static _Alignas(16) struct where *arg;
 	static struct where w;
 	aql_signal *s = th_signal(0), *dep = th_signal(1), *b = th_signal(1);
-	aql_packet bad = dispatch(&where_kd, &arg, s);
 	struct {
 		int no_help;
 		uint64_t full_ns;
@@ -498,7 +496,7 @@ static void test_producer_no_help(void)
 		{ 1, 50000000, dispatch(&where_kd, &arg, s), "no_wait_help" },
 		{ 0, 500000, dispatch(&where_kd, &arg, s), "a 0.5 ms timeout" },
 		{ 0, 50000000, th_barrier_and(dep, b), "an unmet barrier" },
-		{ 0, 50000000, bad, "a malformed packet" },
+		{ 0, 50000000, dispatch(&where_kd, &arg, s), "a malformed packet" },
 	};
 	uint64_t id;
 

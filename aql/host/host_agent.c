@@ -438,14 +438,13 @@ static enum outcome process(struct processor *p, aql_packet *slot, uint16_t head
  *
  * A waiter runs only packets whose completion signal it waits for (and
  * those without one ahead of them), a producer only those before the room
- * it waits for, from the head, and
- * only those that would run at once: no barrier whose condition is unmet
- * (it must not block), no malformed packet (the processor fails it, so
- * the error callback runs on a runtime thread, as without help). Not from
- * a kernel (a helper inside a work-item would nest work-groups) nor a
- * processor thread, nor when the wait's deadline is under
- * HELP_MIN_LEFT_NS away: a short timed wait is a poll, and its caller may
- * do what the packet needs once it returns.
+ * it waits for, from the head, and only those that would run at once: no
+ * barrier whose condition is unmet (it must not block), no malformed
+ * packet (the processor fails it, so the error callback runs on a runtime
+ * thread, as without help). Not from a kernel (a helper inside a
+ * work-item would nest work-groups) nor a processor thread, nor when the
+ * wait's deadline is under HELP_MIN_LEFT_NS away: a short timed wait is a
+ * poll, and its caller may do what the packet needs once it returns.
  */
 /* A processor that finds every slot taken parks unhelped, as before. */
 #define HELP_SLOTS 64
@@ -713,29 +712,26 @@ static __thread const struct aql_queue_impl *room_helped;
 static int make_room(aql_agent *agent, struct aql_queue_impl *q, uint64_t until,
 		     uint64_t waited_ns, uint64_t deadline_ns)
 {
-	uint32_t end = __atomic_load_n(&help_end, __ATOMIC_RELAXED);
+	uint32_t end = __atomic_load_n(&help_end, __ATOMIC_RELAXED), i;
 	const struct help_want want = { 0, NULL, q, until };
+	struct help_slot *s = NULL;
+	uintptr_t owner = 0;
 	int made = 0;
 
 	(void)agent;
-	for (uint32_t i = 0; i < end; i++) {
-		struct help_slot *s = &help_slots[i];
-		uintptr_t owner = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
-
-		if (!owner || __atomic_load_n(&s->queue, __ATOMIC_RELAXED) != q)
-			continue;
-		if (!may_help(deadline_ns))
-			break;
+	for (i = 0; i < end && !s; i++)
+		if ((owner = __atomic_load_n(&help_slots[i].owner, __ATOMIC_RELAXED)) &&
+		    __atomic_load_n(&help_slots[i].queue, __ATOMIC_RELAXED) == q)
+			s = &help_slots[i];
+	if (s && may_help(deadline_ns)) {
 		/* Held by another helper, or parked on this CPU not long
 		 * ago: the room may come soon, or the claim later. */
 		if ((owner & HELD) ||
 		    (waited_ns < ROOM_HELP_AFTER_NS && room_helped != q &&
-		     __atomic_load_n(&s->cpu, __ATOMIC_RELAXED) == sched_getcpu())) {
+		     __atomic_load_n(&s->cpu, __ATOMIC_RELAXED) == sched_getcpu()))
 			made = -1;
-			break;
-		}
-		made = help_once(s, owner, &want);
-		break;
+		else
+			made = help_once(s, owner, &want);
 	}
 	room_helped = made > 0 ? q : NULL;
 	return made;
