@@ -6,6 +6,9 @@
  *    function outside it, is the same as the fiber path's and as computed
  *    here, for grids that are not multiples of the group, 2-D and 3-D,
  *    groups of one and groups larger than the grid;
+ *  - a code object that asks for ids only in kernel bodies carries no
+ *    aql_ids_outside mark (its work-group functions take the loop that
+ *    vectorises), one that asks in a helper does;
  *  - a kernel with a barrier still meets it (fibers);
  *  - the default work-group of a typed launch is the largest allowed for
  *    a work-group function, 256 for fibers;
@@ -14,8 +17,11 @@
  *    of 256 stays one group.
  * Usage: test_wgfn IDS.so HELPER.so
  */
+#include <fcntl.h>
+#include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "helpers.h"
 #include "wgfn/ids.h"
@@ -124,6 +130,43 @@ static void test_ids(aql_code_object *ids, aql_code_object *helper)
 		free(fiber);
 		free(help);
 	}
+}
+
+/* Whether the ELF file at path has a section named name; -1 if unreadable. */
+static int has_section(const char *path, const char *name)
+{
+	int fd = open(path, O_RDONLY), found = -1;
+	Elf *elf = NULL;
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	GElf_Shdr sh;
+
+	if (fd >= 0 && elf_version(EV_CURRENT) != EV_NONE &&
+	    (elf = elf_begin(fd, ELF_C_READ, NULL)) && !elf_getshdrstrndx(elf, &shstrndx))
+		for (found = 0; !found && (scn = elf_nextscn(elf, scn));) {
+			const char *n = gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name)
+							       : NULL;
+
+			found = n && !strcmp(n, name);
+		}
+	elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	return found;
+}
+
+/*
+ * The mark that makes work-group functions keep the work-item current
+ * (include/aql/kernel.h) comes only from ids asked for outside a body:
+ * the device-function form every kernel also defines must not make it.
+ */
+static void test_outside_mark(const char *ids_path, const char *helper_path)
+{
+	CHECK(has_section(ids_path, "aql_ids_outside") == 0,
+	      "%s asks for ids only in kernel bodies, yet has an aql_ids_outside section (or is unreadable)",
+	      ids_path);
+	CHECK(has_section(helper_path, "aql_ids_outside") == 1,
+	      "%s asks for ids in a helper, yet has no aql_ids_outside section", helper_path);
 }
 
 /*
@@ -242,6 +285,7 @@ int main(int argc, char **argv)
 	CHECK_OK(aql_code_object_load_file(agent, argv[2], NULL, &helper));
 	if (!agent || !queue || !ids || !helper)
 		return th_finish();
+	test_outside_mark(argv[1], argv[2]);
 	test_ids(ids, helper);
 	test_barrier(ids, 1000, 64, 64);
 	test_barrier(ids, 2048, 0, 256);

@@ -854,13 +854,20 @@ AQL_INLINE void aql_atomic_store_u32(uint32_t *p, uint32_t v, int order)
 
 /* The device-function form (see aql_wg_ids): the emulated CUDA driver's
  * host build of NVIDIA's resident processor calls it. */
+/*
+ * The body gets a copy of the caller's ids: its address is never null, so
+ * no id query in the body keeps the path for queries outside a body, whose
+ * mark (AQL_IDS_OUTSIDE_MARK_) would make every work-group function of the
+ * code object keep the work-item current, and stop it vectorising.
+ */
 #define AQL_HOST_DEV_(kn, dev, ...)                                            \
 	__attribute__((visibility("default"))) void kn##dev(const void *kernarg, \
 							    const aql_wg_ids *ids); \
 	void kn##dev(const void *kernarg, const aql_wg_ids *ids)               \
 	{                                                                      \
 		const struct kn##_aql_args *a_ = kernarg;                      \
-		kn##_aql_body(ids, AQL_PP_LIST(AQL_UNPACK_, a_, __VA_ARGS__));  \
+		const struct aql_host_ids_ ids_ = *ids;                        \
+		kn##_aql_body(&ids_, AQL_PP_LIST(AQL_UNPACK_, a_, __VA_ARGS__)); \
 	}
 
 /* One work-item per call, as a fiber that may stop at barriers. */
