@@ -458,12 +458,11 @@ static void *open_native(void)
  * on two vCPUs, rounds in turn). So both processors are made on the last
  * CPU and the rounds submitted from the first; unplace() puts the
  * thread's mask back. Nothing is placed with fewer than two CPUs, nor
- * the throughput rounds of --contention (both runs): beside busy threads
- * a full ring's hand-off goes best with producer and processor on one
- * CPU, the spinners on the other, and the runtime moves a processor to
- * its starved producer's CPU (host_agent.c), which one held on a CPU
- * cannot; as for aql-bench's own throughput rows, that is the runtime's
- * to choose. Round trips stay placed (apart, as a polled wait wants).
+ * the throughput rounds of --contention (both runs): as for aql-bench's
+ * own throughput rows, where a producer and its processor run beside busy
+ * threads is the scheduler's choice, which a user gets too (the runtime
+ * does not move its threads: docs/benchmarks.md, "The moves withdrawn").
+ * Round trips stay placed (apart, as a polled wait wants).
  */
 static cpu_set_t unplaced;
 
