@@ -852,13 +852,13 @@ AQL_INLINE void aql_atomic_store_u32(uint32_t *p, uint32_t v, int order)
 		.name = #kn,                                                   \
 	};
 
-/* The device-function form (see aql_wg_ids): the emulated CUDA driver's
- * host build of NVIDIA's resident processor calls it. */
 /*
- * The body gets a copy of the caller's ids: its address is never null, so
- * no id query in the body keeps the path for queries outside a body, whose
- * mark (AQL_IDS_OUTSIDE_MARK_) would make every work-group function of the
- * code object keep the work-item current, and stop it vectorising.
+ * The device-function form (see aql_wg_ids): the emulated CUDA driver's
+ * host build of NVIDIA's resident processor calls it. The body gets a
+ * copy of the caller's ids, whose address is never null: an id query that
+ * could see a null pointer keeps its path for queries outside a body, and
+ * that path's mark (AQL_IDS_OUTSIDE_MARK_) would stop every work-group
+ * function of the code object vectorising.
  */
 #define AQL_HOST_DEV_(kn, dev, ...)                                            \
 	__attribute__((visibility("default"))) void kn##dev(const void *kernarg, \
